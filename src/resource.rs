@@ -1,0 +1,104 @@
+//! The per-kind facts the generated code hands to the generic handlers.
+//!
+//! Every value of these types is emitted by `codegen` from the OpenAPI document; no Rust file writes
+//! one by hand. Behaviour that differs between kinds is a field here, never a per-kind module.
+
+/// One kind served in one version of its group.
+#[derive(Debug)]
+pub struct ResourceInfo {
+    /// API group, e.g. the `x-kubernetes-group-version-kind` group.
+    pub group: &'static str,
+    /// The version this entry serves; the URL's version segment.
+    pub version: &'static str,
+    /// The group's preferred version: the storage version named in `storageVersionHash`.
+    pub storage_version: &'static str,
+    /// Kind of a single object.
+    pub kind: &'static str,
+    /// Kind of a list answer (`<Kind>List`).
+    pub list_kind: &'static str,
+    /// Resource name in URLs; with the group it is the storage key, shared by all versions.
+    pub plural: &'static str,
+    /// Lower-case singular name for discovery.
+    pub singular: &'static str,
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+    /// Discovery short names (`kubectl get vm`).
+    pub short_names: &'static [&'static str],
+    /// Discovery categories (`kubectl get all`).
+    pub categories: &'static [&'static str],
+    /// Discovery verbs, in kube-apiserver's order; derived from the operations the document lists.
+    pub verbs: &'static [&'static str],
+    /// Printer columns for Table output, after `Name`.
+    pub printer_columns: &'static [PrinterColumn],
+    /// Set for kinds that are answered, not stored (create-only token requests): the dotted path of
+    /// the spec field the signed token names, e.g. `spec.pvcName`.
+    pub token_field: Option<&'static str>,
+}
+
+/// A CRD-style additional printer column.
+#[derive(Debug)]
+pub struct PrinterColumn {
+    pub name: &'static str,
+    /// `string`, `integer`, `number`, `boolean` or `date`.
+    pub type_: &'static str,
+    pub format: &'static str,
+    pub description: &'static str,
+    pub priority: i32,
+    /// Simple JSONPath such as `.status.printableStatus`.
+    pub json_path: &'static str,
+}
+
+/// One API group, as `/apis` lists it.
+#[derive(Debug)]
+pub struct GroupInfo {
+    pub name: &'static str,
+    /// Served versions, preferred first.
+    pub versions: &'static [&'static str],
+}
+
+/// One OpenAPI v3 document, derived at build time from the v2 document.
+#[derive(Debug)]
+pub struct OpenApiV3Doc {
+    /// `apis/<group>/<version>`, the key of the `/openapi/v3` index.
+    pub path: &'static str,
+    pub json: &'static [u8],
+}
+
+impl ResourceInfo {
+    /// `<plural>.<group>`, the name kube-apiserver uses in messages.
+    pub fn group_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// `<Kind>.<group>`, used in Invalid messages.
+    pub fn group_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.to_string()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+
+    /// `<group>/<version>`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Whether objects of this kind are kept in the store.
+    pub fn is_stored(&self) -> bool {
+        self.token_field.is_none()
+    }
+
+    /// Whether discovery lists `verb` for this kind.
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+}

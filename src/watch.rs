@@ -1,0 +1,1 @@
+//! Watch fan-out (skeleton).
