@@ -1,7 +1,16 @@
 //! virt-apiserver: the Kubernetes API for the KubeVirt family of resources on embedded SQLite.
 //! See ARCHITECTURE.md for the map of modules.
 
+pub mod api;
+pub mod discovery;
+pub mod error;
 pub mod generated;
+pub mod health;
+pub mod meta;
+pub mod openapi;
 pub mod resource;
+pub mod selector;
+pub mod server;
 pub mod store;
+pub mod token;
 pub mod watch;

@@ -1,0 +1,142 @@
+//! Media types: decoding request bodies and choosing and encoding the response format.
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+/// A response encoding this server offers for API objects.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Format {
+    Json,
+    Yaml,
+}
+
+impl Format {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Json => "application/json",
+            Format::Yaml => "application/yaml",
+        }
+    }
+}
+
+/// One media range of an `Accept` header.
+struct MediaRange<'a> {
+    essence: String,
+    params: Vec<(String, &'a str)>,
+}
+
+fn media_ranges(accept: &str) -> Vec<MediaRange<'_>> {
+    accept
+        .split(',')
+        .filter_map(|clause| {
+            let mut parts = clause.split(';');
+            let essence = parts.next()?.trim().to_ascii_lowercase();
+            if essence.is_empty() {
+                return None;
+            }
+            let params = parts
+                .filter_map(|p| p.split_once('='))
+                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().trim_matches('"')))
+                .collect();
+            Some(MediaRange { essence, params })
+        })
+        .collect()
+}
+
+/// Picks the response format from `Accept`: the first clause we can serve wins. Clauses asking for
+/// a transformed answer (`as=Table` and the like) are not offered yet and are skipped.
+pub fn negotiate(req: &HttpRequest, yaml_ok: bool) -> Result<Format, ApiError> {
+    let accept = match req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()) {
+        None => return Ok(Format::Json),
+        Some(a) if a.trim().is_empty() => return Ok(Format::Json),
+        Some(a) => a,
+    };
+    for range in media_ranges(accept) {
+        if range.params.iter().any(|(k, _)| k == "as" || k == "g" || k == "v") {
+            continue;
+        }
+        if range.params.iter().any(|(k, v)| k == "q" && v.parse::<f32>().is_ok_and(|q| q == 0.0)) {
+            continue;
+        }
+        match range.essence.as_str() {
+            "application/json" | "application/*" | "*/*" => return Ok(Format::Json),
+            "application/yaml" if yaml_ok => return Ok(Format::Yaml),
+            _ => {}
+        }
+    }
+    let offered = if yaml_ok { "application/json, application/yaml" } else { "application/json" };
+    Err(ApiError::NotAcceptable(format!("only the following media types are accepted: {offered}")))
+}
+
+/// The essence of the request's `Content-Type` (parameters such as charset dropped).
+pub fn content_type(req: &HttpRequest) -> String {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// Decodes a create or update body: JSON, or YAML where `yaml_ok`.
+pub fn decode_object(req: &HttpRequest, body: &[u8], yaml_ok: bool) -> Result<Value, ApiError> {
+    let ct = content_type(req);
+    let value: Value = match ct.as_str() {
+        "" | "application/json" => serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}"))
+        })?,
+        "application/yaml" if yaml_ok => {
+            let text = std::str::from_utf8(body)
+                .map_err(|_| ApiError::bad_request("the request body is not valid UTF-8"))?;
+            serde_yaml::from_str(text).map_err(|e| {
+                ApiError::bad_request(format!("couldn't decode the request body as YAML: {e}"))
+            })?
+        }
+        _ => {
+            let offered =
+                if yaml_ok { "application/json, application/yaml" } else { "application/json" };
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "the body of the request was in an unknown format - accepted media types include: {offered}"
+            )));
+        }
+    };
+    if !value.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "the request body must be an object, got {}",
+            kind_of(&value)
+        )));
+    }
+    Ok(value)
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Encodes `body` in `format` with `code`.
+pub fn respond(
+    code: StatusCode,
+    format: Format,
+    body: &impl Serialize,
+) -> Result<HttpResponse, ApiError> {
+    let bytes = match format {
+        Format::Json => serde_json::to_vec(body).map_err(|e| ApiError::Internal(e.to_string()))?,
+        Format::Yaml => {
+            serde_yaml::to_string(body).map_err(|e| ApiError::Internal(e.to_string()))?.into_bytes()
+        }
+    };
+    Ok(HttpResponse::build(code)
+        .insert_header((header::CONTENT_TYPE, HeaderValue::from_static(format.content_type())))
+        .body(bytes))
+}

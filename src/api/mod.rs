@@ -1,0 +1,100 @@
+//! The generic verbs every kind is served by: the generated handlers call these with the kind's
+//! `ResourceInfo` and the path's namespace and name.
+
+pub mod codec;
+mod delete;
+pub mod params;
+mod read;
+mod write;
+
+use actix_web::{HttpRequest, HttpResponse};
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+
+pub use delete::{delete, delete_collection};
+pub use read::{get, list, watch};
+pub use write::{create, patch, update};
+
+/// Where a request points: a collection (namespace or all/cluster) or one named object.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    /// The path's namespace; `None` on cluster kinds and all-namespace paths.
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+impl Target {
+    pub fn new(namespace: Option<String>, name: Option<String>) -> Target {
+        Target { namespace, name }
+    }
+
+    fn ns(&self) -> &str {
+        self.namespace.as_deref().unwrap_or("")
+    }
+
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("")
+    }
+}
+
+/// The storage key of one object: `<group>/<plural>/<namespace>/<name>`, shared by all versions.
+pub(crate) fn object_key(res: &ResourceInfo, namespace: &str, name: &str) -> String {
+    format!("{}/{}/{}/{}", res.group, res.plural, namespace, name)
+}
+
+/// The key prefix of a collection; `None` lists every namespace.
+pub(crate) fn collection_prefix(res: &ResourceInfo, namespace: Option<&str>) -> String {
+    match namespace {
+        Some(ns) => format!("{}/{}/{}/", res.group, res.plural, ns),
+        None => format!("{}/{}/", res.group, res.plural),
+    }
+}
+
+/// The object as the requested version presents it: only `apiVersion` differs between versions.
+pub(crate) fn for_version(res: &ResourceInfo, obj: &Value) -> Value {
+    let mut out = obj.clone();
+    if let Some(m) = out.as_object_mut() {
+        m.insert("apiVersion".into(), Value::String(res.api_version()));
+    }
+    out
+}
+
+/// The object's metadata map; the caller has made sure the object is a JSON object.
+pub(crate) fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata").and_then(Value::as_object)
+}
+
+pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    metadata(obj).and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The revision recorded in a stored object's `metadata.resourceVersion`.
+pub(crate) fn stored_revision(obj: &Value) -> u64 {
+    meta_str(obj, "resourceVersion").parse().unwrap_or(0)
+}
+
+/// 405 for a method the document does not list on a resource path.
+pub fn method_not_allowed(
+    res: &'static ResourceInfo,
+    req: &HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let verb = match req.method().as_str() {
+        "GET" => "get",
+        "POST" => "create",
+        "PUT" => "update",
+        "PATCH" => "patch",
+        "DELETE" => "delete",
+        other => {
+            return Err(ApiError::MethodNotAllowed(format!(
+                "{other} is not supported on resources of kind {:?}",
+                res.group_resource()
+            )))
+        }
+    };
+    Err(ApiError::MethodNotAllowed(format!(
+        "{verb} is not supported on resources of kind {:?}",
+        res.group_resource()
+    )))
+}

@@ -1,0 +1,474 @@
+//! Query parameters and options bodies: booleans as kube parses them, list options, delete
+//! options, write options and continue tokens.
+
+use std::time::Duration;
+
+use actix_web::HttpRequest;
+use base64::Engine;
+use serde_json::Value;
+
+use crate::error::{ApiError, Cause};
+use crate::selector::{FieldSelector, LabelSelector};
+
+/// The decoded query string; repeated keys keep every value.
+pub struct Query(Vec<(String, String)>);
+
+impl Query {
+    pub fn parse(req: &HttpRequest) -> Result<Query, ApiError> {
+        Query::from_query(req.query_string())
+    }
+
+    pub fn from_query(qs: &str) -> Result<Query, ApiError> {
+        actix_web::web::Query::<Vec<(String, String)>>::from_query(qs)
+            .map(|q| Query(q.into_inner()))
+            .map_err(|e| ApiError::bad_request(format!("invalid query string: {e}")))
+    }
+
+    /// The first value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    pub fn all(&self, key: &str) -> Vec<&str> {
+        self.0.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect()
+    }
+
+    /// kube's boolean: absent, `0` or `false` (any case) are false; anything else is true.
+    pub fn flag(&self, key: &str) -> bool {
+        self.get(key).is_some_and(parse_bool)
+    }
+
+    /// A boolean that may be absent.
+    pub fn opt_flag(&self, key: &str) -> Option<bool> {
+        self.get(key).map(parse_bool)
+    }
+
+    fn int(&self, key: &str) -> Result<Option<i64>, ApiError> {
+        match self.get(key) {
+            None | Some("") => Ok(None),
+            Some(v) => v.parse::<i64>().map(Some).map_err(|_| {
+                ApiError::bad_request(format!("invalid value for {key}: {v:?} is not an integer"))
+            }),
+        }
+    }
+
+    /// `dryRun`: only `All` is accepted.
+    pub fn dry_run(&self) -> Result<bool, ApiError> {
+        dry_run_values(&self.all("dryRun"))
+    }
+
+    /// `fieldValidation`, checked against its three values.
+    pub fn field_validation(&self) -> Result<FieldValidation, ApiError> {
+        match self.get("fieldValidation") {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
+            ))),
+        }
+    }
+}
+
+fn parse_bool(v: &str) -> bool {
+    !(v == "0" || v.eq_ignore_ascii_case("false"))
+}
+
+fn dry_run_values(values: &[&str]) -> Result<bool, ApiError> {
+    let mut any = false;
+    for v in values {
+        if *v != "All" {
+            return Err(ApiError::invalid_options(
+                "DeleteOptions",
+                vec![Cause::not_supported("dryRun", v, &["All"])],
+            ));
+        }
+        any = true;
+    }
+    Ok(any)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+/// `resourceVersionMatch`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RvMatch {
+    NotOlderThan,
+    Exact,
+}
+
+/// The options of list, watch and deletecollection.
+#[derive(Debug, Default)]
+pub struct ListOptions {
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+    pub limit: Option<usize>,
+    pub continue_token: Option<ContinueToken>,
+    /// `resourceVersion` as given (validated to be an integer when not empty).
+    pub resource_version: Option<String>,
+    pub rv_match: Option<RvMatch>,
+    pub timeout: Option<Duration>,
+    pub watch: bool,
+    pub allow_bookmarks: bool,
+    pub send_initial_events: Option<bool>,
+}
+
+impl ListOptions {
+    pub fn parse(q: &Query, namespaced: bool) -> Result<ListOptions, ApiError> {
+        let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or(""))
+            .map_err(ApiError::BadRequest)?;
+        let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""), namespaced)
+            .map_err(ApiError::BadRequest)?;
+        let limit = match q.int("limit")? {
+            Some(n) if n > 0 => Some(n as usize),
+            _ => None,
+        };
+        let resource_version =
+            q.get("resourceVersion").filter(|v| !v.is_empty()).map(str::to_string);
+        if let Some(rv) = &resource_version {
+            if rv.parse::<u64>().is_err() {
+                return Err(ApiError::bad_request(format!("invalid resource version: {rv}")));
+            }
+        }
+        let rv_match = match q.get("resourceVersionMatch") {
+            None | Some("") => None,
+            Some("NotOlderThan") => Some(RvMatch::NotOlderThan),
+            Some("Exact") => Some(RvMatch::Exact),
+            Some(other) => {
+                return Err(ApiError::invalid_options(
+                    "ListOptions",
+                    vec![Cause::not_supported(
+                        "resourceVersionMatch",
+                        other,
+                        &["Exact", "NotOlderThan", ""],
+                    )],
+                ))
+            }
+        };
+        let continue_token = match q.get("continue") {
+            None | Some("") => None,
+            Some(t) => Some(ContinueToken::decode(t)?),
+        };
+        let timeout = match q.int("timeoutSeconds")? {
+            Some(n) if n > 0 => Some(Duration::from_secs(n as u64)),
+            _ => None,
+        };
+        let opts = ListOptions {
+            labels,
+            fields,
+            limit,
+            continue_token,
+            resource_version,
+            rv_match,
+            timeout,
+            watch: q.flag("watch"),
+            allow_bookmarks: q.flag("allowWatchBookmarks"),
+            send_initial_events: q.opt_flag("sendInitialEvents"),
+        };
+        opts.validate()?;
+        Ok(opts)
+    }
+
+    /// The option combinations kube rejects (B.4, B.5).
+    fn validate(&self) -> Result<(), ApiError> {
+        let rv = self.resource_version.as_deref();
+        if self.continue_token.is_some() {
+            if rv.is_some_and(|v| v != "0") {
+                return Err(ApiError::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                ));
+            }
+            if self.rv_match.is_some() && !self.watch {
+                return Err(invalid_list(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+        if self.watch {
+            match (self.send_initial_events, self.rv_match) {
+                (Some(true), Some(RvMatch::NotOlderThan)) => {}
+                (Some(true), _) => {
+                    return Err(invalid_list(
+                        "sendInitialEvents",
+                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                    ))
+                }
+                (_, Some(_)) => {
+                    return Err(invalid_list(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                    ))
+                }
+                _ => {}
+            }
+        } else {
+            if self.send_initial_events.is_some() {
+                return Err(invalid_list(
+                    "sendInitialEvents",
+                    "sendInitialEvents is forbidden for list",
+                ));
+            }
+            match (rv, self.rv_match) {
+                (None, Some(_)) => {
+                    return Err(invalid_list(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    ))
+                }
+                (Some("0"), Some(RvMatch::Exact)) => {
+                    return Err(invalid_list(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+fn invalid_list(field: &str, detail: &str) -> ApiError {
+    ApiError::invalid_options(
+        "ListOptions",
+        vec![Cause {
+            reason: "FieldValueForbidden",
+            message: format!("Forbidden: {detail}"),
+            field: field.into(),
+        }],
+    )
+}
+
+/// A decoded continue token (AS pkg/storage/continue.go).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContinueToken {
+    /// The revision the first page was read at; -1 means "latest".
+    pub rv: i64,
+    /// The key to start from, relative to the collection prefix.
+    pub start: String,
+}
+
+impl ContinueToken {
+    pub fn encode(rv: i64, start: &str) -> String {
+        let json = serde_json::json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json.to_string())
+    }
+
+    pub fn decode(token: &str) -> Result<ContinueToken, ApiError> {
+        let bad = |why: &str| ApiError::bad_request(format!("invalid continue token: {why}"));
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.trim_end_matches('='))
+            .map_err(|e| bad(&format!("continue key is not valid: {e}")))?;
+        let v: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| bad(&format!("continue key is not valid: {e}")))?;
+        if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
+            return Err(bad(
+                "continue key is not valid: server does not recognize this encoded version",
+            ));
+        }
+        let rv = v.get("rv").and_then(Value::as_i64).unwrap_or(0);
+        if rv == 0 {
+            return Err(bad(
+                "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ));
+        }
+        let start = v.get("start").and_then(Value::as_str).unwrap_or("");
+        if start.is_empty() {
+            return Err(bad("continue key is not valid: encoded start key empty"));
+        }
+        // Tokens address keys below the collection; reject anything that climbs out of it.
+        if start.starts_with('/') || start.split('/').any(|seg| seg == ".." || seg == ".") {
+            return Err(bad(
+                "continue key is not valid: key must not contain relative path segments",
+            ));
+        }
+        Ok(ContinueToken { rv, start: start.to_string() })
+    }
+}
+
+/// Delete options from a body or, without one, from the query (B.6).
+#[derive(Debug, Default, Clone)]
+pub struct DeleteOptions {
+    pub propagation: Option<Propagation>,
+    pub orphan_dependents: Option<bool>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Propagation {
+    Orphan,
+    Background,
+    Foreground,
+}
+
+impl DeleteOptions {
+    pub fn parse(body: &[u8], q: &Query) -> Result<DeleteOptions, ApiError> {
+        let body_json: Option<Value> = if body.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            Some(serde_json::from_slice(body).map_err(|e| {
+                ApiError::bad_request(format!("couldn't decode DeleteOptions: {e}"))
+            })?)
+        };
+        let (policy, orphan, grace, uid, rv, dry) = match &body_json {
+            Some(b) => {
+                if !b.is_object() {
+                    return Err(ApiError::bad_request("DeleteOptions must be an object"));
+                }
+                let s = |k: &str| b.get(k).and_then(Value::as_str).map(str::to_string);
+                let dry: Vec<String> = match b.get("dryRun") {
+                    Some(Value::Array(a)) => {
+                        a.iter().map(|v| v.as_str().unwrap_or("").to_string()).collect()
+                    }
+                    _ => vec![],
+                };
+                (
+                    s("propagationPolicy"),
+                    b.get("orphanDependents").and_then(Value::as_bool),
+                    b.get("gracePeriodSeconds").and_then(Value::as_i64),
+                    b.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_string),
+                    b.pointer("/preconditions/resourceVersion")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    dry,
+                )
+            }
+            None => (
+                q.get("propagationPolicy").map(str::to_string),
+                q.opt_flag("orphanDependents"),
+                q.int("gracePeriodSeconds")?,
+                None,
+                None,
+                q.all("dryRun").into_iter().map(str::to_string).collect(),
+            ),
+        };
+        let mut causes = Vec::new();
+        let propagation = match policy.as_deref() {
+            None | Some("") => None,
+            Some("Orphan") => Some(Propagation::Orphan),
+            Some("Background") => Some(Propagation::Background),
+            Some("Foreground") => Some(Propagation::Foreground),
+            Some(other) => {
+                causes.push(Cause::not_supported(
+                    "propagationPolicy",
+                    other,
+                    &["Foreground", "Background", "Orphan", "nil"],
+                ));
+                None
+            }
+        };
+        if orphan.is_some() {
+            if let Some(p) = policy.as_deref().filter(|p| !p.is_empty()) {
+                causes.push(Cause::invalid(
+                    "propagationPolicy",
+                    &format!("{p:?}"),
+                    "orphanDependents and deletionPropagation cannot be both set",
+                ));
+            }
+        }
+        if let Some(g) = grace {
+            if g < 0 {
+                causes.push(Cause::invalid(
+                    "gracePeriodSeconds",
+                    &g.to_string(),
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+        let dry_refs: Vec<&str> = dry.iter().map(String::as_str).collect();
+        let dry_run = match dry_run_values(&dry_refs) {
+            Ok(d) => d,
+            Err(_) => {
+                causes.push(Cause::not_supported("dryRun", dry_refs.join(",").as_str(), &["All"]));
+                false
+            }
+        };
+        if !causes.is_empty() {
+            return Err(ApiError::invalid_options("DeleteOptions", causes));
+        }
+        Ok(DeleteOptions {
+            propagation,
+            orphan_dependents: orphan,
+            precondition_uid: uid,
+            precondition_rv: rv,
+            dry_run,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn booleans_parse_as_kube_does() {
+        let q = Query::from_query("a=True&b=1&c=&d=0&e=FALSE&f=false").unwrap();
+        assert!(q.flag("a") && q.flag("b") && q.flag("c"));
+        assert!(!q.flag("d") && !q.flag("e") && !q.flag("f") && !q.flag("missing"));
+    }
+
+    #[test]
+    fn continue_tokens_round_trip_and_reject_garbage() {
+        let t = ContinueToken::encode(42, "ns/name\u{0}");
+        assert!(!t.contains('='));
+        assert_eq!(
+            ContinueToken::decode(&t).unwrap(),
+            ContinueToken { rv: 42, start: "ns/name\u{0}".into() }
+        );
+        assert!(ContinueToken::decode("!!!").is_err());
+        let zero = ContinueToken::encode(0, "a");
+        assert!(
+            matches!(ContinueToken::decode(&zero), Err(ApiError::BadRequest(m)) if m.contains("incorrect encoded start resourceVersion"))
+        );
+        let climb = ContinueToken::encode(3, "../x");
+        assert!(ContinueToken::decode(&climb).is_err());
+    }
+
+    #[test]
+    fn list_option_combinations() {
+        let p = |qs: &str| ListOptions::parse(&Query::from_query(qs).unwrap(), true);
+        assert!(matches!(p("resourceVersionMatch=Exact"), Err(ApiError::Invalid { .. })));
+        assert!(matches!(
+            p("resourceVersion=0&resourceVersionMatch=Exact"),
+            Err(ApiError::Invalid { .. })
+        ));
+        assert!(p("resourceVersion=5&resourceVersionMatch=NotOlderThan").is_ok());
+        assert!(matches!(
+            p("resourceVersionMatch=Bogus&resourceVersion=1"),
+            Err(ApiError::Invalid { .. })
+        ));
+        let tok = ContinueToken::encode(3, "a\u{0}");
+        assert!(matches!(
+            p(&format!("continue={tok}&resourceVersion=3")),
+            Err(ApiError::BadRequest(_))
+        ));
+        assert!(p(&format!("continue={tok}&resourceVersion=0")).is_ok());
+        assert!(matches!(p("sendInitialEvents=true"), Err(ApiError::Invalid { .. })));
+        assert!(matches!(p("watch=1&sendInitialEvents=true"), Err(ApiError::Invalid { .. })));
+        assert!(p("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan").is_ok());
+        assert!(matches!(p("labelSelector=a%20b"), Err(ApiError::BadRequest(_))));
+        assert!(matches!(p("resourceVersion=abc"), Err(ApiError::BadRequest(_))));
+    }
+
+    #[test]
+    fn delete_options_validation() {
+        let q = Query::from_query("").unwrap();
+        let both = br#"{"propagationPolicy":"Foreground","orphanDependents":true}"#;
+        let err = DeleteOptions::parse(both, &q).unwrap_err().to_status();
+        assert_eq!(err.message.unwrap(), "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \"Foreground\": orphanDependents and deletionPropagation cannot be both set");
+        let q = Query::from_query("gracePeriodSeconds=-1").unwrap();
+        assert!(DeleteOptions::parse(b"", &q).is_err());
+        let q = Query::from_query("propagationPolicy=Orphan&dryRun=All").unwrap();
+        let o = DeleteOptions::parse(b"", &q).unwrap();
+        assert_eq!(o.propagation, Some(Propagation::Orphan));
+        assert!(o.dry_run);
+    }
+}

@@ -1,0 +1,226 @@
+//! Discovery documents (B.7, A.10, A.14): `/`, `/api`, `/apis`, `/apis/<group>`,
+//! `/apis/<group>/<version>` and `/version`, built from the generated records.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse};
+use base64::Engine;
+use serde::Serialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::api::codec::{negotiate, respond};
+use crate::error::ApiError;
+use crate::generated::{GROUPS, RESOURCES};
+use crate::resource::{GroupInfo, ResourceInfo};
+use crate::server::AppState;
+
+/// The Kubernetes API level this server implements; kubectl picks its client from it.
+const KUBE_MAJOR: &str = "1";
+const KUBE_MINOR: &str = "32";
+
+/// `GET /`: every path a client may start from.
+pub async fn root(_state: &AppState, _req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    let mut paths: Vec<String> = [
+        "/api",
+        "/apis",
+        "/healthz",
+        "/livez",
+        "/readyz",
+        "/openapi/v2",
+        "/openapi/v3",
+        "/version",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for g in GROUPS {
+        paths.push(format!("/apis/{}", g.name));
+        for v in g.versions {
+            paths.push(format!("/apis/{}/{v}", g.name));
+        }
+    }
+    paths.sort();
+    respond(StatusCode::OK, crate::api::codec::Format::Json, &json!({ "paths": paths }))
+}
+
+/// `GET /api`: the core group is not served, so no versions (A.10).
+pub async fn api(_state: &AppState, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    let format = negotiate(req, true)?;
+    let addr = req.app_config().local_addr().to_string();
+    respond(
+        StatusCode::OK,
+        format,
+        &json!({
+            "kind": "APIVersions",
+            "versions": [],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": addr}],
+        }),
+    )
+}
+
+#[derive(Serialize)]
+struct GroupVersionForDiscovery {
+    #[serde(rename = "groupVersion")]
+    group_version: String,
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+struct ApiGroup {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(rename = "apiVersion", skip_serializing_if = "Option::is_none")]
+    api_version: Option<&'static str>,
+    name: &'static str,
+    versions: Vec<GroupVersionForDiscovery>,
+    #[serde(rename = "preferredVersion")]
+    preferred_version: GroupVersionForDiscovery,
+}
+
+fn api_group(g: &GroupInfo, typed: bool) -> ApiGroup {
+    let gv = |v: &'static str| GroupVersionForDiscovery {
+        group_version: format!("{}/{v}", g.name),
+        version: v,
+    };
+    ApiGroup {
+        kind: typed.then_some("APIGroup"),
+        api_version: typed.then_some("v1"),
+        name: g.name,
+        versions: g.versions.iter().map(|v| gv(v)).collect(),
+        preferred_version: gv(g.versions[0]),
+    }
+}
+
+/// `GET /apis`: every group, in the document's order, versions preferred first.
+pub async fn apis(_state: &AppState, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    let format = negotiate(req, true)?;
+    let groups: Vec<ApiGroup> = GROUPS.iter().map(|g| api_group(g, false)).collect();
+    respond(
+        StatusCode::OK,
+        format,
+        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
+    )
+}
+
+/// `GET /apis/<group>`.
+pub async fn group(
+    _state: &AppState,
+    req: &HttpRequest,
+    g: &'static GroupInfo,
+) -> Result<HttpResponse, ApiError> {
+    let format = negotiate(req, true)?;
+    respond(StatusCode::OK, format, &api_group(g, true))
+}
+
+#[derive(Serialize)]
+struct ApiResource {
+    name: &'static str,
+    #[serde(rename = "singularName")]
+    singular_name: &'static str,
+    namespaced: bool,
+    kind: &'static str,
+    verbs: &'static [&'static str],
+    #[serde(rename = "shortNames", skip_serializing_if = "<[_]>::is_empty")]
+    short_names: &'static [&'static str],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    categories: &'static [&'static str],
+    #[serde(rename = "storageVersionHash", skip_serializing_if = "String::is_empty")]
+    storage_version_hash: String,
+}
+
+/// std-base64 of the first 8 bytes of sha256(`<group>/<storageVersion>/<Kind>`) (AS discovery).
+pub fn storage_version_hash(res: &ResourceInfo) -> String {
+    let digest = Sha256::digest(format!("{}/{}/{}", res.group, res.storage_version, res.kind));
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
+/// `GET /apis/<group>/<version>`: the version's resources.
+pub async fn resources(
+    _state: &AppState,
+    req: &HttpRequest,
+    g: &'static GroupInfo,
+    version: &'static str,
+) -> Result<HttpResponse, ApiError> {
+    let format = negotiate(req, true)?;
+    let resources: Vec<ApiResource> = RESOURCES
+        .iter()
+        .filter(|r| r.group == g.name && r.version == version)
+        .map(|r| ApiResource {
+            name: r.plural,
+            singular_name: r.singular,
+            namespaced: r.namespaced,
+            kind: r.kind,
+            verbs: r.verbs,
+            short_names: r.short_names,
+            categories: r.categories,
+            storage_version_hash: if r.is_stored() {
+                storage_version_hash(r)
+            } else {
+                String::new()
+            },
+        })
+        .collect();
+    respond(
+        StatusCode::OK,
+        format,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{}/{version}", g.name),
+            "resources": resources,
+        }),
+    )
+}
+
+/// `GET /version`: kube's `version.Info` at the API level this server implements (A.14).
+pub async fn version(_state: &AppState, _req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    respond(
+        StatusCode::OK,
+        crate::api::codec::Format::Json,
+        &json!({
+            "major": KUBE_MAJOR,
+            "minor": KUBE_MINOR,
+            "gitVersion": format!("v{KUBE_MAJOR}.{KUBE_MINOR}.0+virt-apiserver.{}", env!("CARGO_PKG_VERSION")),
+            "gitCommit": "",
+            "gitTreeState": "",
+            "buildDate": "",
+            "goVersion": "",
+            "compiler": "rustc",
+            "platform": format!("{}/{}", std::env::consts::OS, go_arch()),
+        }),
+    )
+}
+
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_version_hash_matches_kube() {
+        // kube-apiserver's hash for apps/v1 Deployment, as a real cluster serves it.
+        let res = ResourceInfo {
+            group: "apps",
+            version: "v1",
+            storage_version: "v1",
+            kind: "Deployment",
+            list_kind: "DeploymentList",
+            plural: "deployments",
+            singular: "deployment",
+            namespaced: true,
+            short_names: &[],
+            categories: &[],
+            verbs: &[],
+            printer_columns: &[],
+            token_field: None,
+        };
+        assert_eq!(storage_version_hash(&res), "8aSe+NMegvE=");
+    }
+}

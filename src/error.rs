@@ -1,0 +1,483 @@
+//! The one error type of the HTTP layer and its mapping to a `metav1.Status` body.
+//!
+//! Every failure a handler can answer is an `ApiError` variant; `ApiError::status` is the only place
+//! that turns one into a code, a reason and a message, with kube-apiserver's wording (B.1).
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::resource::ResourceInfo;
+use crate::store::StoreError;
+
+/// kube-apiserver's optimistic-lock message (store.go `OptimisticLockErrorMsg`).
+pub const OPTIMISTIC_LOCK_MSG: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+/// The message of a failing JSON patch operation (kube drops the detail).
+pub const PATCH_REJECTED_MSG: &str =
+    "the server rejected our request due to an error in our request";
+
+/// One field error: `StatusCause` on the wire, where the type goes under `reason`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cause {
+    pub reason: &'static str,
+    pub message: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub field: String,
+}
+
+impl Cause {
+    /// `FieldValueInvalid`: `field: Invalid value: <value>: <detail>`.
+    pub fn invalid(field: &str, value: &str, detail: &str) -> Cause {
+        Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {value}: {detail}"),
+            field: field.into(),
+        }
+    }
+    pub fn required(field: &str, detail: &str) -> Cause {
+        let message = if detail.is_empty() {
+            "Required value".into()
+        } else {
+            format!("Required value: {detail}")
+        };
+        Cause { reason: "FieldValueRequired", message, field: field.into() }
+    }
+    pub fn forbidden(field: &str, detail: &str) -> Cause {
+        Cause {
+            reason: "FieldValueForbidden",
+            message: format!("Forbidden: {detail}"),
+            field: field.into(),
+        }
+    }
+    pub fn too_long(field: &str, limit: usize) -> Cause {
+        Cause {
+            reason: "FieldValueTooLong",
+            message: format!("Too long: may not be more than {limit} bytes"),
+            field: field.into(),
+        }
+    }
+    pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Cause {
+        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        Cause {
+            reason: "FieldValueNotSupported",
+            message: format!("Unsupported value: {value:?}: supported values: {}", list.join(", ")),
+            field: field.into(),
+        }
+    }
+}
+
+/// Everything a request can fail with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiError {
+    /// 404 Status naming the object: `<gr> "<name>" not found`.
+    NotFound {
+        group: String,
+        plural: String,
+        name: String,
+    },
+    /// 404 `text/plain` for paths nothing serves, as Go's `http.NotFound`.
+    PathNotFound,
+    /// 409 `AlreadyExists`; `deleting` adds kube's `object is being deleted: ` prefix.
+    AlreadyExists {
+        group: String,
+        plural: String,
+        name: String,
+        deleting: bool,
+    },
+    /// 409 `Conflict` with a complete message.
+    Conflict {
+        group: String,
+        plural: String,
+        name: String,
+        message: String,
+    },
+    /// 422 `Invalid`: `<qualified> "<name>" is invalid: <causes>`.
+    Invalid {
+        group: String,
+        details_kind: String,
+        qualified: String,
+        name: String,
+        causes: Vec<Cause>,
+    },
+    /// 409 `AlreadyExists` after every generated name collided; clients may retry after 1 s.
+    NameGenerationExhausted {
+        group: String,
+        plural: String,
+        name: String,
+    },
+    /// 422 `Invalid` with only a message, as kube answers a failing JSON patch operation.
+    PatchRejected,
+    BadRequest(String),
+    MethodNotAllowed(String),
+    NotAcceptable(String),
+    UnsupportedMediaType(String),
+    /// 410 `Expired`; an expired continue token carries a fresh one in `metadata.continue`.
+    Expired {
+        message: String,
+        continue_token: Option<String>,
+    },
+    RequestEntityTooLarge(String),
+    /// 504 `Timeout`; the message gets kube's `Timeout: ` prefix.
+    Timeout {
+        message: String,
+        causes: Vec<Cause>,
+    },
+    /// 503 `ServiceUnavailable`, e.g. the database cannot be written.
+    Unavailable(String),
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn not_found(res: &ResourceInfo, name: &str) -> ApiError {
+        ApiError::NotFound { group: res.group.into(), plural: res.plural.into(), name: name.into() }
+    }
+
+    pub fn already_exists(res: &ResourceInfo, name: &str, deleting: bool) -> ApiError {
+        ApiError::AlreadyExists {
+            group: res.group.into(),
+            plural: res.plural.into(),
+            name: name.into(),
+            deleting,
+        }
+    }
+
+    /// The stale-resourceVersion conflict of an update.
+    pub fn optimistic_lock(res: &ResourceInfo, name: &str) -> ApiError {
+        ApiError::Conflict {
+            group: res.group.into(),
+            plural: res.plural.into(),
+            name: name.into(),
+            message: format!(
+                "Operation cannot be fulfilled on {} {name:?}: {OPTIMISTIC_LOCK_MSG}",
+                res.group_resource()
+            ),
+        }
+    }
+
+    /// 422 raised by object validation: qualified by `<Kind>.<group>`, details.kind = Kind.
+    pub fn invalid(res: &ResourceInfo, name: &str, causes: Vec<Cause>) -> ApiError {
+        ApiError::Invalid {
+            group: res.group.into(),
+            details_kind: res.kind.into(),
+            qualified: res.group_kind(),
+            name: name.into(),
+            causes,
+        }
+    }
+
+    /// 422 on an options object such as `DeleteOptions.meta.k8s.io ""`.
+    pub fn invalid_options(kind: &str, causes: Vec<Cause>) -> ApiError {
+        ApiError::Invalid {
+            group: "meta.k8s.io".into(),
+            details_kind: kind.into(),
+            qualified: format!("{kind}.meta.k8s.io"),
+            name: String::new(),
+            causes,
+        }
+    }
+
+    pub fn bad_request(msg: impl Into<String>) -> ApiError {
+        ApiError::BadRequest(msg.into())
+    }
+
+    /// Maps a store failure for one object of `res`.
+    pub fn from_store(err: StoreError, res: &ResourceInfo, name: &str) -> ApiError {
+        match err {
+            StoreError::NotFound => ApiError::not_found(res, name),
+            StoreError::AlreadyExists => ApiError::already_exists(res, name, false),
+            StoreError::Conflict { .. } => ApiError::optimistic_lock(res, name),
+            other => ApiError::from(other),
+        }
+    }
+
+    /// The code, reason, message and details of the Status body.
+    fn parts(&self) -> (StatusCode, &'static str, String, Option<Details>) {
+        use ApiError::*;
+        match self {
+            NotFound { group, plural, name } => (
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                format!("{} {name:?} not found", qualify(plural, group)),
+                Some(Details::named(name, group, plural)),
+            ),
+            PathNotFound => (StatusCode::NOT_FOUND, "NotFound", "404 page not found".into(), None),
+            AlreadyExists { group, plural, name, deleting } => (
+                StatusCode::CONFLICT,
+                "AlreadyExists",
+                format!(
+                    "{}{} {name:?} already exists",
+                    if *deleting { "object is being deleted: " } else { "" },
+                    qualify(plural, group)
+                ),
+                Some(Details::named(name, group, plural)),
+            ),
+            Conflict { group, plural, name, message } => (
+                StatusCode::CONFLICT,
+                "Conflict",
+                message.clone(),
+                Some(Details::named(name, group, plural)),
+            ),
+            Invalid { group, details_kind, qualified, name, causes } => {
+                let errs: Vec<String> = causes
+                    .iter()
+                    .map(|c| {
+                        if c.field.is_empty() {
+                            c.message.clone()
+                        } else {
+                            format!("{}: {}", c.field, c.message)
+                        }
+                    })
+                    .collect();
+                let joined = if errs.len() == 1 {
+                    errs[0].clone()
+                } else {
+                    format!("[{}]", errs.join(", "))
+                };
+                let mut details = Details::named(name, group, details_kind);
+                details.causes = causes.clone();
+                (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "Invalid",
+                    format!("{qualified} {name:?} is invalid: {joined}"),
+                    Some(details),
+                )
+            }
+            NameGenerationExhausted { group, plural, name } => {
+                let mut details = Details::named(name, group, plural);
+                details.retry_after_seconds = 1;
+                (
+                    StatusCode::CONFLICT,
+                    "AlreadyExists",
+                    format!(
+                        "{} {name:?} already exists, the server was not able to generate a unique name for the object",
+                        qualify(plural, group)
+                    ),
+                    Some(details),
+                )
+            }
+            PatchRejected => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "Invalid", PATCH_REJECTED_MSG.to_string(), None)
+            }
+            BadRequest(m) => (StatusCode::BAD_REQUEST, "BadRequest", m.clone(), None),
+            MethodNotAllowed(m) => {
+                (StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", m.clone(), None)
+            }
+            NotAcceptable(m) => (StatusCode::NOT_ACCEPTABLE, "NotAcceptable", m.clone(), None),
+            UnsupportedMediaType(m) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", m.clone(), None)
+            }
+            Expired { message, .. } => (StatusCode::GONE, "Expired", message.clone(), None),
+            RequestEntityTooLarge(m) => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", m.clone(), None)
+            }
+            Timeout { message, causes } => {
+                let details = (!causes.is_empty())
+                    .then(|| Details { causes: causes.clone(), ..Details::default() });
+                (StatusCode::GATEWAY_TIMEOUT, "Timeout", format!("Timeout: {message}"), details)
+            }
+            Unavailable(m) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", m.clone(), None)
+            }
+            Internal(m) => {
+                let details = Details {
+                    causes: vec![Cause { reason: "", message: m.clone(), field: String::new() }],
+                    ..Details::default()
+                };
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "InternalError",
+                    format!("Internal error occurred: {m}"),
+                    Some(details),
+                )
+            }
+        }
+    }
+
+    /// The `metav1.Status` body for this error.
+    pub fn to_status(&self) -> Status {
+        let (code, reason, message, details) = self.parts();
+        let continue_token = match self {
+            ApiError::Expired { continue_token, .. } => continue_token.clone(),
+            _ => None,
+        };
+        Status {
+            kind: "Status",
+            api_version: "v1",
+            metadata: ListMetaOut { continue_token },
+            status: "Failure",
+            message: Some(message),
+            reason: Some(reason),
+            details,
+            code: Some(code.as_u16()),
+        }
+    }
+}
+
+fn qualify(plural: &str, group: &str) -> String {
+    if group.is_empty() {
+        plural.to_string()
+    } else {
+        format!("{plural}.{group}")
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> ApiError {
+        match err {
+            StoreError::Unavailable(m) => ApiError::Unavailable(m),
+            StoreError::Expired { .. } => ApiError::Expired {
+                message: "The resourceVersion for the provided list is too old.".into(),
+                continue_token: None,
+            },
+            StoreError::FutureRevision { current } => ApiError::Timeout {
+                message: format!("Too large resource version, current: {current}"),
+                causes: vec![Cause {
+                    reason: "ResourceVersionTooLarge",
+                    message: "Too large resource version".into(),
+                    field: String::new(),
+                }],
+            },
+            other => ApiError::Internal(format!("{other:?}")),
+        }
+    }
+}
+
+/// `metav1.Status`, with fields in kube's order.
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub kind: &'static str,
+    #[serde(rename = "apiVersion")]
+    pub api_version: &'static str,
+    pub metadata: ListMetaOut,
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Details>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+}
+
+impl Status {
+    /// The Success Status a delete answers with (no `code`, as for custom resources).
+    pub fn deleted(res: &ResourceInfo, name: &str, uid: &str) -> Status {
+        let mut details = Details::named(name, res.group, res.plural);
+        details.uid = uid.to_string();
+        Status {
+            kind: "Status",
+            api_version: "v1",
+            metadata: ListMetaOut::default(),
+            status: "Success",
+            message: None,
+            reason: None,
+            details: Some(details),
+            code: None,
+        }
+    }
+}
+
+/// The Status `metadata`: `{}` unless an expired continue token offers a fresh one.
+#[derive(Debug, Default, Serialize)]
+pub struct ListMetaOut {
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Details {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<Cause>,
+    #[serde(rename = "retryAfterSeconds", skip_serializing_if = "is_zero")]
+    pub retry_after_seconds: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Details {
+    fn named(name: &str, group: &str, kind: &str) -> Details {
+        Details { name: name.into(), group: group.into(), kind: kind.into(), ..Details::default() }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (code, reason, message, _) = self.parts();
+        write!(f, "{} {reason}: {message}", code.as_u16())
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.parts().0
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if *self == ApiError::PathNotFound {
+            return HttpResponse::NotFound()
+                .content_type("text/plain; charset=utf-8")
+                .insert_header(("X-Content-Type-Options", "nosniff"))
+                .body("404 page not found\n");
+        }
+        let status = self.to_status();
+        let mut resp = HttpResponse::build(self.status_code());
+        if let Some(secs) =
+            status.details.as_ref().map(|d| d.retry_after_seconds).filter(|s| *s > 0)
+        {
+            resp.insert_header(("Retry-After", secs.to_string()));
+        }
+        resp.content_type("application/json");
+        resp.json(status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_joins_several_causes_in_brackets() {
+        let err = ApiError::Invalid {
+            group: "kubevirt.io".into(),
+            details_kind: "VirtualMachine".into(),
+            qualified: "VirtualMachine.kubevirt.io".into(),
+            name: "Bad".into(),
+            causes: vec![
+                Cause::invalid("metadata.name", "\"Bad\"", "x"),
+                Cause::required("metadata.namespace", ""),
+            ],
+        };
+        let s = serde_json::to_value(err.to_status()).unwrap();
+        assert_eq!(
+            s["message"],
+            "VirtualMachine.kubevirt.io \"Bad\" is invalid: [metadata.name: Invalid value: \"Bad\": x, metadata.namespace: Required value]"
+        );
+        assert_eq!(s["details"]["causes"][1]["reason"], "FieldValueRequired");
+        assert_eq!(s["code"], 422);
+        assert_eq!(s["metadata"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn not_found_names_group_resource() {
+        let err =
+            ApiError::NotFound { group: "g.io".into(), plural: "things".into(), name: "a".into() };
+        let s = serde_json::to_string(&err.to_status()).unwrap();
+        assert_eq!(
+            s,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"things.g.io \"a\" not found","reason":"NotFound","details":{"name":"a","group":"g.io","kind":"things"},"code":404}"#
+        );
+    }
+}

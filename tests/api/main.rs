@@ -1,0 +1,4 @@
+//! Integration tests: the real binary on an ephemeral port, driven over HTTP. One test binary, so
+//! it links once.
+
+mod common;
