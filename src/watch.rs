@@ -5,7 +5,7 @@
 //! those at or below what was read. The store publishes each commit before running the next
 //! command, so every event is either in what was read or in the subscription: no gap, no
 //! duplicate. A watcher that falls behind the broadcast buffer and so loses an event it had not
-//! seen is ended with `Expired`, never resumed past the loss; the client re-lists, as on kube's 410.
+//! seen is ended with `Expired`, never resumed past the loss; the client re-lists (kube: 410).
 
 use std::collections::VecDeque;
 use std::sync::Arc;

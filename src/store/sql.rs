@@ -13,7 +13,7 @@ pub const SCHEMA_VERSION: i64 = 1;
 /// Idempotent: run on every open.
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS log (
-    rev        INTEGER PRIMARY KEY,  -- the global revision = resourceVersion, assigned by the store thread
+    rev        INTEGER PRIMARY KEY,  -- global revision = resourceVersion, set by the store thread
     key        TEXT    NOT NULL,
     created    INTEGER NOT NULL,     -- 1 on the row that creates the key
     deleted    INTEGER NOT NULL,     -- 1 on a tombstone (value = last state with the delete's rev)
