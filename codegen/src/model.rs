@@ -1044,6 +1044,17 @@ impl<'d> Lowering<'d> {
                         continue;
                     }
                     let (Some(r), Some(acts)) = (&d.resource, actions.get(&i)) else { continue };
+                    let list_kind = format!("{}List", d.kind);
+                    let lists =
+                        acts.contains(&Action::List) || acts.contains(&Action::DeleteCollection);
+                    if lists
+                        && !defs
+                            .iter()
+                            .any(|l| (&l.group, &l.version, &l.kind) == (&d.group, v, &list_kind))
+                    {
+                        let msg = format!("no definition has GVK {}/{v} {list_kind}", d.group);
+                        self.problem(&format!("definition {}", d.name), msg);
+                    }
                     let verbs = VERB_ORDER
                         .into_iter()
                         .filter(|verb| acts.iter().any(|a| a.verb() == *verb))
@@ -1054,7 +1065,7 @@ impl<'d> Lowering<'d> {
                         version: v.clone(),
                         storage_version: g.versions[0].clone(),
                         kind: d.kind.clone(),
-                        list_kind: format!("{}List", d.kind),
+                        list_kind,
                         plural: r.plural.clone(),
                         singular: r.singular.clone().unwrap_or_else(|| d.kind.to_lowercase()),
                         namespaced: r.namespaced,
@@ -1079,30 +1090,19 @@ impl<'d> Lowering<'d> {
                 }
             }
         }
-        self.check_resources(defs, &resources, &actions, &index);
+        self.check_resources(&resources);
         (resources, index)
     }
 
     /// Facts that must hold across the versions of a kind, and between kinds of a group.
-    fn check_resources(
-        &mut self,
-        defs: &[KindDef<'d>],
-        resources: &[Resource],
-        actions: &HashMap<usize, HashSet<Action>>,
-        index: &HashMap<usize, usize>,
-    ) {
-        let has_list_def = |r: &Resource| {
-            defs.iter()
-                .any(|d| d.group == r.group && d.version == r.version && d.kind == r.list_kind)
-        };
+    fn check_resources(&mut self, resources: &[Resource]) {
         for (i, r) in resources.iter().enumerate() {
             let ctx = format!("definition {}", r.definition);
-            // Storage is shared by the versions of a group and keyed by plural.
-            for other in &resources[..i] {
-                if other.group != r.group {
-                    continue;
-                }
-                if other.kind == r.kind
+            // Storage is shared by the versions of a group and keyed by group and plural.
+            let same_group = resources[..i].iter().filter(|o| o.group == r.group);
+            for other in same_group {
+                let same_kind = other.kind == r.kind;
+                if same_kind
                     && (other.plural != r.plural
                         || other.singular != r.singular
                         || other.namespaced != r.namespaced
@@ -1113,34 +1113,22 @@ impl<'d> Lowering<'d> {
                         other.definition
                     );
                     self.problem(&ctx, msg);
-                } else if other.kind != r.kind
-                    && other.plural == r.plural
-                    && other.version == r.version
-                {
-                    self.problem(
-                        &ctx,
-                        format!("plural `{}` is also used by {}", r.plural, other.definition),
-                    );
+                    break;
+                }
+                if !same_kind && other.plural == r.plural {
+                    let msg = format!("plural `{}` is also used by {}", r.plural, other.definition);
+                    self.problem(&ctx, msg);
+                    break;
                 }
             }
-            if r.version != r.storage_version
-                && !resources.iter().any(|o| {
-                    o.group == r.group && o.kind == r.kind && o.version == o.storage_version
-                })
-            {
+            let in_storage_version = resources
+                .iter()
+                .any(|o| o.group == r.group && o.kind == r.kind && o.version == o.storage_version);
+            if !in_storage_version {
                 let msg = format!(
                     "{} is not served in {}/{}, the group's preferred (storage) version",
                     r.kind, r.group, r.storage_version
                 );
-                self.problem(&ctx, msg);
-            }
-            let def = index.iter().find(|(_, &ri)| ri == i).map(|(&d, _)| d);
-            let lists = def.and_then(|d| actions.get(&d)).is_some_and(|a| {
-                a.contains(&Action::List) || a.contains(&Action::DeleteCollection)
-            });
-            if lists && !has_list_def(r) {
-                let msg =
-                    format!("no definition has GVK {}/{} {}", r.group, r.version, r.list_kind);
                 self.problem(&ctx, msg);
             }
         }
@@ -1501,6 +1489,7 @@ mod tests {
         d.kind("a.io", "v1", "Thing", "things", true);
         d.kind("a.io", "v1alpha1", "Thing", "thingies", true);
         d.kind("a.io", "v1alpha1", "Gizmo", "gizmos", true);
+        d.kind("a.io", "v1", "Widget", "gizmos", true);
         d.token_kind("a.io", "v1", "TicketRequest", "ticketrequests", "spec.claim");
         d.add_path("/apis/a.io/v1/namespaces/{namespace}/ticketrequests/{name}", "get", serde_json::json!({
             "operationId": "readTicket", "x-kubernetes-action": "get",
@@ -1519,6 +1508,7 @@ mod tests {
             "group b.io: no resource path serves any version of it",
             "group b.io: no path has x-virt-handler `apiGroup` for it",
             "definition io.a.v1alpha1.Thing: plural, singular, scope and tokenRequest must match io.a.v1.Thing (same kind)",
+            "definition io.a.v1alpha1.Gizmo: plural `gizmos` is also used by io.a.v1.Widget",
             "definition io.a.v1alpha1.Gizmo: Gizmo is not served in a.io/v1, the group's preferred (storage) version",
             "definition io.a.v1alpha1.Gizmo: no definition has GVK a.io/v1alpha1 GizmoList",
             "(listAIoV1alpha1NamespacedGizmo): `$ref: #/definitions/io.a.v1alpha1.GizmoList` does not name a definition",

@@ -129,11 +129,6 @@ impl<'d> GroupVersion<'d> {
                 components.parameters.insert(name.to_string(), ReferenceOr::Item(p));
             }
         }
-        for p in &self.parameters {
-            if let Some(s) = &doc.parameters[*p].schema {
-                self.roots.push(s);
-            }
-        }
         for (name, def) in self.reachable_definitions() {
             let mut def = def.clone();
             if let Value::Object(map) = &mut def {
