@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=VIRT_APISERVER_OPENAPI");
-    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let manifest =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     // Tests build the binary against a fixture document through this variable.
     let doc = match std::env::var_os("VIRT_APISERVER_OPENAPI") {
         Some(p) => PathBuf::from(p),
