@@ -13,4 +13,5 @@ pub mod selector;
 pub mod server;
 pub mod store;
 pub mod token;
+pub mod validation;
 pub mod watch;

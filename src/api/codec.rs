@@ -140,3 +140,19 @@ pub fn respond(
         .insert_header((header::CONTENT_TYPE, HeaderValue::from_static(format.content_type())))
         .body(bytes))
 }
+
+/// Adds one `Warning: 299 - "<text>"` header per distinct warning, as kube-apiserver does.
+pub fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
+    let mut sent: Vec<&str> = Vec::new();
+    for w in warnings {
+        if sent.contains(&w.as_str()) {
+            continue;
+        }
+        sent.push(w);
+        let text = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{text}\"")) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}

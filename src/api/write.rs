@@ -5,7 +5,7 @@ use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
 
-use super::codec::{content_type, decode_object, negotiate, respond};
+use super::codec::{content_type, decode_object, negotiate, respond, with_warnings};
 use super::params::Query;
 use super::{for_version, meta_str, object_key, stored_revision, Target};
 use crate::error::{ApiError, Cause};
@@ -13,6 +13,7 @@ use crate::meta;
 use crate::resource::ResourceInfo;
 use crate::server::AppState;
 use crate::store::StoreError;
+use crate::validation::{self, Via};
 
 /// Largest object the store accepts once encoded (A.13).
 pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
@@ -33,10 +34,12 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let field_validation = q.field_validation()?;
     let format = negotiate(req, res.is_stored())?;
     let mut obj = decode_object(req, &body, res.is_stored())?;
     check_type_meta(res, &obj)?;
+    let admitted = validation::admit(res, &mut obj, Via::Body(&body), field_validation)?;
+    let schema_causes = validation::check(res, &obj);
     let meta = metadata_mut(&mut obj)?;
     if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|v| !v.is_empty()) {
         return Err(ApiError::bad_request(
@@ -55,7 +58,8 @@ pub async fn create(
         meta.insert("name".into(), Value::String(meta::generate_name(&generate)));
     }
     let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-    let causes = meta::validate(meta, res.namespaced);
+    let mut causes = meta::validate(meta, res.namespaced);
+    causes.extend(schema_causes);
     if !causes.is_empty() {
         return Err(ApiError::invalid(res, &name, causes));
     }
@@ -65,14 +69,18 @@ pub async fn create(
     set_storage_version(res, &mut obj);
     check_size(&obj)?;
     if dry_run {
-        return respond(StatusCode::CREATED, format, &for_version(res, &obj));
+        let answer = respond(StatusCode::CREATED, format, &for_version(res, &obj))?;
+        return Ok(with_warnings(answer, &admitted.warnings));
     }
     let mut tries = 0;
     loop {
         let name = meta_str(&obj, "name").to_string();
         let key = object_key(res, meta_str(&obj, "namespace"), &name);
         match state.store.create(&key, obj.clone()).await {
-            Ok(stored) => return respond(StatusCode::CREATED, format, &for_version(res, &stored)),
+            Ok(stored) => {
+                let answer = respond(StatusCode::CREATED, format, &for_version(res, &stored))?;
+                return Ok(with_warnings(answer, &admitted.warnings));
+            }
             Err(StoreError::AlreadyExists) if !named && tries + 1 < GENERATE_NAME_TRIES => {
                 tries += 1;
                 let fresh = meta::generate_name(&generate);
@@ -107,11 +115,12 @@ pub async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let field_validation = q.field_validation()?;
     let format = negotiate(req, true)?;
     let mut obj = decode_object(req, &body, true)?;
     check_type_meta(res, &obj)?;
     let name = target.name();
+    let admitted = validation::admit(res, &mut obj, Via::Body(&body), field_validation)?;
     let meta = metadata_mut(&mut obj)?;
     let body_name = meta.get("name").and_then(Value::as_str).unwrap_or("");
     if body_name != name {
@@ -151,8 +160,12 @@ pub async fn update(
     if rv != meta_str(&current, "resourceVersion") {
         return Err(ApiError::optimistic_lock(res, name));
     }
+    let schema_causes = validation::check(res, &obj);
+    if !schema_causes.is_empty() {
+        return Err(ApiError::invalid(res, name, schema_causes));
+    }
     let (code, out) = commit_update(state, res, &key, &current, obj, dry_run).await?;
-    respond(code, format, &for_version(res, &out))
+    Ok(with_warnings(respond(code, format, &for_version(res, &out))?, &admitted.warnings))
 }
 
 /// PATCH with a JSON patch or a JSON merge patch; unconditional unless the patch sets
@@ -166,7 +179,7 @@ pub async fn patch(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let field_validation = q.field_validation()?;
     let format = negotiate(req, true)?;
     let kind = match content_type(req).as_str() {
         "application/json-patch+json" => PatchKind::Json(parse_json_patch(&body)?),
@@ -207,6 +220,7 @@ pub async fn patch(
             return Err(ApiError::PatchRejected);
         }
         check_type_meta(res, &patched)?;
+        let admitted = validation::admit(res, &mut patched, Via::Patch(&body), field_validation)?;
         let meta = metadata_mut(&mut patched)?;
         let wanted_rv =
             meta.get("resourceVersion").and_then(Value::as_str).unwrap_or("").to_string();
@@ -214,10 +228,17 @@ pub async fn patch(
         if conditional && !wanted_rv.is_empty() {
             return Err(ApiError::optimistic_lock(res, name));
         }
+        let schema_causes = validation::check(res, &patched);
+        if !schema_causes.is_empty() {
+            return Err(ApiError::invalid(res, name, schema_causes));
+        }
         match commit_update(state, res, &key, &current, patched, dry_run).await {
             Err(ApiError::Conflict { .. }) if !conditional => continue,
             Err(e) => return Err(e),
-            Ok((code, out)) => return respond(code, format, &for_version(res, &out)),
+            Ok((code, out)) => {
+                let answer = respond(code, format, &for_version(res, &out))?;
+                return Ok(with_warnings(answer, &admitted.warnings));
+            }
         }
     }
     Err(ApiError::optimistic_lock(res, name))

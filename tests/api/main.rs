@@ -2,3 +2,5 @@
 //! it links once.
 
 mod common;
+mod explain;
+mod validation;

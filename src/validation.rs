@@ -1,0 +1,615 @@
+//! Schema validation of written objects against their kind's definition in the embedded OpenAPI
+//! document, as kube-apiserver treats structural custom resources (B.3, B.10).
+//!
+//! A write goes through two steps. `admit` is decoding: fields the schema does not declare are
+//! pruned (always, as kube prunes them for every structural CR), and `fieldValidation` decides
+//! what the client hears about them and about duplicate JSON keys: nothing (`Ignore`), `Warning`
+//! headers (`Warn`, the default) or a rejection (`Strict`: 400 for a body, 422 on the field
+//! `patch` for a patch). `check` is validation: wrong types, values outside an enum, missing
+//! required fields and duplicate list-map keys are 422 Invalid whatever `fieldValidation` says.
+//!
+//! `metadata` is ObjectMeta: its unknown fields are pruned and reported like any other, but its
+//! values are left to `meta::validate`, which words its errors as kube's ObjectMeta validation.
+//! Below a schema that lists no `properties` (or keeps unknown fields) nothing is pruned.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::OnceLock;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::api::params::FieldValidation;
+use crate::error::{ApiError, Cause};
+use crate::generated::OPENAPI_V2;
+use crate::meta;
+use crate::resource::ResourceInfo;
+
+const DEFINITIONS_REF: &str = "#/definitions/";
+
+/// The document's definitions, and each kind's definition by group, version and kind.
+struct Schemas {
+    definitions: Map<String, Value>,
+    by_gvk: HashMap<(String, String, String), String>,
+}
+
+fn schemas() -> &'static Schemas {
+    static SCHEMAS: OnceLock<Schemas> = OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        let doc: Value = serde_json::from_slice(OPENAPI_V2).expect("the embedded document is JSON");
+        let definitions =
+            doc.get("definitions").and_then(Value::as_object).cloned().unwrap_or_default();
+        let mut by_gvk = HashMap::new();
+        for (name, def) in &definitions {
+            let gvks = def.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
+            for gvk in gvks.into_iter().flatten() {
+                let part = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                by_gvk.insert((part("group"), part("version"), part("kind")), name.clone());
+            }
+        }
+        Schemas { definitions, by_gvk }
+    })
+}
+
+/// The definition of `res`'s kind in `res`'s version.
+pub fn kind_schema(res: &ResourceInfo) -> Option<&'static Value> {
+    let s = schemas();
+    let key = (res.group.to_string(), res.version.to_string(), res.kind.to_string());
+    s.by_gvk.get(&key).and_then(|name| s.definitions.get(name))
+}
+
+/// Follows `$ref`s into the definitions; an unresolvable reference is an open schema.
+fn resolve(schema: &Value) -> &Value {
+    static OPEN: Value = Value::Null;
+    let mut at = schema;
+    for _ in 0..32 {
+        match at.get("$ref").and_then(Value::as_str) {
+            Some(r) => {
+                let name = r.strip_prefix(DEFINITIONS_REF).unwrap_or(r);
+                match schemas().definitions.get(name) {
+                    Some(def) => at = def,
+                    None => return &OPEN,
+                }
+            }
+            None => return at,
+        }
+    }
+    &OPEN
+}
+
+/// What admitting a body found that the request goes on with.
+#[derive(Debug, Default)]
+pub struct Admitted {
+    /// `Warning` header texts (only under `Warn`).
+    pub warnings: Vec<String>,
+}
+
+/// How the object being admitted arrived.
+#[derive(Debug, Clone, Copy)]
+pub enum Via<'a> {
+    /// The whole object, as a POST or PUT body (the raw bytes, for duplicate keys).
+    Body(&'a [u8]),
+    /// The result of applying this patch to the stored object.
+    Patch(&'a [u8]),
+}
+
+/// Decodes `obj` as kube's CR decoder does: prunes undeclared fields and, by `mode`, says
+/// nothing, collects warnings, or rejects unknown and duplicate fields.
+pub fn admit(
+    res: &ResourceInfo,
+    obj: &mut Value,
+    via: Via<'_>,
+    mode: FieldValidation,
+) -> Result<Admitted, ApiError> {
+    let raw = match via {
+        Via::Body(raw) | Via::Patch(raw) => raw,
+    };
+    // kube quotes the patched object, before pruning, in a strict patch rejection.
+    let patched = match (via, mode) {
+        (Via::Patch(_), FieldValidation::Strict) => Some(obj.to_string()),
+        _ => None,
+    };
+    let mut errs: Vec<String> = Vec::new();
+    if mode != FieldValidation::Ignore {
+        errs.extend(duplicate_fields(raw).iter().map(|p| format!("duplicate field \"{p}\"")));
+    }
+    let unknown = prune(res, obj);
+    if mode == FieldValidation::Ignore {
+        return Ok(Admitted::default());
+    }
+    errs.extend(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
+    if errs.is_empty() {
+        return Ok(Admitted::default());
+    }
+    if mode == FieldValidation::Warn {
+        return Ok(Admitted { warnings: errs });
+    }
+    let detail = format!("strict decoding error: {}", errs.join(", "));
+    match patched {
+        // handlers/patch.go: an Invalid on the field `patch`, with no kind or name.
+        Some(patched) => Err(ApiError::Invalid {
+            group: String::new(),
+            details_kind: String::new(),
+            qualified: String::new(),
+            name: String::new(),
+            causes: vec![Cause::invalid("patch", &meta::quote(&patched), &detail)],
+        }),
+        None => Err(ApiError::bad_request(format!(
+            "{kind} in version \"{}\" cannot be handled as a {kind}: {detail}",
+            res.version,
+            kind = res.kind
+        ))),
+    }
+}
+
+/// Validates an admitted object: types, enums, required fields and list keys (not metadata).
+pub fn check(res: &ResourceInfo, obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(schema) = kind_schema(res) else { return causes };
+    let (Some(map), Some(props)) =
+        (obj.as_object(), schema.get("properties").and_then(Value::as_object))
+    else {
+        return causes;
+    };
+    for k in sorted_keys(map) {
+        if let (false, Some(s)) = (k == "metadata", props.get(&k)) {
+            check_value(&map[&k], s, &k, &mut causes);
+        }
+    }
+    causes
+}
+
+/// Keys in a fixed order, whether or not serde_json preserves insertion order in this build.
+fn sorted_keys(map: &Map<String, Value>) -> Vec<String> {
+    let mut keys: Vec<String> = map.keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+/// Removes every field the kind's schema does not declare and returns their paths, kube-style
+/// (`spec.bogus`, `spec.list[0].x`, `metadata.unknownMeta`), in key order with metadata last. Nulls where the
+/// schema allows none are dropped too, silently, as kube's `PruneNonNullableNullsWithoutDefaults`.
+pub fn prune(res: &ResourceInfo, obj: &mut Value) -> Vec<String> {
+    let Some(schema) = kind_schema(res) else { return Vec::new() };
+    let mut pruned = Vec::new();
+    let mut meta_pruned = Vec::new();
+    if let Some(meta_schema) = schema.pointer("/properties/metadata") {
+        if let Some(m) = obj.get_mut("metadata") {
+            prune_value(m, meta_schema, "metadata", &mut meta_pruned, false, false);
+        }
+    }
+    prune_value(obj, schema, "", &mut pruned, true, true);
+    pruned.extend(meta_pruned);
+    pruned
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn flag(schema: &Value, name: &str) -> bool {
+    schema.get(name).and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn nullable(schema: &Value) -> bool {
+    let s = resolve(schema);
+    flag(s, "nullable") || flag(s, "x-nullable")
+}
+
+/// kube's pruning walk (apiextensions schema/pruning). `root` skips `metadata`, walked apart.
+fn prune_value(
+    v: &mut Value,
+    schema: &Value,
+    path: &str,
+    out: &mut Vec<String>,
+    drop_nulls: bool,
+    root: bool,
+) {
+    let schema = resolve(schema);
+    match v {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties");
+            if props.is_none() && additional.is_none() {
+                return;
+            }
+            let keep_unknown = flag(schema, "x-kubernetes-preserve-unknown-fields")
+                || additional.and_then(Value::as_bool) == Some(true);
+            let additional = additional.filter(|a| a.is_object());
+            for k in sorted_keys(map) {
+                if root && k == "metadata" {
+                    continue;
+                }
+                let child_path = join(path, &k);
+                match props.and_then(|p| p.get(&k)).or(additional) {
+                    Some(child) => {
+                        if drop_nulls && map[&k].is_null() && !nullable(child) {
+                            map.remove(&k);
+                        } else if let Some(value) = map.get_mut(&k) {
+                            prune_value(value, child, &child_path, out, drop_nulls, false);
+                        }
+                    }
+                    None if keep_unknown => {}
+                    None => {
+                        map.remove(&k);
+                        out.push(child_path);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    let p = format!("{path}[{i}]");
+                    prune_value(item, item_schema, &p, out, drop_nulls, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The JSON type go-openapi names for a value (kube decodes whole numbers as integers).
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn is_integer(v: &Value) -> bool {
+    v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+}
+
+fn type_matches(v: &Value, t: &str) -> bool {
+    match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "integer" => is_integer(v),
+        "number" => v.is_number(),
+        _ => true,
+    }
+}
+
+/// `FieldValueTypeInvalid` as kube's CR validation words it.
+fn type_invalid(path: &str, want: &str, v: &Value) -> Cause {
+    let got = json_type(v);
+    Cause {
+        reason: "FieldValueTypeInvalid",
+        message: format!(
+            "Invalid value: \"{got}\": {path} in body must be of type {want}: \"{got}\""
+        ),
+        field: path.to_string(),
+    }
+}
+
+/// A value as Go's field errors print it: strings quoted, numbers and booleans bare, objects as
+/// `map[string]interface {}{...}`.
+fn go_repr(v: &Value) -> String {
+    match v {
+        Value::String(s) => meta::quote(s),
+        Value::Null => "<nil>".into(),
+        Value::Object(m) => {
+            let parts: Vec<String> =
+                m.iter().map(|(k, v)| format!("{}:{}", meta::quote(k), go_repr(v))).collect();
+            format!("map[string]interface {{}}{{{}}}", parts.join(", "))
+        }
+        Value::Array(a) => {
+            let parts: Vec<String> = a.iter().map(go_repr).collect();
+            format!("[]interface {{}}{{{}}}", parts.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+fn check_value(v: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let schema = resolve(schema);
+    match schema.get("type").and_then(Value::as_str) {
+        Some(t) if !type_matches(v, t) => {
+            causes.push(type_invalid(path, t, v));
+            return;
+        }
+        None if flag(schema, "x-kubernetes-int-or-string") && !(is_integer(v) || v.is_string()) => {
+            causes.push(type_invalid(path, "integer,string", v));
+            return;
+        }
+        _ => {}
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
+        if !allowed.contains(v) {
+            let names: Vec<String> = allowed
+                .iter()
+                .map(|a| a.as_str().map_or_else(|| a.to_string(), String::from))
+                .collect();
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let value = v.as_str().map_or_else(|| v.to_string(), String::from);
+            causes.push(Cause::not_supported(path, &value, &refs));
+        }
+    }
+    match v {
+        Value::Object(map) => {
+            for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(r) = r.as_str().filter(|r| !map.contains_key(*r)) {
+                    causes.push(Cause::required(&join(path, r), ""));
+                }
+            }
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            for k in sorted_keys(map) {
+                if let Some(s) = props.and_then(|p| p.get(&k)).or(additional) {
+                    check_value(&map[&k], s, &join(path, &k), causes);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    check_value(item, item_schema, &format!("{path}[{i}]"), causes);
+                }
+            }
+            check_list_type(items, schema, path, causes);
+        }
+        _ => {}
+    }
+}
+
+/// `x-kubernetes-list-type` `set` and `map` forbid duplicate items and duplicate keys.
+fn check_list_type(items: &[Value], schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let list_type = schema.get("x-kubernetes-list-type").and_then(Value::as_str);
+    let keys: Vec<&str> = schema
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .map(|k| k.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut seen: Vec<Value> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let identity = match list_type {
+            Some("set") => item.clone(),
+            Some("map") if !keys.is_empty() => {
+                let Some(obj) = item.as_object() else { continue };
+                let key: Map<String, Value> = keys
+                    .iter()
+                    .filter_map(|k| obj.get(*k).map(|v| (k.to_string(), v.clone())))
+                    .collect();
+                Value::Object(key)
+            }
+            _ => return,
+        };
+        if seen.contains(&identity) {
+            causes.push(Cause {
+                reason: "FieldValueDuplicate",
+                message: format!("Duplicate value: {}", go_repr(&identity)),
+                field: format!("{path}[{i}]"),
+            });
+        } else {
+            seen.push(identity);
+        }
+    }
+}
+
+/// The paths of keys that appear more than once in one JSON object of `raw`, kube-style
+/// (`spec.replicas`). serde_json keeps the last value, as Go does; this pass finds the rest.
+/// Anything that is not JSON (a YAML body) yields nothing here.
+pub fn duplicate_fields(raw: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let walk = DuplicateWalk { path: String::new(), found: &mut found };
+    if walk.deserialize(&mut de).is_err() {
+        return Vec::new();
+    }
+    found
+}
+
+/// Visits every value of a JSON document, remembering repeated keys.
+struct DuplicateWalk<'a> {
+    path: String,
+    found: &'a mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for DuplicateWalk<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DuplicateWalk<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        loop {
+            let path = format!("{}[{i}]", self.path);
+            let item = DuplicateWalk { path, found: &mut *self.found };
+            if seq.next_element_seed(item)?.is_none() {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = join(&self.path, &key);
+            if !seen.insert(key) {
+                self.found.push(path.clone());
+            }
+            map.next_value_seed(DuplicateWalk { path, found: &mut *self.found })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generated::RESOURCES;
+    use serde_json::json;
+
+    fn kind(group: &str, version: &str, kind: &str) -> &'static ResourceInfo {
+        RESOURCES
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.kind == kind)
+            .expect("kind served")
+    }
+
+    fn vm() -> &'static ResourceInfo {
+        kind("kubevirt.io", "v1", "VirtualMachine")
+    }
+
+    #[test]
+    fn every_kind_has_a_schema_with_declared_spec() {
+        for res in RESOURCES {
+            let schema = kind_schema(res).unwrap_or_else(|| panic!("{} {}", res.kind, res.version));
+            let spec = schema.pointer("/properties/spec").expect("spec declared");
+            assert!(spec.get("properties").is_some(), "{} lists its spec fields", res.kind);
+            assert!(!flag(spec, "x-kubernetes-preserve-unknown-fields"), "{}", res.kind);
+        }
+    }
+
+    #[test]
+    fn finds_duplicate_keys_with_paths() {
+        let raw = br#"{"spec":{"a":1,"b":[{"x":1,"x":2}],"a":3},"kind":"K","kind":"K"}"#;
+        assert_eq!(duplicate_fields(raw), ["spec.b[0].x", "spec.a", "kind"]);
+        assert!(duplicate_fields(b"a: 1\na: 2\n").is_empty());
+        assert!(duplicate_fields(br#"{"a":{"b":1},"c":{"b":2}}"#).is_empty());
+    }
+
+    #[test]
+    fn prunes_unknown_fields_and_nulls() {
+        let mut obj = json!({
+            "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "bogus": 1,
+            "metadata": {"name": "a", "unknownMeta": "x", "labels": {"k": "v"}},
+            "spec": {"running": null, "bogus": {"deep": 1}, "runStrategy": "Always",
+                     "template": {"spec": {"domain": {"devices": {"any": 1}, "free": true},
+                                           "volumes": [{"name": "d", "containerDisk": {}}],
+                                           "nope": 1}}},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "extra": 1}]},
+        });
+        let pruned = prune(vm(), &mut obj);
+        assert_eq!(
+            pruned,
+            [
+                "bogus",
+                "spec.bogus",
+                "spec.template.spec.nope",
+                "status.conditions[0].extra",
+                "metadata.unknownMeta"
+            ]
+        );
+        assert_eq!(obj["metadata"], json!({"name": "a", "labels": {"k": "v"}}));
+        assert_eq!(
+            obj["spec"],
+            json!({"runStrategy": "Always", "template": {"spec": {
+                "domain": {"devices": {"any": 1}, "free": true},
+                "volumes": [{"name": "d", "containerDisk": {}}]}}})
+        );
+    }
+
+    #[test]
+    fn checks_types_enums_required_and_list_keys() {
+        let obj = json!({
+            "spec": {"running": "yes", "runStrategy": "Sometimes",
+                     "instancetype": {"kind": "x", "inferFromVolumeFailurePolicy": "Maybe"},
+                     "template": {"spec": {"volumes": [{"name": "a"}, {"name": "a"}, {}]}}},
+            "status": {"ready": 1.0, "conditions": [{"type": "Ready"}]},
+        });
+        let causes = check(vm(), &obj);
+        let rendered: Vec<String> =
+            causes.iter().map(|c| format!("{}: {} ({})", c.field, c.message, c.reason)).collect();
+        assert_eq!(
+            rendered,
+            [
+                "spec.instancetype.inferFromVolumeFailurePolicy: Unsupported value: \"Maybe\": supported values: \"Reject\", \"Ignore\" (FieldValueNotSupported)",
+                "spec.runStrategy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"RerunOnFailure\", \"Manual\", \"Halted\", \"Once\", \"WaitAsReceiver\" (FieldValueNotSupported)",
+                "spec.running: Invalid value: \"string\": spec.running in body must be of type boolean: \"string\" (FieldValueTypeInvalid)",
+                "spec.template.spec.volumes[2].name: Required value (FieldValueRequired)",
+                "spec.template.spec.volumes[1]: Duplicate value: map[string]interface {}{\"name\":\"a\"} (FieldValueDuplicate)",
+                "status.conditions[0].status: Required value (FieldValueRequired)",
+                "status.ready: Invalid value: \"number\": status.ready in body must be of type boolean: \"number\" (FieldValueTypeInvalid)",
+            ]
+        );
+    }
+
+    #[test]
+    fn int_or_string_and_integers() {
+        let it = kind("instancetype.kubevirt.io", "v1alpha2", "VirtualMachineInstancetype");
+        let ok = json!({"spec": {"cpu": {"guest": 2.0}, "memory": {"guest": "2Gi"}}});
+        assert!(check(it, &ok).is_empty());
+        let bad = json!({"spec": {"cpu": {"guest": 1.5}, "memory": {"guest": true}}});
+        let fields: Vec<String> = check(it, &bad).iter().map(|c| c.message.clone()).collect();
+        assert_eq!(
+            fields,
+            [
+                "Invalid value: \"number\": spec.cpu.guest in body must be of type integer: \"number\"",
+                "Invalid value: \"boolean\": spec.memory.guest in body must be of type integer,string: \"boolean\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn strict_warn_and_ignore() {
+        let body = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+                          "spec": {"bogus": 1, "other": 2}});
+        let raw = br#"{"spec":{"bogus":1,"other":2,"running":true,"running":false}}"#;
+        let mut obj = body.clone();
+        let err = admit(vm(), &mut obj, Via::Body(raw), FieldValidation::Strict).unwrap_err();
+        assert_eq!(
+            err,
+            ApiError::BadRequest("VirtualMachine in version \"v1\" cannot be handled as a VirtualMachine: strict decoding error: duplicate field \"spec.running\", unknown field \"spec.bogus\", unknown field \"spec.other\"".into())
+        );
+        let mut obj = body.clone();
+        let found = admit(vm(), &mut obj, Via::Body(raw), FieldValidation::Warn).unwrap();
+        assert_eq!(found.warnings.len(), 3);
+        assert_eq!(obj["spec"], json!({}));
+        let mut obj = body.clone();
+        let found = admit(vm(), &mut obj, Via::Body(raw), FieldValidation::Ignore).unwrap();
+        assert!(found.warnings.is_empty());
+        assert_eq!(obj["spec"], json!({}), "Ignore prunes too");
+        let mut obj = body;
+        let err = admit(vm(), &mut obj, Via::Patch(b"{}"), FieldValidation::Strict).unwrap_err();
+        let st = serde_json::to_value(err.to_status()).unwrap();
+        assert_eq!(st["code"], 422);
+        assert_eq!(st["details"]["causes"][0]["field"], "patch");
+        assert!(st["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(" \"\" is invalid: patch: Invalid value: \"{"));
+        assert!(st["message"].as_str().unwrap().ends_with(
+            "strict decoding error: unknown field \"spec.bogus\", unknown field \"spec.other\""
+        ));
+    }
+}

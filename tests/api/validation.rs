@@ -1,0 +1,597 @@
+//! Field validation against the kinds' schemas (B.3, B.10 field_validation.go): unknown and
+//! duplicate fields under Strict, Warn and Ignore; type, enum, required and list-key errors; and
+//! dryRun=All on every write, over HTTP with a watch open.
+
+use std::io::Read;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::{Resp, TestServer};
+use crate::explain::Kubectl;
+
+const VMS: &str = "/apis/kubevirt.io/v1/namespaces/default/virtualmachines";
+
+fn vm(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    })
+}
+
+/// Any request, keeping every value of repeated headers (kube sends one `Warning` per warning).
+fn send(s: &TestServer, method: &str, path: &str, content_type: &str, body: &[u8]) -> Resp {
+    let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(30)).build();
+    let req = agent.request(method, &s.url(path)).set("Content-Type", content_type);
+    let resp = match req.send_bytes(body) {
+        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {path}: {e}"),
+    };
+    let status = resp.status();
+    let mut names = resp.headers_names();
+    names.dedup();
+    let headers = names
+        .iter()
+        .flat_map(|n| resp.all(n).into_iter().map(move |v| (n.clone(), v.to_string())))
+        .collect();
+    let mut bytes = Vec::new();
+    resp.into_reader().read_to_end(&mut bytes).expect("body");
+    Resp { status, headers, body: bytes }
+}
+
+fn post(s: &TestServer, path: &str, body: &Value) -> Resp {
+    send(s, "POST", path, "application/json", body.to_string().as_bytes())
+}
+
+fn put(s: &TestServer, path: &str, body: &Value) -> Resp {
+    send(s, "PUT", path, "application/json", body.to_string().as_bytes())
+}
+
+fn patch(s: &TestServer, path: &str, content_type: &str, body: &Value) -> Resp {
+    send(s, "PATCH", path, content_type, body.to_string().as_bytes())
+}
+
+fn post_raw(s: &TestServer, path: &str, body: &str) -> Resp {
+    send(s, "POST", path, "application/json", body.as_bytes())
+}
+
+/// Asserts a Status answer and returns it.
+fn status(r: &Resp, code: u16, reason: &str) -> Value {
+    assert_eq!(r.status, code, "{}", r.text());
+    let st = r.json();
+    assert_eq!(st["kind"], "Status", "{st}");
+    assert_eq!(st["reason"], reason, "{st}");
+    assert_eq!(st["code"], code, "{st}");
+    st
+}
+
+/// Every `Warning` header of a response.
+fn warnings(r: &Resp) -> Vec<String> {
+    r.headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("warning"))
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
+fn create(s: &TestServer, body: &Value) -> Value {
+    let r = post(s, VMS, body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()
+}
+
+#[test]
+fn strict_post_rejects_unknown_fields() {
+    let s = TestServer::start();
+    let body = vm("a", json!({"runStrategy": "Halted", "bogus": 1}));
+    let r = post(&s, &format!("{VMS}?fieldValidation=Strict"), &body);
+    let st = status(&r, 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        "VirtualMachine in version \"v1\" cannot be handled as a VirtualMachine: strict decoding error: unknown field \"spec.bogus\""
+    );
+    assert!(st.get("details").is_none(), "{st}");
+    assert_eq!(s.get(&format!("{VMS}/a")).status, 404, "nothing stored");
+
+    // Several unknown fields are comma-joined; metadata's come last, as kube's decoder adds them.
+    let mut body = vm("a", json!({"zz": 1, "bogus": {"x": 1}, "template": {"spec": {"nope": 1}}}));
+    body["metadata"]["unknownMeta"] = json!("x");
+    body["status"] = json!({"conditions": [{"type": "Ready", "status": "True", "odd": 1}]});
+    let st = status(&post(&s, &format!("{VMS}?fieldValidation=Strict"), &body), 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        "VirtualMachine in version \"v1\" cannot be handled as a VirtualMachine: strict decoding error: unknown field \"spec.bogus\", unknown field \"spec.template.spec.nope\", unknown field \"spec.zz\", unknown field \"status.conditions[0].odd\", unknown field \"metadata.unknownMeta\""
+    );
+
+    // The version in the message is the one the request used.
+    let mut old = body.clone();
+    old["apiVersion"] = json!("kubevirt.io/v1alpha3");
+    let r = post(
+        &s,
+        "/apis/kubevirt.io/v1alpha3/namespaces/default/virtualmachines?fieldValidation=Strict",
+        &old,
+    );
+    let st = status(&r, 400, "BadRequest");
+    assert!(
+        st["message"].as_str().unwrap().starts_with(
+            "VirtualMachine in version \"v1alpha3\" cannot be handled as a VirtualMachine: strict decoding error: "
+        ),
+        "{st}"
+    );
+}
+
+#[test]
+fn strict_rejects_unknown_metadata_fields() {
+    let s = TestServer::start();
+    let mut body = vm("m", json!({}));
+    body["metadata"]["unknownMeta"] = json!("x");
+    let st = status(&post(&s, &format!("{VMS}?fieldValidation=Strict"), &body), 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        "VirtualMachine in version \"v1\" cannot be handled as a VirtualMachine: strict decoding error: unknown field \"metadata.unknownMeta\""
+    );
+    // Under Warn the field is dropped from metadata and reported.
+    let r = post(&s, VMS, &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(warnings(&r), ["299 - \"unknown field \\\"metadata.unknownMeta\\\"\""]);
+    let stored = s.get(&format!("{VMS}/m")).json();
+    assert!(stored["metadata"].get("unknownMeta").is_none(), "{stored}");
+    assert_eq!(stored["metadata"]["name"], "m");
+}
+
+#[test]
+fn strict_rejects_duplicate_json_keys() {
+    let s = TestServer::start();
+    let body = r#"{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachine","metadata":{"name":"d"},
+                   "spec":{"running":true,"running":false,"bogus":1}}"#;
+    let st =
+        status(&post_raw(&s, &format!("{VMS}?fieldValidation=Strict"), body), 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        "VirtualMachine in version \"v1\" cannot be handled as a VirtualMachine: strict decoding error: duplicate field \"spec.running\", unknown field \"spec.bogus\""
+    );
+    // Warn: accepted, the last value wins, both problems reported.
+    let r = post_raw(&s, VMS, body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        warnings(&r),
+        [
+            "299 - \"duplicate field \\\"spec.running\\\"\"",
+            "299 - \"unknown field \\\"spec.bogus\\\"\""
+        ]
+    );
+    assert_eq!(r.json()["spec"], json!({"running": false}));
+    // Ignore: accepted silently.
+    let r = post_raw(&s, &format!("{VMS}?fieldValidation=Ignore"), &body.replace("\"d\"", "\"e\""));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(warnings(&r).is_empty(), "{:?}", r.headers);
+}
+
+#[test]
+fn strict_put_rejects_unknown_fields() {
+    let s = TestServer::start();
+    let created = create(&s, &vm("p", json!({"running": false})));
+    let mut changed = created.clone();
+    changed["spec"]["bogus"] = json!(true);
+    let r = put(&s, &format!("{VMS}/p?fieldValidation=Strict"), &changed);
+    let st = status(&r, 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        "VirtualMachine in version \"v1\" cannot be handled as a VirtualMachine: strict decoding error: unknown field \"spec.bogus\""
+    );
+    assert_eq!(s.get(&format!("{VMS}/p")).json(), created, "nothing changed");
+
+    // Warn (the default): stored without the field, and said so.
+    let r = put(&s, &format!("{VMS}/p"), &changed);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(warnings(&r), ["299 - \"unknown field \\\"spec.bogus\\\"\""]);
+    assert_eq!(r.json()["spec"], json!({"running": false}));
+    assert_eq!(
+        r.json()["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"],
+        "pruned to a no-op"
+    );
+}
+
+#[test]
+fn strict_patch_is_invalid_on_the_patch_field() {
+    let s = TestServer::start();
+    create(&s, &vm("q", json!({"running": false})));
+    let path = format!("{VMS}/q?fieldValidation=Strict");
+    let r = patch(&s, &path, "application/merge-patch+json", &json!({"spec": {"bogus": 1}}));
+    let st = status(&r, 422, "Invalid");
+    let message = st["message"].as_str().unwrap();
+    assert!(message.starts_with(" \"\" is invalid: patch: Invalid value: \"{"), "{st}");
+    assert!(message.ends_with(": strict decoding error: unknown field \"spec.bogus\""), "{st}");
+    let cause = &st["details"]["causes"][0];
+    assert_eq!(cause["reason"], "FieldValueInvalid", "{st}");
+    assert_eq!(cause["field"], "patch", "{st}");
+    // The quoted value is the patched object, unknown field included.
+    assert!(cause["message"].as_str().unwrap().contains(r#"\"bogus\":1"#), "{st}");
+    assert!(st["details"].get("kind").is_none(), "{st}");
+
+    // A JSON patch adding the field, and a merge patch repeating a key, are rejected the same way.
+    let ops = json!([{"op": "add", "path": "/spec/bogus", "value": 1}]);
+    let st = status(&patch(&s, &path, "application/json-patch+json", &ops), 422, "Invalid");
+    assert!(st["message"].as_str().unwrap().ends_with("unknown field \"spec.bogus\""), "{st}");
+    let dup = br#"{"spec":{"running":true,"running":false}}"#;
+    let r = s.request("PATCH", &path, &[], Some(("application/merge-patch+json", dup)));
+    let st = status(&r, 422, "Invalid");
+    assert!(st["message"].as_str().unwrap().ends_with("duplicate field \"spec.running\""), "{st}");
+    assert_eq!(s.get(&format!("{VMS}/q")).json()["spec"], json!({"running": false}));
+
+    // Warn: applied without the unknown field.
+    let r = patch(
+        &s,
+        &format!("{VMS}/q"),
+        "application/merge-patch+json",
+        &json!({"spec": {"bogus": 1, "running": true}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(warnings(&r), ["299 - \"unknown field \\\"spec.bogus\\\"\""]);
+    assert_eq!(s.get(&format!("{VMS}/q")).json()["spec"], json!({"running": true}));
+}
+
+#[test]
+fn warn_is_the_default_and_prunes() {
+    let s = TestServer::start();
+    let body =
+        vm("w", json!({"runStrategy": "Manual", "bogus": 1, "template": {"spec": {"x": 1}}}));
+    for path in [VMS.to_string(), format!("{VMS}?fieldValidation=Warn")] {
+        let r = post(&s, &path, &body);
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(
+            warnings(&r),
+            [
+                "299 - \"unknown field \\\"spec.bogus\\\"\"",
+                "299 - \"unknown field \\\"spec.template.spec.x\\\"\""
+            ]
+        );
+        let created = r.json();
+        assert_eq!(created["spec"], json!({"runStrategy": "Manual", "template": {"spec": {}}}));
+        assert_eq!(s.get(&format!("{VMS}/w")).json(), created, "stored without them");
+        assert_eq!(s.delete(&format!("{VMS}/w")).status, 200);
+    }
+}
+
+#[test]
+fn ignore_prunes_silently() {
+    let s = TestServer::start();
+    let mut body = vm("i", json!({"runStrategy": "Manual", "bogus": 1}));
+    body["metadata"]["unknownMeta"] = json!("x");
+    let r = post(&s, &format!("{VMS}?fieldValidation=Ignore"), &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(warnings(&r).is_empty(), "{:?}", r.headers);
+    let stored = s.get(&format!("{VMS}/i")).json();
+    assert_eq!(stored["spec"], json!({"runStrategy": "Manual"}), "kube prunes under Ignore too");
+    assert!(stored["metadata"].get("unknownMeta").is_none());
+}
+
+#[test]
+fn wrong_types_are_invalid_whatever_the_mode() {
+    let s = TestServer::start();
+    for mode in ["Ignore", "Warn", "Strict"] {
+        let r =
+            post(&s, &format!("{VMS}?fieldValidation={mode}"), &vm("t", json!({"running": "yes"})));
+        let st = status(&r, 422, "Invalid");
+        assert_eq!(
+            st["message"],
+            "VirtualMachine.kubevirt.io \"t\" is invalid: spec.running: Invalid value: \"string\": spec.running in body must be of type boolean: \"string\""
+        );
+        assert_eq!(
+            st["details"],
+            json!({"name": "t", "group": "kubevirt.io", "kind": "VirtualMachine", "causes": [{
+                "reason": "FieldValueTypeInvalid",
+                "message": "Invalid value: \"string\": spec.running in body must be of type boolean: \"string\"",
+                "field": "spec.running"}]})
+        );
+    }
+    // In an update and a patch too; nothing changes.
+    let created = create(&s, &vm("t", json!({"running": false})));
+    let mut changed = created.clone();
+    changed["spec"]["template"] = json!("a string");
+    let st = status(&put(&s, &format!("{VMS}/t"), &changed), 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "VirtualMachine.kubevirt.io \"t\" is invalid: spec.template: Invalid value: \"string\": spec.template in body must be of type object: \"string\""
+    );
+    let change = json!({"spec": {"running": "yes", "runStrategy": 3}});
+    let st = status(
+        &patch(&s, &format!("{VMS}/t"), "application/merge-patch+json", &change),
+        422,
+        "Invalid",
+    );
+    assert_eq!(
+        st["message"],
+        "VirtualMachine.kubevirt.io \"t\" is invalid: [spec.runStrategy: Invalid value: \"integer\": spec.runStrategy in body must be of type string: \"integer\", spec.running: Invalid value: \"string\": spec.running in body must be of type boolean: \"string\"]"
+    );
+    assert_eq!(s.get(&format!("{VMS}/t")).json(), created);
+
+    // Replica counts are integers; a fraction is a number.
+    let rs = "/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancereplicasets";
+    let body = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceReplicaSet",
+                      "metadata": {"name": "r"}, "spec": {"replicas": 1.5}});
+    let st = status(&post(&s, rs, &body), 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "VirtualMachineInstanceReplicaSet.kubevirt.io \"r\" is invalid: spec.replicas: Invalid value: \"number\": spec.replicas in body must be of type integer: \"number\""
+    );
+}
+
+#[test]
+fn enum_violations_list_the_supported_values() {
+    let s = TestServer::start();
+    let st = status(&post(&s, VMS, &vm("e", json!({"runStrategy": "Sometimes"}))), 422, "Invalid");
+    let detail = "Unsupported value: \"Sometimes\": supported values: \"Always\", \"RerunOnFailure\", \"Manual\", \"Halted\", \"Once\", \"WaitAsReceiver\"";
+    assert_eq!(
+        st["message"],
+        format!("VirtualMachine.kubevirt.io \"e\" is invalid: spec.runStrategy: {detail}")
+    );
+    assert_eq!(
+        st["details"]["causes"],
+        json!([{"reason": "FieldValueNotSupported", "message": detail, "field": "spec.runStrategy"}])
+    );
+    // Schema errors and metadata errors come back together.
+    let mut bad = vm("Bad_Name", json!({"runStrategy": "Sometimes"}));
+    bad["metadata"]["name"] = json!("Bad_Name");
+    let st = status(&post(&s, VMS, &bad), 422, "Invalid");
+    let fields: Vec<&str> = st["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["metadata.name", "spec.runStrategy"], "{st}");
+
+    let dvs = "/apis/cdi.kubevirt.io/v1beta1/namespaces/default/datavolumes";
+    let dv = json!({"apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "DataVolume",
+                    "metadata": {"name": "dv"}, "spec": {"contentType": "iso"}});
+    let st = status(&post(&s, dvs, &dv), 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "DataVolume.cdi.kubevirt.io \"dv\" is invalid: spec.contentType: Unsupported value: \"iso\": supported values: \"kubevirt\", \"archive\""
+    );
+}
+
+#[test]
+fn required_fields_and_list_map_keys() {
+    let s = TestServer::start();
+    let spec = json!({"template": {"spec": {"volumes": [
+        {"name": "root", "containerDisk": {"image": "a"}},
+        {"name": "root", "emptyDisk": {"capacity": "1Gi"}},
+        {"emptyDisk": {}}]}}});
+    let st = status(&post(&s, VMS, &vm("l", spec)), 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "VirtualMachine.kubevirt.io \"l\" is invalid: [spec.template.spec.volumes[2].name: Required value, spec.template.spec.volumes[1]: Duplicate value: map[string]interface {}{\"name\":\"root\"}]"
+    );
+    let reasons: Vec<&str> = st["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["FieldValueRequired", "FieldValueDuplicate"]);
+
+    let utr = "/apis/upload.cdi.kubevirt.io/v1beta1/namespaces/default/uploadtokenrequests";
+    let body = json!({"apiVersion": "upload.cdi.kubevirt.io/v1beta1", "kind": "UploadTokenRequest",
+                      "metadata": {"name": "u"}, "spec": {}});
+    let st = status(&post(&s, utr, &body), 422, "Invalid");
+    assert_eq!(st["details"]["causes"][0]["field"], "spec.pvcName", "{st}");
+}
+
+/// Realistic objects of several kinds pass Strict unchanged.
+#[test]
+fn real_objects_pass_strict_unchanged() {
+    let s = TestServer::start();
+    let cases = [
+        (
+            "/apis/kubevirt.io/v1/namespaces/default/virtualmachines",
+            json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "fedora"},
+              "spec": {"runStrategy": "Always",
+                "instancetype": {"name": "u1.medium", "kind": "VirtualMachineClusterInstancetype"},
+                "preference": {"name": "fedora"},
+                "dataVolumeTemplates": [{"metadata": {"name": "fedora-root"}, "spec": {
+                    "sourceRef": {"kind": "DataSource", "name": "fedora", "namespace": "os-images"},
+                    "storage": {"resources": {"requests": {"storage": "30Gi"}}}}}],
+                "template": {"metadata": {"labels": {"kubevirt.io/domain": "fedora"}},
+                  "spec": {"terminationGracePeriodSeconds": 180,
+                    "domain": {"cpu": {"cores": 2}, "memory": {"guest": "2Gi"},
+                      "devices": {"disks": [{"name": "root", "disk": {"bus": "virtio"}}],
+                                  "interfaces": [{"name": "default", "masquerade": {}}]}},
+                    "networks": [{"name": "default", "pod": {}}],
+                    "volumes": [{"name": "root", "dataVolume": {"name": "fedora-root"}},
+                                {"name": "cloudinit", "cloudInitNoCloud": {"userData": "#cloud-config"}}],
+                    "evictionStrategy": "LiveMigrate", "nodeSelector": {"kubernetes.io/arch": "amd64"}}}},
+              "status": {"printableStatus": "Running", "ready": true, "created": true,
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "volumeSnapshotStatuses": [{"name": "root", "enabled": true}]}}),
+        ),
+        (
+            "/apis/cdi.kubevirt.io/v1beta1/namespaces/default/datavolumes",
+            json!({"apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "DataVolume", "metadata": {"name": "img"},
+              "spec": {"source": {"http": {"url": "http://example.com/disk.qcow2"}},
+                "storage": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}},
+                "contentType": "kubevirt", "preallocation": false,
+                "checkpoints": [{"previous": "", "current": "snap1"}], "finalCheckpoint": true},
+              "status": {"phase": "ImportInProgress", "progress": "45.5%", "restartCount": 1, "claimName": "img",
+                "conditions": [{"type": "Bound", "status": "True", "lastHeartbeatTime": "2026-01-01T00:00:00Z"}]}}),
+        ),
+        (
+            "/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancereplicasets",
+            json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceReplicaSet", "metadata": {"name": "rs"},
+              "spec": {"replicas": 3, "selector": {"matchLabels": {"tier": "frontend"},
+                  "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod"]}]},
+                "template": {"metadata": {"labels": {"tier": "frontend"}},
+                  "spec": {"domain": {"devices": {}}}}}}),
+        ),
+        (
+            "/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstancemigrations",
+            json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration", "metadata": {"name": "mig"},
+              "spec": {"vmiName": "fedora"}, "status": {"phase": "Running"}}),
+        ),
+        (
+            "/apis/instancetype.kubevirt.io/v1alpha2/namespaces/default/virtualmachineinstancetypes",
+            json!({"apiVersion": "instancetype.kubevirt.io/v1alpha2", "kind": "VirtualMachineInstancetype",
+              "metadata": {"name": "u1-medium"},
+              "spec": {"cpu": {"guest": 2}, "memory": {"guest": "4Gi"}}}),
+        ),
+        (
+            "/apis/snapshot.kubevirt.io/v1alpha1/namespaces/default/virtualmachinesnapshots",
+            json!({"apiVersion": "snapshot.kubevirt.io/v1alpha1", "kind": "VirtualMachineSnapshot",
+              "metadata": {"name": "snap"},
+              "spec": {"source": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "fedora"}}}),
+        ),
+        (
+            "/apis/clone.kubevirt.io/v1alpha1/virtualmachineclones",
+            json!({"apiVersion": "clone.kubevirt.io/v1alpha1", "kind": "VirtualMachineClone",
+              "metadata": {"name": "clone"},
+              "spec": {"source": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "fedora"},
+                       "target": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "copy"},
+                       "labelFilters": ["*", "!debug/*"]}}),
+        ),
+        (
+            "/apis/cdi.kubevirt.io/v1beta1/namespaces/default/dataimportcrons",
+            json!({"apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "DataImportCron", "metadata": {"name": "cron"},
+              "spec": {"schedule": "0 */12 * * *", "managedDataSource": "fedora", "garbageCollect": "Outdated",
+                "importsToKeep": 2, "template": {"spec": {"source": {"registry": {"url": "docker://quay.io/x"}},
+                  "storage": {"resources": {"requests": {"storage": "5Gi"}}}}}}}),
+        ),
+    ];
+    for (path, body) in cases {
+        let r = post(&s, &format!("{path}?fieldValidation=Strict"), &body);
+        assert_eq!(r.status, 201, "{path}: {}", r.text());
+        assert!(warnings(&r).is_empty(), "{path}: {:?}", r.headers);
+        let created = r.json();
+        // (status may be dropped on create where the kind has a status subresource)
+        assert_eq!(created["spec"], body["spec"], "{path}");
+    }
+}
+
+/// dryRun=All on every write: validated and answered, nothing stored, no watch event.
+#[test]
+fn dry_run_stores_nothing_and_sends_no_event() {
+    let s = TestServer::start();
+    let base = create(&s, &vm("base", json!({"running": false})));
+    let rv = base["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let w = s.watch(&format!("{VMS}?watch=true&resourceVersion={rv}"));
+
+    // create
+    let r =
+        post(&s, &format!("{VMS}?dryRun=All"), &vm("dry", json!({"running": true, "bogus": 1})));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(warnings(&r), ["299 - \"unknown field \\\"spec.bogus\\\"\""]);
+    let answered = r.json();
+    assert_eq!(answered["metadata"]["name"], "dry");
+    assert_eq!(answered["spec"], json!({"running": true}));
+    assert_eq!(s.get(&format!("{VMS}/dry")).status, 404);
+    // Validation still runs on a dry run.
+    let r = s
+        .post(&format!("{VMS}?dryRun=All&fieldValidation=Strict"), &vm("dry", json!({"bogus": 1})));
+    status(&r, 400, "BadRequest");
+    status(
+        &post(&s, &format!("{VMS}?dryRun=All"), &vm("dry", json!({"running": 1}))),
+        422,
+        "Invalid",
+    );
+
+    // update
+    let mut changed = base.clone();
+    changed["spec"]["running"] = json!(true);
+    let r = put(&s, &format!("{VMS}/base?dryRun=All"), &changed);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["spec"]["running"], true);
+    assert_eq!(r.json()["metadata"]["generation"], 2);
+
+    // patch (merge and JSON)
+    let r = patch(
+        &s,
+        &format!("{VMS}/base?dryRun=All"),
+        "application/merge-patch+json",
+        &json!({"spec": {"runStrategy": "Always", "running": null}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["spec"], json!({"runStrategy": "Always"}));
+    let ops = json!([{"op": "replace", "path": "/spec/running", "value": true}]);
+    let r = patch(&s, &format!("{VMS}/base?dryRun=All"), "application/json-patch+json", &ops);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = patch(
+        &s,
+        &format!("{VMS}/base?dryRun=All"),
+        "application/merge-patch+json",
+        &json!({"spec": {"runStrategy": "Never"}}),
+    );
+    status(&r, 422, "Invalid");
+
+    // delete
+    let r = s.delete(&format!("{VMS}/base?dryRun=All"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["status"], "Success");
+    let r = s.delete_with(&format!("{VMS}/base"), &json!({"dryRun": ["All"]}));
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // deletecollection
+    let r = s.delete(&format!("{VMS}?dryRun=All"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let list = r.json();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["base"]);
+
+    assert_eq!(s.get(&format!("{VMS}/base")).json(), base, "nothing changed");
+    w.expect_none(Duration::from_millis(500));
+    // The watch is alive: the first event it sees is the first real write.
+    let r = patch(
+        &s,
+        &format!("{VMS}/base"),
+        "application/merge-patch+json",
+        &json!({"spec": {"running": true}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let ev = w.expect();
+    assert_eq!(ev["type"], "MODIFIED", "{ev}");
+    assert_eq!(ev["object"]["spec"], json!({"running": true}));
+    assert_eq!(
+        ev["object"]["metadata"]["resourceVersion"],
+        r.json()["metadata"]["resourceVersion"]
+    );
+}
+
+#[test]
+fn kubectl_create_with_a_bogus_field_fails() {
+    let s = TestServer::start();
+    let k = Kubectl::new(&s);
+    let bad = k.file(
+        "bad.yaml",
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: bad\nspec:\n  runStrategy: Halted\n  bogus: 1\n",
+    );
+    let err = k.fails(&["create", "-f", &bad]);
+    assert_eq!(
+        err.trim(),
+        "Error from server (BadRequest): error when creating \"".to_string()
+            + &bad
+            + "\": VirtualMachine in version \"v1\" cannot be handled as a VirtualMachine: strict decoding error: unknown field \"spec.bogus\"",
+    );
+    assert_eq!(s.get(&format!("{VMS}/bad")).status, 404);
+
+    let bad_enum = k.file(
+        "enum.yaml",
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: enum\nspec:\n  runStrategy: Sometimes\n",
+    );
+    let err = k.fails(&["create", "-f", &bad_enum]);
+    assert!(
+        err.contains("The VirtualMachine \"enum\" is invalid: spec.runStrategy: Unsupported value: \"Sometimes\": supported values: \"Always\""),
+        "{err}"
+    );
+
+    // --validate=false sends Ignore: created, the field pruned.
+    let out = k.ok(&["create", "--validate=false", "-f", &bad]);
+    assert_eq!(out.trim(), "virtualmachine.kubevirt.io/bad created");
+    assert_eq!(s.get(&format!("{VMS}/bad")).json()["spec"], json!({"runStrategy": "Halted"}));
+}
