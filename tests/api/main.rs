@@ -1,5 +1,6 @@
 //! Integration tests: the real binary on an ephemeral port, driven over HTTP. One test binary, so
 //! it links once.
 
+mod auth;
 mod common;
 mod gc;
