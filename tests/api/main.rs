@@ -2,3 +2,12 @@
 //! it links once.
 
 mod common;
+mod conformance;
+mod crud;
+mod discovery;
+mod health;
+mod lists;
+mod openapi;
+mod seed_ops;
+mod token;
+mod watch;
