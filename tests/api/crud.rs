@@ -115,7 +115,9 @@ fn namespace_rules_on_create() {
     // Defaulted from the path.
     let mut body = object(vm(), NS, "defaulted");
     body["metadata"].as_object_mut().unwrap().remove("namespace");
-    assert_eq!(s.create(vm(), &body)["metadata"]["namespace"], NS);
+    let r = s.post(&vms(), &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["metadata"]["namespace"], NS);
     // Mismatch → 400.
     let mut body = object(vm(), NS, "elsewhere");
     body["metadata"]["namespace"] = json!("other");
@@ -184,6 +186,16 @@ fn invalid_names_are_422() {
         assert_eq!(d["causes"][0]["reason"], "FieldValueInvalid");
         assert_eq!(s.get(&vm_path(bad)).status, 404, "{bad} not stored");
     }
+    // Several errors are joined in brackets.
+    let body = labelled(vm(), NS, "Bad", json!({"k": "-v"}));
+    let st = assert_status(&s.post(&vms(), &body), 422, "Invalid");
+    let msg = st["message"].as_str().unwrap();
+    assert!(msg.starts_with("VirtualMachine.kubevirt.io \"Bad\" is invalid: [metadata.name: Invalid value: \"Bad\": "), "{msg}");
+    assert!(
+        msg.contains(", metadata.labels: Invalid value: \"-v\": ") && msg.ends_with(']'),
+        "{msg}"
+    );
+    assert_eq!(st["details"]["causes"].as_array().unwrap().len(), 2, "{st}");
     // The longest allowed name.
     let long = "a".repeat(253);
     s.create(vm(), &object(vm(), NS, &long));
@@ -208,6 +220,35 @@ fn bad_labels_are_422() {
     }
     let ok = labelled(vm(), NS, "lbl-ok", json!({"example.com/app": "web", "empty": ""}));
     s.create(vm(), &ok);
+}
+
+#[test]
+fn other_metadata_rules() {
+    let s = TestServer::start();
+    let cause_field = |body: &Value| -> String {
+        let st = assert_status(&s.post(&vms(), body), 422, "Invalid");
+        st["details"]["causes"][0]["field"].as_str().unwrap_or("").to_string()
+    };
+    let mut body = object(vm(), NS, "ann");
+    body["metadata"]["annotations"] = json!({"big": "x".repeat(262_145)});
+    let st = assert_status(&s.post(&vms(), &body), 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "VirtualMachine.kubevirt.io \"ann\" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes"
+    );
+    let mut body = object(vm(), NS, "fins");
+    body["metadata"]["finalizers"] = json!(["orphan", "foregroundDeletion"]);
+    assert_eq!(cause_field(&body), "metadata.finalizers");
+    let owner = |name: &str, uid: &str| json!({"apiVersion": "v1", "kind": "Thing", "name": name, "uid": uid, "controller": true});
+    let mut body = object(vm(), NS, "owners");
+    body["metadata"]["ownerReferences"] = json!([
+        owner("o", "33333333-3333-4333-8333-333333333333"),
+        owner("p", "44444444-4444-4444-8444-444444444444"),
+    ]);
+    assert_eq!(cause_field(&body), "metadata.ownerReferences");
+    let mut body = object(vm(), NS, "fine");
+    body["metadata"]["annotations"] = json!({"example.com/ok": "x".repeat(1000)});
+    s.create(vm(), &body);
 }
 
 #[test]
@@ -262,6 +303,15 @@ fn put_rules() {
     assert_eq!(
         st["message"],
         "the name of the object (p) does not match the name on the URL (other)"
+    );
+
+    // Body namespace ≠ URL namespace → 400.
+    let mut body = created.clone();
+    body["metadata"]["namespace"] = json!("elsewhere");
+    let st = assert_status(&s.put(&vm_path("p"), &body), 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        "the namespace of the object (elsewhere) does not match the namespace on the request (crud)"
     );
 
     // Server-owned fields are kept.
@@ -734,4 +784,65 @@ fn upload_token_requests() {
     }
     // Nothing was stored: the same request again is answered again.
     assert_eq!(s.post(&path, &body).status, 200);
+}
+
+#[test]
+fn oversized_objects_and_bodies_are_413() {
+    let s = TestServer::start();
+    // Over 1.5 MiB once encoded (A.13), under the 3 MiB body limit.
+    let mut body = object(vm(), NS, "big");
+    body["spec"] = json!({"blob": "x".repeat(1600 * 1024)});
+    let st = assert_status(&s.post(&vms(), &body), 413, "RequestEntityTooLarge");
+    assert!(st["message"].as_str().unwrap().starts_with("Request entity too large"), "{st}");
+    assert_eq!(s.get(&vm_path("big")).status, 404);
+    // A body over 3 MiB (B.1).
+    body["spec"] = json!({"blob": "x".repeat(3 * 1024 * 1024 + 10)});
+    let st = assert_status(&s.post(&vms(), &body), 413, "RequestEntityTooLarge");
+    assert_eq!(st["message"], "Request entity too large: limit is 3145728");
+}
+
+/// A.4 with B.2: on kinds with a status subresource the main endpoint ignores status (create
+/// drops it, updates keep the stored one), and `/status` changes only status.
+#[test]
+fn status_subresource_semantics() {
+    let s = TestServer::start();
+    let mut body = object(vm(), NS, "st");
+    body["status"] = json!({"phase": "Running"});
+    let created = s.create(vm(), &body);
+    assert!(created.get("status").is_none(), "create drops status: {created}");
+    let mut changed = created.clone();
+    changed["status"] = json!({"phase": "Stopped"});
+    let r = s.put(&vm_path("st"), &changed);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after = r.json();
+    assert!(after.get("status").is_none(), "main endpoint keeps the stored status: {after}");
+    assert_eq!(after["metadata"]["generation"], 1);
+    // The status subresource.
+    let status_path = format!("{}/status", vm_path("st"));
+    let cur = s.get_json(&status_path);
+    let mut st = cur.clone();
+    st["status"] = json!({"phase": "Stopped"});
+    st["spec"] = json!({"ignored": true});
+    let r = s.put(&status_path, &st);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let out = r.json();
+    assert_eq!(out["status"], json!({"phase": "Stopped"}));
+    assert_eq!(out["spec"], created["spec"], "/status discards spec changes");
+    assert_eq!(out["metadata"]["generation"], 1, "/status never bumps generation");
+    let r =
+        s.patch(&status_path, "application/merge-patch+json", &json!({"status": {"ready": true}}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["status"], json!({"phase": "Stopped", "ready": true}));
+    // A kind without the subresource keeps status through the main endpoint, bumping generation.
+    let vmi = resource("kubevirt.io", "v1", "virtualmachineinstances");
+    let mut body = object(vmi, NS, "vmi");
+    body["status"] = json!({"phase": "Pending"});
+    let created = s.create(vmi, &body);
+    assert_eq!(created["status"], json!({"phase": "Pending"}));
+    let mut changed = created.clone();
+    changed["status"] = json!({"phase": "Running"});
+    let after = s.put(&item_path(vmi, NS, "vmi"), &changed).json();
+    assert_eq!(after["status"], json!({"phase": "Running"}));
+    assert_eq!(after["metadata"]["generation"], 2);
+    assert_plain_404(&s.get(&format!("{}/status", item_path(vmi, NS, "vmi"))));
 }

@@ -34,7 +34,7 @@ fn probe_fails_while_the_database_is_locked() {
     let conn = rusqlite::Connection::open(&s.db).expect("open the database file");
     conn.busy_timeout(Duration::from_secs(5)).unwrap();
     conn.execute_batch("BEGIN EXCLUSIVE").expect("take the write lock");
-    let failed = eventually(Duration::from_secs(5), || {
+    let failed = eventually(Duration::from_secs(3), || {
         let r = s.get(PROBE);
         (r.status == 500).then_some(r)
     });

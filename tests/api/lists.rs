@@ -111,6 +111,34 @@ fn pages_in_key_order_at_one_revision() {
     assert_eq!(empty["metadata"]["continue"], "");
 }
 
+/// `remainingItemCount` appears while pages remain and no selector is set (B.4; E2E chunking).
+#[test]
+fn remaining_item_count() {
+    let s = TestServer::start();
+    for name in ["a", "b", "c", "d", "e"] {
+        s.create(vm(), &labelled(vm(), "rc", name, json!({"k": "v"})));
+    }
+    let path = collection_path(vm(), Some("rc"));
+    let mut token = String::new();
+    let mut seen = 0;
+    loop {
+        let mut q = vec![("limit", "2")];
+        if !token.is_empty() {
+            q.push(("continue", token.as_str()));
+        }
+        let page = s.get_json(&with_query(&path, &q));
+        seen += page["items"].as_array().unwrap().len();
+        token = page["metadata"]["continue"].as_str().unwrap().to_string();
+        if token.is_empty() {
+            assert!(page["metadata"].get("remainingItemCount").is_none(), "{page}");
+            break;
+        }
+        assert_eq!(page["metadata"]["remainingItemCount"], 5 - seen, "{page}");
+    }
+    let page = s.get_json(&with_query(&path, &[("limit", "2"), ("labelSelector", "k=v")]));
+    assert!(page["metadata"].get("remainingItemCount").is_none(), "not with a selector: {page}");
+}
+
 #[test]
 fn later_pages_show_the_first_pages_snapshot() {
     let s = TestServer::start();
@@ -168,6 +196,9 @@ fn list_at_an_exact_revision() {
     let newer =
         s.get_json(&format!("{path}?resourceVersion={}&resourceVersionMatch=NotOlderThan", rv(&a)));
     assert_eq!(names(&newer), ["a", "b"]);
+    // Legacy: an RV with a limit and no match means Exact.
+    let legacy = s.get_json(&format!("{path}?resourceVersion={}&limit=10", rv(&a)));
+    assert_eq!(names(&legacy), ["a"]);
     let any = s.get_json(&format!("{path}?resourceVersion=0&limit=1"));
     assert_eq!(names(&any), ["a", "b"], "rv=0 ignores limit");
 }
@@ -351,6 +382,46 @@ fn option_errors() {
     assert_eq!(names(&r.json()), ["b"]);
     let st = assert_status(&s.get(&format!("{path}?resourceVersion=abc")), 400, "BadRequest");
     assert!(st["message"].as_str().unwrap().contains("abc"), "{st}");
+}
+
+/// A revision ahead of the store: the server waits about 3 s, then 504 (B.4).
+#[test]
+fn future_resource_version_is_504() {
+    let s = TestServer::start();
+    let a = s.create(vm(), &object(vm(), "future", "a"));
+    let ahead = rv(&a) + 100;
+    let started = std::time::Instant::now();
+    let path = collection_path(vm(), Some("future"));
+    let r = s.get(&format!("{path}?resourceVersion={ahead}&resourceVersionMatch=NotOlderThan"));
+    let st = assert_status(&r, 504, "Timeout");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2), "waited first");
+    assert_eq!(
+        st["message"],
+        format!("Timeout: Too large resource version: {ahead}, current: {}", rv(&a))
+    );
+    assert_eq!(
+        st["details"]["causes"][0],
+        json!({"reason": "ResourceVersionTooLarge", "message": "Too large resource version"})
+    );
+}
+
+#[test]
+fn harmless_parameters_are_accepted() {
+    let s = TestServer::start();
+    s.create(vm(), &object(vm(), "params", "a"));
+    let path = collection_path(vm(), Some("params"));
+    for q in [
+        "includeUninitialized=true",
+        "includeUninitialized=false",
+        "unknownParam=1",
+        "pretty=true",
+        "timeoutSeconds=5",
+        "allowWatchBookmarks=true",
+    ] {
+        assert_eq!(s.list_names(&format!("{path}?{q}")), ["a"], "{q}");
+    }
+    let item = item_path(vm(), "params", "a");
+    assert_eq!(s.get(&format!("{item}?includeUninitialized=true&bogus=x")).status, 200);
 }
 
 /// A list item is the stored object with the requested version's apiVersion.
