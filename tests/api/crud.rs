@@ -712,8 +712,69 @@ fn dry_run_stores_nothing() {
     assert_eq!(s.get_json(&vm_path("wet")), obj, "unchanged after dry runs");
 
     let r = s.post(&format!("{}?dryRun=Bogus", vms()), &object(vm(), NS, "bogus"));
-    assert!(r.status == 400 || r.status == 422, "{} {}", r.status, r.text());
     assert_eq!(s.get(&vm_path("bogus")).status, 404);
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{\"Bogus\"}: supported values: \"All\""
+    );
+    assert_eq!(st["details"]["kind"], "CreateOptions");
+    assert_eq!(st["details"]["group"], "meta.k8s.io");
+}
+
+/// Bad enumerated write options are 422 on the verb's options kind (A.11; AM
+/// `ValidateCreateOptions`, `ValidateUpdateOptions`, `ValidatePatchOptions`, `ValidateDeleteOptions`).
+#[test]
+fn bad_write_options_are_422() {
+    let s = TestServer::start();
+    let obj = s.create(vm(), &object(vm(), NS, "opt"));
+    let dry = |kind: &str| {
+        format!("{kind}.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{{\"All\", \"Bogus\"}}: supported values: \"All\"")
+    };
+    let q = "dryRun=All&dryRun=Bogus";
+    let st = assert_status(&s.put(&format!("{}?{q}", vm_path("opt")), &obj), 422, "Invalid");
+    assert_eq!(st["message"], dry("UpdateOptions"));
+    let r = s.patch(&format!("{}?{q}", vm_path("opt")), "application/merge-patch+json", &json!({}));
+    assert_eq!(assert_status(&r, 422, "Invalid")["message"], dry("PatchOptions"));
+    let st = assert_status(&s.delete(&format!("{}?{q}", vm_path("opt"))), 422, "Invalid");
+    assert_eq!(st["message"], dry("DeleteOptions"));
+    let st = assert_status(
+        &s.delete_with(&vm_path("opt"), &json!({"dryRun": ["All", "Bogus"]})),
+        422,
+        "Invalid",
+    );
+    assert_eq!(st["message"], dry("DeleteOptions"));
+
+    let fv = |kind: &str| {
+        format!("{kind}.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"Bogus\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"")
+    };
+    let r = s.post(&format!("{}?fieldValidation=Bogus", vms()), &object(vm(), NS, "fv"));
+    assert_eq!(assert_status(&r, 422, "Invalid")["message"], fv("CreateOptions"));
+    let st = assert_status(
+        &s.put(&format!("{}?fieldValidation=Bogus", vm_path("opt")), &obj),
+        422,
+        "Invalid",
+    );
+    assert_eq!(st["message"], fv("UpdateOptions"));
+    let r = s.patch(
+        &format!("{}?fieldValidation=Bogus", vm_path("opt")),
+        "application/merge-patch+json",
+        &json!({}),
+    );
+    assert_eq!(assert_status(&r, 422, "Invalid")["message"], fv("PatchOptions"));
+    // Both at once: one error listing both causes.
+    let r = s.post(&format!("{}?fieldValidation=Bogus&dryRun=x", vms()), &object(vm(), NS, "fv"));
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(st["details"]["causes"].as_array().unwrap().len(), 2, "{st}");
+    for good in ["Strict", "Warn", "Ignore", ""] {
+        let r = s.patch(
+            &format!("{}?fieldValidation={good}", vm_path("opt")),
+            "application/merge-patch+json",
+            &json!({}),
+        );
+        assert_eq!(r.status, 200, "fieldValidation={good}: {}", r.text());
+    }
+    assert_eq!(s.get_json(&vm_path("opt")), obj, "nothing changed");
 }
 
 #[test]
