@@ -74,6 +74,17 @@ fn cycle(s: &TestServer, res: &'static ResourceInfo) {
     assert_eq!(v1["metadata"]["generation"], 1, "{what}: labels do not bump generation");
     assert_eq!(v1["metadata"]["uid"], created["metadata"]["uid"], "{what}");
 
+    // merge patch of metadata: new RV, generation unchanged
+    let r = s.patch(
+        &path,
+        "application/merge-patch+json",
+        &json!({"metadata": {"annotations": {"a": "b"}}}),
+    );
+    assert_eq!(r.status, 200, "{what}: {}", r.text());
+    let v1 = r.json();
+    assert_eq!(v1["metadata"]["annotations"], json!({"a": "b"}), "{what}");
+    assert_eq!(v1["metadata"]["generation"], 1, "{what}");
+
     // stale resourceVersion
     let r = s.put(&path, &created);
     let st = assert_status(&r, 409, "Conflict");

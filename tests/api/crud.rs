@@ -386,6 +386,19 @@ fn json_patch() {
     assert_eq!(st["message"], "the server rejected our request due to an error in our request");
     assert_eq!(s.get_json(&vm_path("jp")), obj, "nothing changed");
 
+    // More than 10000 operations → 413.
+    let many: Vec<Value> =
+        (0..10_001).map(|_| json!({"op": "test", "path": "/spec/answer", "value": 7})).collect();
+    let st = assert_status(
+        &s.patch(&vm_path("jp"), "application/json-patch+json", &json!(many)),
+        413,
+        "RequestEntityTooLarge",
+    );
+    assert_eq!(
+        st["message"],
+        "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+    );
+
     // Not a patch at all → 400.
     let r = s.request(
         "PATCH",
@@ -572,6 +585,16 @@ fn finalizers_hold_deletion() {
     );
     assert_eq!(st["details"]["causes"][0]["field"], "metadata.finalizers", "{st}");
 
+    // kube answers 202 when the caller explicitly asked not to orphan and finalizers remain.
+    let mut body = object(vm(), NS, "fin202");
+    body["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    s.create(vm(), &body);
+    let r = s.delete_with(&vm_path("fin202"), &json!({"orphanDependents": false}));
+    assert_eq!(r.status, 202, "{}", r.text());
+    assert_eq!(r.json()["kind"], "VirtualMachine");
+    next_event(&w, "ADDED", "fin202");
+    next_event(&w, "MODIFIED", "fin202");
+
     // Removing the last finalizer deletes it.
     let clear = json!({"metadata": {"finalizers": null}});
     let r = s.patch(&vm_path("fin"), "application/merge-patch+json", &clear);
@@ -627,6 +650,11 @@ fn unknown_paths_are_plain_404() {
         "/apis/kubevirt.io/v1/namespaces/ns/nothings",
         "/apis/kubevirt.io/v1/namespaces/ns/virtualmachines/a/b/c",
         "/api/v1/pods",
+        // Namespaced kinds have no item path outside a namespace.
+        "/apis/kubevirt.io/v1/virtualmachines/x",
+        "/apis/kubevirt.io/v1/watch/virtualmachines/x",
+        // The token kind is create-only: no item path.
+        "/apis/upload.cdi.kubevirt.io/v1beta1/namespaces/ns/uploadtokenrequests/x",
         // A namespaced URL of a cluster kind.
         "/apis/instancetype.kubevirt.io/v1alpha2/namespaces/ns/virtualmachineclusterinstancetypes",
         "/apis/instancetype.kubevirt.io/v1alpha2/namespaces/ns/virtualmachineclusterinstancetypes/x",
