@@ -255,6 +255,30 @@ fn watch_flag_spellings() {
     }
 }
 
+/// B.5: a streaming list must be served exactly or refused with a 4xx; silently ignoring
+/// `sendInitialEvents` would leave client-go >= 1.35 informers unsynced.
+#[test]
+fn streaming_list_is_served_or_refused() {
+    let s = TestServer::start();
+    s.create(vm(), &object(vm(), NS, "a"));
+    let q = "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=2";
+    let r = s.get(&format!("{}?{q}", vms()));
+    if r.status == 200 {
+        let lines: Vec<serde_json::Value> = r
+            .text()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["type"], "ADDED");
+        let end = lines.iter().find(|e| e["type"] == "BOOKMARK").expect("an end bookmark");
+        assert_eq!(end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    } else {
+        assert!((400..500).contains(&r.status), "{} {}", r.status, r.text());
+        assert_eq!(r.json()["kind"], "Status");
+    }
+}
+
 #[test]
 fn watch_option_errors() {
     let s = TestServer::start();
