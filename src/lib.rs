@@ -4,6 +4,7 @@
 pub mod api;
 pub mod discovery;
 pub mod error;
+pub mod gc;
 pub mod generated;
 pub mod health;
 pub mod meta;

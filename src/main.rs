@@ -17,6 +17,12 @@ struct Args {
     /// SQLite database file; `:memory:` keeps nothing after exit.
     #[arg(long, default_value = "./virt-apiserver.db")]
     database: String,
+    /// Run the garbage collector (ownerReferences, orphan and foreground deletion).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    enable_garbage_collector: bool,
+    /// Seconds between garbage-collection passes when no write asks for one.
+    #[arg(long, default_value_t = 30)]
+    gc_interval: u64,
 }
 
 fn main() -> std::io::Result<()> {
@@ -32,12 +38,20 @@ fn main() -> std::io::Result<()> {
     let listener = TcpListener::bind(&args.listen)?;
     let addr = listener.local_addr()?;
     actix_web::rt::System::new().block_on(async move {
-        let server = server::run(listener, AppState { store })?;
+        let state = AppState { store };
+        let server = server::run(listener, state.clone())?;
         // Tests and scripts read the bound address from this first line.
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening on http://{addr}")?;
         out.flush()?;
         drop(out);
+        // Background work starts only once the server is listening.
+        if args.enable_garbage_collector {
+            virt_apiserver::gc::spawn(
+                state,
+                std::time::Duration::from_secs(args.gc_interval.max(1)),
+            );
+        }
         server.await
     })
 }

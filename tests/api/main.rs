@@ -5,6 +5,7 @@ mod common;
 mod conformance;
 mod crud;
 mod discovery;
+mod gc;
 mod health;
 mod lists;
 mod openapi;
