@@ -685,7 +685,9 @@ fn export_strips_server_fields() {
     let s = TestServer::start();
     let mut body = labelled(vm(), NS, "exp", json!({"app": "x"}));
     body["metadata"]["annotations"] = json!({"note": "kept"});
-    body["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Thing", "name": "owner", "uid": "22222222-2222-4222-8222-222222222222"}]);
+    // A live owner: the collector removes objects whose owners are gone.
+    let owner = s.create(vm(), &object(vm(), NS, "owner"));
+    body["metadata"]["ownerReferences"] = json!([{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "name": "owner", "uid": owner["metadata"]["uid"]}]);
     body["status"] = json!({"phase": "Running"});
     let full = s.create(vm(), &body);
     let exported = s.get_json(&format!("{}?export=true", vm_path("exp")));
