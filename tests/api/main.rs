@@ -3,4 +3,13 @@
 
 mod auth;
 mod common;
+mod conformance;
+mod crud;
+mod discovery;
 mod gc;
+mod health;
+mod lists;
+mod openapi;
+mod seed_ops;
+mod token;
+mod watch;
