@@ -80,16 +80,13 @@ impl Abac {
 fn subject_matches(p: &PolicySpec, user: &User) -> bool {
     let mut matched = false;
     if !p.user.is_empty() {
-        if p.user == "*" {
-            matched = true;
-        } else if p.user == user.name {
-            matched = true;
-        } else {
+        if p.user != "*" && p.user != user.name {
             return false;
         }
+        matched = true;
     }
     if !p.group.is_empty() {
-        if p.group == "*" || user.groups.iter().any(|g| *g == p.group) {
+        if p.group == "*" || user.groups.contains(&p.group) {
             matched = true;
         } else {
             return false;
