@@ -33,8 +33,7 @@ pub async fn create(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    let field_validation = q.field_validation()?;
+    let (dry_run, field_validation) = q.write_options("CreateOptions")?;
     let format = negotiate(req, res.is_stored())?;
     let mut obj = decode_object(req, &body, res.is_stored())?;
     check_type_meta(res, &obj)?;
@@ -114,8 +113,7 @@ pub async fn update(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    let field_validation = q.field_validation()?;
+    let (dry_run, field_validation) = q.write_options("UpdateOptions")?;
     let format = negotiate(req, true)?;
     let mut obj = decode_object(req, &body, true)?;
     check_type_meta(res, &obj)?;
@@ -178,8 +176,7 @@ pub async fn patch(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    let field_validation = q.field_validation()?;
+    let (dry_run, field_validation) = q.write_options("PatchOptions")?;
     let format = negotiate(req, true)?;
     let kind = match content_type(req).as_str() {
         "application/json-patch+json" => PatchKind::Json(parse_json_patch(&body)?),
