@@ -2,3 +2,4 @@
 //! it links once.
 
 mod common;
+mod subresources;
