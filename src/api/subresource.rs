@@ -173,8 +173,7 @@ pub async fn update_scale(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let (dry_run, _validation) = q.write_options("UpdateOptions")?;
     let format = negotiate(req, true)?;
     let scale = decode_object(req, &body, true)?;
     let kind = scale.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -213,8 +212,7 @@ pub async fn patch_scale(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let (dry_run, _validation) = q.write_options("PatchOptions")?;
     let format = negotiate(req, true)?;
     let patch = match content_type(req).as_str() {
         "application/json-patch+json" => ScalePatch::Json(parse_json_patch(&body)?),

@@ -1,5 +1,16 @@
 //! Integration tests: the real binary on an ephemeral port, driven over HTTP. One test binary, so
 //! it links once.
 
+mod auth;
 mod common;
+mod conformance;
+mod crud;
+mod discovery;
+mod gc;
+mod health;
+mod lists;
+mod openapi;
+mod seed_ops;
 mod subresources;
+mod token;
+mod watch;
