@@ -319,7 +319,7 @@ pub fn object(res: &ResourceInfo, ns: &str, name: &str) -> Value {
         "apiVersion": res.api_version(),
         "kind": res.kind,
         "metadata": meta,
-        "spec": {"answer": 42},
+        "spec": sample_spec(res, 42),
     });
     if let Some(field) = res.token_field {
         let mut at = &mut obj;
@@ -329,6 +329,64 @@ pub fn object(res: &ResourceInfo, ns: &str, name: &str) -> Value {
         *at = Value::String(format!("{name}-pvc"));
     }
     obj
+}
+
+/// A small `spec` the kind's schema declares, different for each `n`: one field gets a value made
+/// from `n` (booleans first, then integers, strings, enums, then objects with their required
+/// fields; by name within each, so the choice does not depend on map order). Made-up fields would
+/// be pruned, as kube prunes undeclared fields.
+pub fn sample_spec(res: &ResourceInfo, n: i64) -> Value {
+    let schema = virt_apiserver::validation::kind_schema(res)
+        .and_then(|k| k.pointer("/properties/spec"))
+        .unwrap_or_else(|| panic!("{} declares its spec", res.kind));
+    sample_value(schema, n).unwrap_or_else(|| panic!("no sample spec for {}", res.kind))
+}
+
+fn sample_value(schema: &Value, n: i64) -> Option<Value> {
+    let enumerated = schema.get("enum").and_then(Value::as_array);
+    match schema.get("type").and_then(Value::as_str) {
+        Some("string") if schema.get("format").is_none() => Some(match enumerated {
+            Some(values) => values[n.unsigned_abs() as usize % values.len()].clone(),
+            None => Value::String(format!("v{n}")),
+        }),
+        Some("integer") => Some(Value::from(n)),
+        Some("boolean") => Some(Value::Bool(n % 2 == 0)),
+        Some("object") => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            if props.is_none() {
+                let strings =
+                    schema.pointer("/additionalProperties/type") == Some(&"string".into());
+                return strings.then(|| serde_json::json!({"k": format!("v{n}")}));
+            }
+            let props = props?;
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut out = serde_json::Map::new();
+            for r in &required {
+                out.insert(r.to_string(), sample_value(props.get(*r)?, n)?);
+            }
+            if out.is_empty() {
+                let rank = |s: &Value| match (s.get("type").and_then(Value::as_str), s.get("enum"))
+                {
+                    (Some("boolean"), _) => 0,
+                    (Some("integer"), _) => 1,
+                    (Some("string"), None) => 2,
+                    (Some("string"), Some(_)) => 3,
+                    _ => 4,
+                };
+                let mut candidates: Vec<(&String, &Value)> = props.iter().collect();
+                candidates.sort_by_key(|(k, s)| (rank(s), k.as_str()));
+                let (k, v) =
+                    candidates.into_iter().find_map(|(k, s)| Some((k, sample_value(s, n)?)))?;
+                out.insert(k.clone(), v);
+            }
+            Some(Value::Object(out))
+        }
+        _ => None,
+    }
 }
 
 /// `object` with labels.

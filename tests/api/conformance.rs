@@ -37,7 +37,7 @@ fn cycle(s: &TestServer, res: &'static ResourceInfo) {
         assert!(created["metadata"].get("namespace").is_none(), "{what}: {created}");
     }
     assert_eq!(created["metadata"]["generation"], 1, "{what}");
-    assert_eq!(created["spec"], json!({"answer": 42}), "{what}");
+    assert_eq!(created["spec"], sample_spec(res, 42), "{what}");
     let rv0 = rv(&created);
 
     // get
@@ -100,13 +100,13 @@ fn cycle(s: &TestServer, res: &'static ResourceInfo) {
 
     // spec update: generation bumps
     let mut changed = v1.clone();
-    changed["spec"] = json!({"answer": 43});
+    changed["spec"] = sample_spec(res, 43);
     let r = s.put(&path, &changed);
     assert_eq!(r.status, 200, "{what}: {}", r.text());
     let v2 = r.json();
     assert!(rv(&v2) > rv(&v1), "{what}");
     assert_eq!(v2["metadata"]["generation"], 2, "{what}: spec change bumps generation");
-    assert_eq!(v2["spec"], json!({"answer": 43}), "{what}");
+    assert_eq!(v2["spec"], sample_spec(res, 43), "{what}");
     assert_eq!(s.get_json(&path), v2, "{what}");
 
     // delete
@@ -166,11 +166,11 @@ fn reads_across_versions_rewrite_only_api_version() {
             // An update through the preferred version is seen through the writer's.
             let preferred = versions[0];
             let mut obj = s.get_json(&item_path(preferred, NS, &name));
-            obj["spec"] = json!({"via": preferred.version});
+            obj["spec"] = sample_spec(preferred, 7);
             let r = s.put(&item_path(preferred, NS, &name), &obj);
             assert_eq!(r.status, 200, "{}", r.text());
             let back = s.get_json(&item_path(writer, NS, &name));
-            assert_eq!(back["spec"], json!({"via": preferred.version}));
+            assert_eq!(back["spec"], sample_spec(preferred, 7));
             assert_eq!(back["apiVersion"], writer.api_version());
             // Deleting through one version removes it for all.
             assert_eq!(s.delete(&item_path(preferred, NS, &name)).status, 200);

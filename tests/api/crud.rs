@@ -340,7 +340,7 @@ fn put_rules() {
     assert_eq!(r.json(), updated, "no-op answers the stored object");
     let w = s.watch(&format!("{}?watch=1&resourceVersion={}", vms(), rv(&updated)));
     let mut changed = updated.clone();
-    changed["spec"] = json!({"answer": 1});
+    changed["spec"] = json!({"runStrategy": "Always"});
     let after = s.put(&vm_path("p"), &changed).json();
     let ev = next_event(&w, "MODIFIED", "p");
     assert_eq!(rv(&ev), rv(&after), "the first event after the no-op is the real change");
@@ -353,23 +353,27 @@ fn json_patch() {
     s.create(vm(), &object(vm(), NS, "jp"));
     let ops = json!([
         {"op": "add", "path": "/metadata/labels", "value": {"a": "b"}},
-        {"op": "replace", "path": "/spec/answer", "value": 7},
-        {"op": "add", "path": "/spec/list", "value": [1, 2]},
-        {"op": "copy", "from": "/spec/answer", "path": "/spec/copy"},
-        {"op": "move", "from": "/spec/copy", "path": "/spec/moved"},
+        {"op": "replace", "path": "/spec/running", "value": false},
+        {"op": "add", "path": "/spec/template", "value": {"metadata": {}, "spec": {"volumes": [{"name": "v1"}, {"name": "v2"}]}}},
+        {"op": "copy", "from": "/metadata/labels", "path": "/spec/template/spec/nodeSelector"},
+        {"op": "move", "from": "/spec/template/spec/nodeSelector", "path": "/spec/template/metadata/labels"},
     ]);
     let r = s.patch(&vm_path("jp"), "application/json-patch+json", &ops);
     assert_eq!(r.status, 200, "{}", r.text());
     let obj = r.json();
     assert_eq!(obj["metadata"]["labels"], json!({"a": "b"}));
-    assert_eq!(obj["spec"], json!({"answer": 7, "list": [1, 2], "moved": 7}));
+    assert_eq!(
+        obj["spec"],
+        json!({"running": false, "template": {"metadata": {"labels": {"a": "b"}},
+                                              "spec": {"volumes": [{"name": "v1"}, {"name": "v2"}]}}})
+    );
     assert_eq!(obj["metadata"]["generation"], 2);
     assert_eq!(s.get_json(&vm_path("jp")), obj);
 
     // A failing test op rejects the whole patch.
     let ops = json!([
-        {"op": "remove", "path": "/spec/list"},
-        {"op": "test", "path": "/spec/answer", "value": 8},
+        {"op": "remove", "path": "/spec/template/spec/volumes"},
+        {"op": "test", "path": "/spec/running", "value": true},
     ]);
     let st = assert_status(
         &s.patch(&vm_path("jp"), "application/json-patch+json", &ops),
@@ -387,8 +391,9 @@ fn json_patch() {
     assert_eq!(s.get_json(&vm_path("jp")), obj, "nothing changed");
 
     // More than 10000 operations → 413.
-    let many: Vec<Value> =
-        (0..10_001).map(|_| json!({"op": "test", "path": "/spec/answer", "value": 7})).collect();
+    let many: Vec<Value> = (0..10_001)
+        .map(|_| json!({"op": "test", "path": "/spec/running", "value": false}))
+        .collect();
     let st = assert_status(
         &s.patch(&vm_path("jp"), "application/json-patch+json", &json!(many)),
         413,
@@ -414,7 +419,7 @@ fn json_patch() {
         &[],
         Some((
             "application/json-patch+json; charset=utf-8",
-            br#"[{"op":"replace","path":"/spec/answer","value":9}]"#,
+            br#"[{"op":"replace","path":"/spec/running","value":true}]"#,
         )),
     );
     assert_eq!(r.status, 200, "{}", r.text());
@@ -424,17 +429,22 @@ fn json_patch() {
 fn merge_patch() {
     let s = TestServer::start();
     let mut body = labelled(vm(), NS, "mp", json!({"keep": "1", "drop": "2"}));
-    body["spec"] = json!({"answer": 42, "list": [1, 2], "nested": {"a": 1, "b": 2}});
+    body["spec"] = json!({"runStrategy": "Always", "template": {"spec": {
+        "volumes": [{"name": "a"}, {"name": "b"}], "nodeSelector": {"a": "1", "b": "2"}}}});
     s.create(vm(), &body);
     let patch = json!({
         "metadata": {"labels": {"drop": null, "new": "3"}},
-        "spec": {"answer": null, "list": [3], "nested": {"b": null, "c": 3}},
+        "spec": {"runStrategy": null, "template": {"spec": {
+            "volumes": [{"name": "c"}], "nodeSelector": {"b": null, "c": "3"}}}},
     });
     let r = s.patch(&vm_path("mp"), "application/merge-patch+json", &patch);
     assert_eq!(r.status, 200, "{}", r.text());
     let obj = r.json();
     assert_eq!(obj["metadata"]["labels"], json!({"keep": "1", "new": "3"}));
-    assert_eq!(obj["spec"], json!({"list": [3], "nested": {"a": 1, "c": 3}}));
+    assert_eq!(
+        obj["spec"],
+        json!({"template": {"spec": {"volumes": [{"name": "c"}], "nodeSelector": {"a": "1", "c": "3"}}}})
+    );
     assert_eq!(s.get_json(&vm_path("mp")), obj);
 
     // Invalid JSON → 400.
@@ -476,7 +486,7 @@ fn patch_errors() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     let current = r.json();
-    let stale = json!({"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}, "spec": {"x": 1}});
+    let stale = json!({"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}, "spec": {"running": false}});
     let st = assert_status(
         &s.patch(&vm_path("pe"), "application/merge-patch+json", &stale),
         409,
@@ -486,7 +496,7 @@ fn patch_errors() {
         st["message"],
         "Operation cannot be fulfilled on virtualmachines.kubevirt.io \"pe\": the object has been modified; please apply your changes to the latest version and try again"
     );
-    let fresh = json!({"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]}, "spec": {"x": 1}});
+    let fresh = json!({"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]}, "spec": {"running": false}});
     let r = s.patch(&vm_path("pe"), "application/merge-patch+json", &fresh);
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(rv(&r.json()) > rv(&current));
@@ -727,14 +737,14 @@ fn dry_run_stores_nothing() {
 
     let obj = s.create(vm(), &object(vm(), NS, "wet"));
     let mut changed = obj.clone();
-    changed["spec"] = json!({"answer": 0});
+    changed["spec"] = json!({"running": false});
     let r = s.put(&format!("{}?dryRun=All", vm_path("wet")), &changed);
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["spec"], json!({"answer": 0}));
+    assert_eq!(r.json()["spec"], json!({"running": false}));
     let r = s.patch(
         &format!("{}?dryRun=All", vm_path("wet")),
         "application/merge-patch+json",
-        &json!({"spec": {"answer": 1}}),
+        &json!({"spec": {"runStrategy": "Halted"}}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
     let r = s.delete(&format!("{}?dryRun=All", vm_path("wet")));
@@ -882,12 +892,12 @@ fn oversized_objects_and_bodies_are_413() {
     let s = TestServer::start();
     // Over 1.5 MiB once encoded (A.13), under the 3 MiB body limit.
     let mut body = object(vm(), NS, "big");
-    body["spec"] = json!({"blob": "x".repeat(1600 * 1024)});
+    body["spec"] = json!({"template": {"metadata": {"blob": "x".repeat(1600 * 1024)}}});
     let st = assert_status(&s.post(&vms(), &body), 413, "RequestEntityTooLarge");
     assert!(st["message"].as_str().unwrap().starts_with("Request entity too large"), "{st}");
     assert_eq!(s.get(&vm_path("big")).status, 404);
     // A body over 3 MiB (B.1).
-    body["spec"] = json!({"blob": "x".repeat(3 * 1024 * 1024 + 10)});
+    body["spec"] = json!({"template": {"metadata": {"blob": "x".repeat(3 * 1024 * 1024 + 10)}}});
     let st = assert_status(&s.post(&vms(), &body), 413, "RequestEntityTooLarge");
     assert_eq!(st["message"], "Request entity too large: limit is 3145728");
 }
@@ -898,11 +908,11 @@ fn oversized_objects_and_bodies_are_413() {
 fn status_subresource_semantics() {
     let s = TestServer::start();
     let mut body = object(vm(), NS, "st");
-    body["status"] = json!({"phase": "Running"});
+    body["status"] = json!({"printableStatus": "Running"});
     let created = s.create(vm(), &body);
     assert!(created.get("status").is_none(), "create drops status: {created}");
     let mut changed = created.clone();
-    changed["status"] = json!({"phase": "Stopped"});
+    changed["status"] = json!({"printableStatus": "Stopped"});
     let r = s.put(&vm_path("st"), &changed);
     assert_eq!(r.status, 200, "{}", r.text());
     let after = r.json();
@@ -912,18 +922,18 @@ fn status_subresource_semantics() {
     let status_path = format!("{}/status", vm_path("st"));
     let cur = s.get_json(&status_path);
     let mut st = cur.clone();
-    st["status"] = json!({"phase": "Stopped"});
-    st["spec"] = json!({"ignored": true});
+    st["status"] = json!({"printableStatus": "Stopped"});
+    st["spec"] = json!({"running": false});
     let r = s.put(&status_path, &st);
     assert_eq!(r.status, 200, "{}", r.text());
     let out = r.json();
-    assert_eq!(out["status"], json!({"phase": "Stopped"}));
+    assert_eq!(out["status"], json!({"printableStatus": "Stopped"}));
     assert_eq!(out["spec"], created["spec"], "/status discards spec changes");
     assert_eq!(out["metadata"]["generation"], 1, "/status never bumps generation");
     let r =
         s.patch(&status_path, "application/merge-patch+json", &json!({"status": {"ready": true}}));
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["status"], json!({"phase": "Stopped", "ready": true}));
+    assert_eq!(r.json()["status"], json!({"printableStatus": "Stopped", "ready": true}));
     // A kind without the subresource keeps status through the main endpoint, bumping generation.
     let vmi = resource("kubevirt.io", "v1", "virtualmachineinstances");
     let mut body = object(vmi, NS, "vmi");

@@ -58,7 +58,7 @@ fn data_and_revisions_survive_a_restart() {
     let r = s.patch(
         &item_path(vm(), ns, "a"),
         "application/merge-patch+json",
-        &json!({"spec": {"n": 1}}),
+        &json!({"spec": {"running": false}}),
     );
     assert_eq!(r.status, 200);
     let a2 = r.json();

@@ -160,7 +160,7 @@ fn later_pages_show_the_first_pages_snapshot() {
     let r = s.patch(
         &item_path(vm(), ns, "d"),
         "application/merge-patch+json",
-        &json!({"spec": {"answer": 0}}),
+        &json!({"spec": {"running": false}}),
     );
     assert_eq!(r.status, 200);
     assert_eq!(s.delete(&item_path(vm(), ns, "e")).status, 200);

@@ -70,7 +70,7 @@ fn initial_then_live_events() {
     let r = s.patch(
         &vm_path("a-first"),
         "application/merge-patch+json",
-        &json!({"spec": {"answer": 1}}),
+        &json!({"spec": {"running": false}}),
     );
     assert_eq!(r.status, 200);
     let modified = r.json();
@@ -117,8 +117,12 @@ fn single_item_watches() {
     for w in &watches {
         next_event(w, "ADDED", "me");
     }
-    s.patch(&vm_path("other"), "application/merge-patch+json", &json!({"spec": {"x": 1}}));
-    s.patch(&vm_path("me"), "application/merge-patch+json", &json!({"spec": {"x": 1}}));
+    s.patch(
+        &vm_path("other"),
+        "application/merge-patch+json",
+        &json!({"spec": {"running": false}}),
+    );
+    s.patch(&vm_path("me"), "application/merge-patch+json", &json!({"spec": {"running": false}}));
     s.delete(&vm_path("other"));
     s.delete(&vm_path("me"));
     for w in &watches {
@@ -142,7 +146,8 @@ fn resume_from_a_resource_version() {
     let s = TestServer::start();
     let created = s.create(vm(), &object(vm(), NS, "r"));
     let p = |n: i64| {
-        let r = s.patch(&vm_path("r"), "application/merge-patch+json", &json!({"spec": {"n": n}}));
+        let spec = json!({"spec": {"template": {"spec": {"terminationGracePeriodSeconds": n}}}});
+        let r = s.patch(&vm_path("r"), "application/merge-patch+json", &spec);
         assert_eq!(r.status, 200);
         r.json()
     };
@@ -191,7 +196,11 @@ fn label_selector_transitions() {
     };
     let entered = set("yes");
     assert_eq!(next_event(&w, "ADDED", "t"), entered, "entering the selector → ADDED");
-    let r = s.patch(&vm_path("t"), "application/merge-patch+json", &json!({"spec": {"x": 1}}));
+    let r = s.patch(
+        &vm_path("t"),
+        "application/merge-patch+json",
+        &json!({"spec": {"running": false}}),
+    );
     let inside = r.json();
     assert_eq!(next_event(&w, "MODIFIED", "t"), inside);
     let left = set("no");
@@ -201,7 +210,7 @@ fn label_selector_transitions() {
         "leaving → DELETED with the previous content"
     );
     assert_eq!(rv(&ev), rv(&left), "... at the new revision");
-    s.patch(&vm_path("t"), "application/merge-patch+json", &json!({"spec": {"x": 2}}));
+    s.patch(&vm_path("t"), "application/merge-patch+json", &json!({"spec": {"running": true}}));
     w.expect_none(QUIET);
     set("yes");
     next_event(&w, "ADDED", "t");
