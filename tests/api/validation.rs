@@ -590,8 +590,54 @@ fn kubectl_create_with_a_bogus_field_fails() {
         "{err}"
     );
 
+    // kubectl apply: created by a Strict POST, then a Strict merge patch refused on `patch`.
+    let good = k.file(
+        "apply.yaml",
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: applied\nspec:\n  runStrategy: Halted\n",
+    );
+    assert_eq!(k.ok(&["apply", "-f", &good]).trim(), "virtualmachine.kubevirt.io/applied created");
+    let changed = k.file(
+        "apply2.yaml",
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: applied\nspec:\n  runStrategy: Always\n  bogus: 1\n",
+    );
+    let err = k.fails(&["apply", "-f", &changed]);
+    assert!(err.starts_with("The request is invalid: patch: Invalid value: \""), "{err}");
+    assert!(
+        err.trim_end().ends_with(": strict decoding error: unknown field \"spec.bogus\""),
+        "{err}"
+    );
+    assert_eq!(s.get(&format!("{VMS}/applied")).json()["spec"], json!({"runStrategy": "Halted"}));
+
     // --validate=false sends Ignore: created, the field pruned.
     let out = k.ok(&["create", "--validate=false", "-f", &bad]);
     assert_eq!(out.trim(), "virtualmachine.kubevirt.io/bad created");
     assert_eq!(s.get(&format!("{VMS}/bad")).json()["spec"], json!({"runStrategy": "Halted"}));
+}
+
+/// With a status subresource, `/status` writes are validated on their status, while the main
+/// endpoint ignores status before validating, as kube's status strategy does.
+#[test]
+fn status_is_validated_where_it_is_written() {
+    let s = TestServer::start();
+    let created = create(&s, &vm("s", json!({"running": false})));
+    let status_path = format!("{VMS}/s/status");
+    let merge = "application/merge-patch+json";
+    let bad = json!({"status": {"printableStatus": "Sometimes"}});
+    let st = status(&patch(&s, &status_path, merge, &bad), 422, "Invalid");
+    assert_eq!(st["details"]["causes"][0]["field"], "status.printableStatus", "{st}");
+    assert_eq!(st["details"]["causes"][0]["reason"], "FieldValueNotSupported", "{st}");
+    let unknown = json!({"status": {"ready": true, "bogus": 1}});
+    let r = patch(&s, &format!("{status_path}?fieldValidation=Strict"), merge, &unknown);
+    let st = status(&r, 422, "Invalid");
+    assert!(st["message"].as_str().unwrap().ends_with("unknown field \"status.bogus\""), "{st}");
+    let r = patch(&s, &status_path, merge, &unknown);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(warnings(&r), ["299 - \"unknown field \\\"status.bogus\\\"\""]);
+    assert_eq!(r.json()["status"], json!({"ready": true}));
+
+    // The main endpoint drops status changes, so an invalid status there is no error.
+    let r = patch(&s, &format!("{VMS}/s"), merge, &bad);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["status"], json!({"ready": true}));
+    assert_eq!(r.json()["metadata"]["generation"], created["metadata"]["generation"]);
 }
