@@ -6,6 +6,7 @@ pub mod discovery;
 pub mod error;
 pub mod generated;
 pub mod health;
+pub mod managed_fields;
 pub mod meta;
 pub mod openapi;
 pub mod resource;
