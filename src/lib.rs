@@ -2,13 +2,18 @@
 //! See ARCHITECTURE.md for the map of modules.
 
 pub mod api;
+pub mod authn;
+pub mod authz;
 pub mod discovery;
 pub mod error;
+pub mod filters;
+pub mod gc;
 pub mod generated;
 pub mod health;
 pub mod managed_fields;
 pub mod meta;
 pub mod openapi;
+pub mod request_info;
 pub mod resource;
 pub mod selector;
 pub mod server;

@@ -102,18 +102,25 @@ pub(crate) async fn apply(
     scope: Scope,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    q.field_validation()?;
-    let format = negotiate(req, true)?;
+    // One Invalid for every bad option, fieldManager first, as kube's `ValidatePatchOptions`.
     let manager = q.get("fieldManager").unwrap_or("");
     let mut causes = Vec::new();
     if manager.is_empty() {
         causes.push(Cause::required("fieldManager", "is required for apply patch"));
     }
     causes.extend(mf::manager_causes(manager));
+    let dry_run = match q.write_options("PatchOptions") {
+        Ok((dry_run, _validation)) => dry_run,
+        Err(ApiError::Invalid { causes: more, .. }) => {
+            causes.extend(more);
+            false
+        }
+        Err(e) => return Err(e),
+    };
     if !causes.is_empty() {
         return Err(ApiError::invalid_options("PatchOptions", causes));
     }
+    let format = negotiate(req, true)?;
     let request = Request { res, target: &target, manager, force: q.flag("force"), scope, dry_run };
     let config = decode_config(body)?;
     check_config(res, &config)?;

@@ -34,8 +34,7 @@ pub async fn create(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let (dry_run, _validation) = q.write_options("CreateOptions")?;
     let manager = managed_fields::manager_of(&q, req, "CreateOptions")?;
     let format = negotiate(req, res.is_stored())?;
     let mut obj = decode_object(req, &body, res.is_stored())?;
@@ -96,8 +95,7 @@ pub async fn update(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let (dry_run, _validation) = q.write_options("UpdateOptions")?;
     let manager = managed_fields::manager_of(&q, req, "UpdateOptions")?;
     let format = negotiate(req, true)?;
     let mut obj = decode_object(req, &body, true)?;
@@ -157,8 +155,7 @@ pub async fn patch(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let (dry_run, _validation) = q.write_options("PatchOptions")?;
     let format = negotiate(req, true)?;
     let kind = match content_type(req).as_str() {
         "application/json-patch+json" => PatchKind::Json(parse_json_patch(&body)?),

@@ -2,4 +2,15 @@
 //! it links once.
 
 mod apply;
+mod auth;
 mod common;
+mod conformance;
+mod crud;
+mod discovery;
+mod gc;
+mod health;
+mod lists;
+mod openapi;
+mod seed_ops;
+mod token;
+mod watch;
