@@ -318,11 +318,19 @@ pub(crate) fn merge_config(
     scope.restore(&mut merged, &live);
     let cmp = typed::compare(&live, &merged, ty).without(&ignored);
     let contested = cmp.modified.union(&cmp.added);
-    let conflicts = managers.conflicts(&me, &contested);
+    let mut conflicts = managers.conflicts(&me, &contested);
+    if !force && manager == "kubectl" {
+        // kubectl moving from client-side apply may take what its annotation says it set.
+        let allowed = set_by_last_applied(ty, &live, api_version);
+        for (_, paths) in conflicts.iter_mut() {
+            *paths = paths.difference(&allowed);
+        }
+        conflicts.retain(|(_, paths)| !paths.is_empty());
+    }
     if !force && !conflicts.is_empty() {
         return Err(conflict_error(&conflicts));
     }
-    managers.release(&me, &contested, &cmp.removed);
+    managers.release(Some(&me), &contested, &cmp.removed);
     if cmp.is_same() {
         // Nothing changed: the entry keeps its time, as kube only stamps changing applies.
         me.time = last.and_then(|l| l.time);
@@ -342,6 +350,25 @@ fn prune(merged: &mut Value, last: &FieldSet, owned: &FieldSet, ty: Type) {
         }
     }
     typed::remove(merged, &dropped, ty);
+}
+
+/// The fields of `live` that its client-side apply annotation set and that still hold the
+/// annotation's values (lastappliedmanager.go `allowedConflictsFromLastApplied`).
+fn set_by_last_applied(ty: Type, live: &Value, api_version: &str) -> FieldSet {
+    let text = live.pointer("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED));
+    let Some(last) =
+        text.and_then(Value::as_str).and_then(|t| serde_json::from_str::<Value>(t).ok())
+    else {
+        return FieldSet::new();
+    };
+    if last.get("apiVersion").and_then(Value::as_str) != Some(api_version) {
+        return FieldSet::new();
+    }
+    let cmp = typed::compare(&last, live, ty);
+    typed::to_field_set(&last, ty)
+        .difference(&cmp.modified)
+        .difference(&cmp.added)
+        .difference(&cmp.removed)
 }
 
 /// The 409 of conflicting applies (AM pkg/util/managedfields/internal/conflict.go).

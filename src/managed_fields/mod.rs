@@ -213,13 +213,14 @@ impl Managers {
         out
     }
 
-    /// Takes `contested` and `removed` away from every manager but `except` and drops managers
-    /// left with nothing (merge/update.go `update` with force).
-    pub fn release(&mut self, except: &Entry, contested: &FieldSet, removed: &FieldSet) {
-        for e in self.0.iter_mut().filter(|e| !e.same_manager(except)) {
+    /// Takes `contested` and `removed` away from every manager but `except` (all of them when
+    /// `None`) and drops managers left with nothing (merge/update.go `update` with force).
+    pub fn release(&mut self, except: Option<&Entry>, contested: &FieldSet, removed: &FieldSet) {
+        let spared = |e: &Entry| except.is_some_and(|x| e.same_manager(x));
+        for e in self.0.iter_mut().filter(|e| !spared(e)) {
             e.fields = e.fields.difference(contested).difference(removed);
         }
-        self.0.retain(|e| !e.fields.is_empty() || e.same_manager(except));
+        self.0.retain(|e| !e.fields.is_empty() || spared(e));
     }
 
     /// Merges the oldest `Update` entries into one `ancient-changes` entry per apiVersion while
@@ -384,7 +385,9 @@ pub fn record_update(
         subresource: subresource.to_string(),
         fields: FieldSet::new(),
     };
-    managers.release(&me, &changed, &cmp.removed);
+    // kube runs this as a separate "current-operation" manager, so the writer's own earlier
+    // entry loses what this write removed, like everyone else's.
+    managers.release(None, &changed, &cmp.removed);
     let taken = changed.difference(&cmp.removed).difference(&stripped_fields());
     if !taken.is_empty() {
         let fields = match managers.take(&me) {
@@ -473,6 +476,15 @@ mod tests {
         assert_eq!(patcher.fields.to_fields_v1(), json!({"f:spec": {"f:running": {}}}));
         assert!(!creator.fields.has(&[PathElement::field("spec"), PathElement::field("running")]));
         assert!(creator.fields.has(&[PathElement::field("spec"), PathElement::field("x")]));
+        // Removing a field takes it from its owner, the writer included.
+        let mut removed = new.clone();
+        removed["spec"].as_object_mut().unwrap().remove("running");
+        removed["spec"].as_object_mut().unwrap().remove("x");
+        record_update(vm(), Some(&new), &mut removed, "patcher", "");
+        let m = Managers::decode(&removed).unwrap();
+        assert!(m.0.iter().all(|e| e.manager != "patcher"), "{removed}");
+        let creator = m.0.iter().find(|e| e.manager == "creator").unwrap();
+        assert!(!creator.fields.has(&[PathElement::field("spec"), PathElement::field("x")]));
     }
 
     #[test]

@@ -762,23 +762,39 @@ fn kubectl_moves_a_client_side_applied_object_to_server_side_apply() {
     let obj = s.get(&path).json();
     assert_eq!(managers(&obj), [("kubectl-client-side-apply".to_string(), "Update".to_string())]);
 
-    // kubectl applies, keeps the annotation under `kubectl-last-applied`, rewrites the
-    // client-side entry into its own with a JSON patch (csaupgrade), then applies again.
-    let out = k.ok(&["apply", "--server-side", "-n", "csa", "-f", &file]);
+    // A field the client-side apply set changes: no conflict with kubectl-client-side-apply,
+    // since the annotation shows kubectl set it. kubectl then keeps the annotation under
+    // `kubectl-last-applied`, rewrites the client-side entry into its own with a JSON patch
+    // (csaupgrade), and applies again.
+    let changed = k.file("vm1.yaml", &VM_MANIFEST.replace("running: true", "running: false"));
+    let out = k.ok(&["apply", "--server-side", "-n", "csa", "-f", &changed]);
     assert!(out.contains("serverside-applied"), "{out}");
     let obj = s.get(&path).json();
     let apply = |m: &str| (m.to_string(), "Apply".to_string());
-    assert_eq!(managers(&obj), [apply("kubectl"), apply("kubectl-last-applied")], "{obj:#}");
+    let mut all = managers(&obj);
+    all.sort();
+    assert_eq!(all, [apply("kubectl"), apply("kubectl-last-applied")], "{obj:#}");
     assert_eq!(
         fields(&obj, "kubectl-last-applied", "Apply"),
         json!({"f:metadata": {"f:annotations": {"f:kubectl.kubernetes.io/last-applied-configuration": {}}}})
     );
+    assert_eq!(obj["spec"]["running"], false);
+    let annotation = obj["metadata"]["annotations"]
+        ["kubectl.kubernetes.io/last-applied-configuration"]
+        .as_str()
+        .unwrap();
+    assert!(annotation.contains(r#""running":false"#), "kept in step: {annotation}");
     let owned = fields(&obj, "kubectl", "Apply");
     assert_eq!(owned["f:spec"]["f:running"], json!({}), "{owned}");
     assert_eq!(owned["f:metadata"]["f:labels"]["f:app"], json!({}), "{owned}");
 
     // Dropping a field from the manifest now removes it from the object.
-    let smaller = k.file("vm2.yaml", &VM_MANIFEST.replace("  labels:\n    app: ssa\n", ""));
+    let smaller = k.file(
+        "vm2.yaml",
+        &VM_MANIFEST
+            .replace("  labels:\n    app: ssa\n", "")
+            .replace("running: true", "running: false"),
+    );
     k.ok(&["apply", "--server-side", "-n", "csa", "-f", &smaller]);
     let obj = s.get(&path).json();
     assert!(obj["metadata"]["labels"].get("app").is_none(), "{obj:#}");
