@@ -205,17 +205,8 @@ impl Request<'_> {
         }
         let obj = self.merge(&for_version(self.res, current), config)?;
         self.check_name(&obj)?;
-        match write::commit_update(
-            state,
-            self.res,
-            key,
-            current,
-            obj,
-            self.dry_run,
-            Ownership::Applied,
-        )
-        .await
-        {
+        let owner = Ownership::Applied { subresource: self.scope.subresource() };
+        match write::commit_update(state, self.res, key, current, obj, self.dry_run, owner).await {
             Err(ApiError::Conflict { .. }) if wanted_rv.is_empty() => Ok(None),
             Err(e) => Err(e),
             Ok(done) => Ok(Some(done)),

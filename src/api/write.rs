@@ -233,12 +233,24 @@ fn parse_json_patch(body: &[u8]) -> Result<json_patch::Patch, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("couldn't decode the JSON patch: {e}")))
 }
 
-/// Who a write's managedFields entry is recorded for.
+/// Who a write's managedFields entry is recorded for, and through which subresource ("" for the
+/// main resource, "status", "scale").
 pub(crate) enum Ownership<'a> {
     /// A create, update or non-apply patch: kube records an `Update` entry for the manager.
     Update { manager: &'a str, subresource: &'a str },
     /// Server-side apply, which has computed the entries itself.
-    Applied,
+    Applied { subresource: &'a str },
+}
+
+impl Ownership<'_> {
+    #[allow(dead_code)] // TODO-cleanup: read by the status subresource's update rules.
+    pub(crate) fn subresource(&self) -> &str {
+        match self {
+            Ownership::Update { subresource, .. } | Ownership::Applied { subresource } => {
+                subresource
+            }
+        }
+    }
 }
 
 /// Applies kube's update rules to `new` against `current` and writes it: server-owned fields kept,
