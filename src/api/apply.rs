@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 
 use super::codec::{negotiate, respond};
 use super::params::Query;
-use super::write::{self, Ownership};
-use super::{for_version, meta_str, object_key, Target};
+use super::write::{self, Commit, Ownership};
+use super::{for_version, meta_str, object_key, Part, Target};
 use crate::error::{ApiError, Cause};
 use crate::managed_fields::{
     self as mf, typed, Entry, FieldSet, Managers, Operation, PathElement, Type,
@@ -42,6 +42,15 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The scope of an apply through `part` of a kind.
+    pub fn of(res: &ResourceInfo, part: Part) -> Scope {
+        match (part, res.status_subresource) {
+            (Part::Status, _) => Scope::OnlyStatus,
+            (Part::Main, true) => Scope::ExceptStatus,
+            (Part::Main, false) => Scope::Whole,
+        }
+    }
+
     /// The subresource recorded in managedFields entries.
     pub fn subresource(self) -> &'static str {
         match self {
@@ -99,8 +108,8 @@ pub(crate) async fn apply(
     target: Target,
     req: &HttpRequest,
     body: &[u8],
-    scope: Scope,
 ) -> Result<HttpResponse, ApiError> {
+    let scope = Scope::of(res, target.part);
     let q = Query::parse(req)?;
     // One Invalid for every bad option, fieldManager first, as kube's `ValidatePatchOptions`.
     let manager = q.get("fieldManager").unwrap_or("");
@@ -205,8 +214,9 @@ impl Request<'_> {
         }
         let obj = self.merge(&for_version(self.res, current), config)?;
         self.check_name(&obj)?;
-        let owner = Ownership::Applied { subresource: self.scope.subresource() };
-        match write::commit_update(state, self.res, key, current, obj, self.dry_run, owner).await {
+        let how =
+            Commit { part: self.target.part, dry_run: self.dry_run, owner: Ownership::Applied };
+        match write::commit_update(state, self.res, key, current, obj, how).await {
             Err(ApiError::Conflict { .. }) if wanted_rv.is_empty() => Ok(None),
             Err(e) => Err(e),
             Ok(done) => Ok(Some(done)),

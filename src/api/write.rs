@@ -5,10 +5,9 @@ use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
 
-use super::apply::Scope as ApplyScope;
 use super::codec::{content_type, decode_object, negotiate, respond};
 use super::params::Query;
-use super::{for_version, meta_str, object_key, stored_revision, Target};
+use super::{for_version, meta_str, object_key, stored_revision, subresource, Part, Target};
 use crate::error::{ApiError, Cause};
 use crate::managed_fields;
 use crate::meta;
@@ -140,8 +139,9 @@ pub async fn update(
     if rv != meta_str(&current, "resourceVersion") {
         return Err(ApiError::optimistic_lock(res, name));
     }
-    let owner = Ownership::Update { manager: &manager, subresource: "" };
-    let (code, out) = commit_update(state, res, &key, &current, obj, dry_run, owner).await?;
+    let owner = Ownership::Update { manager: &manager, subresource: subresource_name(target.part) };
+    let how = Commit { part: target.part, dry_run, owner };
+    let (code, out) = commit_update(state, res, &key, &current, obj, how).await?;
     respond(code, format, &for_version(res, &out))
 }
 
@@ -164,9 +164,7 @@ pub async fn patch(
                 .map_err(|e| ApiError::bad_request(format!("couldn't decode the merge patch: {e}")))?,
         ),
         "application/apply-patch+yaml" => {
-            // TODO-compat: kinds with a status subresource pass `Scope::ExceptStatus` here, and
-            // the `/status` patch handler `Scope::OnlyStatus`.
-            return super::apply::apply(state, res, target, req, &body, ApplyScope::Whole).await;
+            return super::apply::apply(state, res, target, req, &body).await;
         }
         _ => {
             return Err(ApiError::UnsupportedMediaType(
@@ -203,8 +201,10 @@ pub async fn patch(
         if conditional && !wanted_rv.is_empty() {
             return Err(ApiError::optimistic_lock(res, name));
         }
-        let owner = Ownership::Update { manager: &manager, subresource: "" };
-        match commit_update(state, res, &key, &current, patched, dry_run, owner).await {
+        let owner =
+            Ownership::Update { manager: &manager, subresource: subresource_name(target.part) };
+        let how = Commit { part: target.part, dry_run, owner };
+        match commit_update(state, res, &key, &current, patched, how).await {
             Err(ApiError::Conflict { .. }) if !conditional => continue,
             Err(e) => return Err(e),
             Ok((code, out)) => return respond(code, format, &for_version(res, &out)),
@@ -218,7 +218,7 @@ enum PatchKind {
     Merge(Value),
 }
 
-fn parse_json_patch(body: &[u8]) -> Result<json_patch::Patch, ApiError> {
+pub(super) fn parse_json_patch(body: &[u8]) -> Result<json_patch::Patch, ApiError> {
     let raw: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("couldn't decode the JSON patch: {e}")))?;
     if let Some(ops) = raw.as_array() {
@@ -233,38 +233,45 @@ fn parse_json_patch(body: &[u8]) -> Result<json_patch::Patch, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("couldn't decode the JSON patch: {e}")))
 }
 
-/// Who a write's managedFields entry is recorded for, and through which subresource ("" for the
-/// main resource, "status", "scale").
-pub(crate) enum Ownership<'a> {
-    /// A create, update or non-apply patch: kube records an `Update` entry for the manager.
-    Update { manager: &'a str, subresource: &'a str },
-    /// Server-side apply, which has computed the entries itself.
-    Applied { subresource: &'a str },
+/// How `commit_update` commits a write.
+pub(crate) struct Commit<'a> {
+    /// The part of the object the endpoint may change.
+    pub part: Part,
+    pub dry_run: bool,
+    pub owner: Ownership<'a>,
 }
 
-impl Ownership<'_> {
-    #[allow(dead_code)] // TODO-cleanup: read by the status subresource's update rules.
-    pub(crate) fn subresource(&self) -> &str {
-        match self {
-            Ownership::Update { subresource, .. } | Ownership::Applied { subresource } => {
-                subresource
-            }
-        }
+/// Who a write's managedFields entry is recorded for.
+pub(crate) enum Ownership<'a> {
+    /// A create, update or non-apply patch: kube records an `Update` entry for the manager,
+    /// naming the subresource written through ("", "status", "scale").
+    Update { manager: &'a str, subresource: &'a str },
+    /// Server-side apply, which has computed the entries itself.
+    Applied,
+}
+
+/// The subresource managedFields entries name for a write through `part`.
+fn subresource_name(part: Part) -> &'static str {
+    match part {
+        Part::Main => "",
+        Part::Status => "status",
     }
 }
 
-/// Applies kube's update rules to `new` against `current` and writes it: server-owned fields kept,
-/// generation bumped on non-metadata changes, managedFields recorded, no-ops short-circuited, and
-/// an object that is being deleted and lost its last finalizer removed.
+/// Applies kube's update rules to `new` against `current` and writes it: only the `part` the
+/// endpoint may change taken from `new`, server-owned fields kept, generation bumped on
+/// non-metadata changes, managedFields recorded, no-ops short-circuited, and an object that is
+/// being deleted and lost its last finalizer removed.
 pub(crate) async fn commit_update(
     state: &AppState,
     res: &'static ResourceInfo,
     key: &str,
     current: &Value,
-    mut new: Value,
-    dry_run: bool,
-    owner: Ownership<'_>,
+    new: Value,
+    how: Commit<'_>,
 ) -> Result<(StatusCode, Value), ApiError> {
+    let Commit { part, dry_run, owner } = how;
+    let mut new = subresource::confine(res, part, current, new);
     let name = meta_str(current, "name").to_string();
     let old_meta = super::metadata(current).cloned().unwrap_or_default();
     let mut causes = Vec::new();
@@ -334,11 +341,13 @@ pub(crate) async fn commit_update(
         );
         causes.extend(meta::validate(meta, res.namespaced));
     }
+    causes.extend(subresource::validate(res, &new));
     if !causes.is_empty() {
         return Err(ApiError::invalid(res, &name, causes));
     }
     set_storage_version(res, &mut new);
-    if spec_changed(current, &new) {
+    // Status writes never bump generation (AX status_strategy.go).
+    if part == Part::Main && spec_changed(current, &new) {
         let g = current.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
         new["metadata"]["generation"] = Value::from(g + 1);
     }
@@ -433,7 +442,7 @@ pub(crate) fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(),
     meta.insert("creationTimestamp".into(), Value::String(meta::now_rfc3339()));
     meta.insert("generation".into(), Value::from(1));
     set_storage_version(res, obj);
-    Ok(())
+    subresource::prepare_create(res, obj, &name)
 }
 
 /// apiVersion and kind in a body must name the URL's kind and version.

@@ -12,5 +12,6 @@ mod health;
 mod lists;
 mod openapi;
 mod seed_ops;
+mod subresources;
 mod token;
 mod watch;
