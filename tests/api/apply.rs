@@ -799,3 +799,122 @@ fn kubectl_moves_a_client_side_applied_object_to_server_side_apply() {
     let obj = s.get(&path).json();
     assert!(obj["metadata"]["labels"].get("app").is_none(), "{obj:#}");
 }
+
+#[test]
+fn status_is_applied_only_through_its_subresource() {
+    let s = TestServer::start();
+    let path = vm_path("ns", "vm");
+    let status_path = format!("{path}/status");
+    let with = |spec: Value, status: Value| {
+        let mut v = vm("ns", "vm", spec);
+        v["status"] = status;
+        v
+    };
+    // The main resource ignores status, on create and after.
+    let obj = expect(
+        apply(
+            &s,
+            &path,
+            "a",
+            false,
+            &with(json!({"running": true}), json!({"printableStatus": "Up"})),
+        ),
+        201,
+    );
+    assert!(obj.get("status").is_none(), "{obj:#}");
+    assert_eq!(fields(&obj, "a", "Apply"), json!({"f:spec": {"f:running": {}}}));
+
+    // /status changes status only, and its entry says so.
+    let obj = expect(
+        apply(
+            &s,
+            &status_path,
+            "ctrl",
+            false,
+            &with(json!({"running": false}), json!({"printableStatus": "Running"})),
+        ),
+        200,
+    );
+    assert_eq!(obj["status"], json!({"printableStatus": "Running"}));
+    assert_eq!(obj["spec"], json!({"running": true}));
+    let e = entry(&obj, "ctrl", "Apply");
+    assert_eq!(e["subresource"], "status");
+    assert_eq!(e["fieldsV1"], json!({"f:status": {"f:printableStatus": {}}}));
+    assert_eq!(obj["metadata"]["generation"], 1);
+
+    // A main apply with another status neither changes it nor conflicts.
+    let obj = expect(
+        apply(
+            &s,
+            &path,
+            "a",
+            false,
+            &with(json!({"running": true}), json!({"printableStatus": "Stopped"})),
+        ),
+        200,
+    );
+    assert_eq!(obj["status"], json!({"printableStatus": "Running"}));
+
+    // A second status applier conflicts with the first, named with its subresource.
+    let r = expect(
+        apply(
+            &s,
+            &status_path,
+            "ctrl2",
+            false,
+            &with(json!({}), json!({"printableStatus": "Paused"})),
+        ),
+        409,
+    );
+    assert_eq!(
+        r["message"],
+        "Apply failed with 1 conflict: conflict with \"ctrl\" with subresource \"status\": .status.printableStatus"
+    );
+
+    // Updates through /status record the subresource too.
+    let mut current = s.get(&path).json();
+    current["status"]["ready"] = json!(true);
+    let obj = expect(
+        s.request(
+            "PUT",
+            &status_path,
+            &[("User-Agent", "virt-controller/v1.0")],
+            Some(("application/json", current.to_string().as_bytes())),
+        ),
+        200,
+    );
+    let e = entry(&obj, "virt-controller", "Update");
+    assert_eq!(e["subresource"], "status");
+    assert_eq!(e["fieldsV1"], json!({"f:status": {"f:ready": {}}}));
+
+    // Apply never creates through /status.
+    let r = apply(
+        &s,
+        &format!("{}/status", vm_path("ns", "none")),
+        "ctrl",
+        false,
+        &vm("ns", "none", json!({})),
+    );
+    assert_eq!(r.status, 404, "{}", r.text());
+}
+
+#[test]
+fn scale_writes_record_the_scale_subresource() {
+    let s = TestServer::start();
+    let path = "/apis/kubevirt.io/v1/namespaces/ns/virtualmachineinstancereplicasets/rs";
+    let body = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceReplicaSet",
+                      "metadata": {"name": "rs"}, "spec": {"replicas": 2}});
+    expect(apply(&s, path, "deployer", false, &body), 201);
+    let scaled = format!("{path}/scale?fieldManager=autoscaler");
+    expect(s.patch(&scaled, MERGE, &json!({"spec": {"replicas": 4}})), 200);
+    let obj = s.get(path).json();
+    assert_eq!(obj["spec"]["replicas"], 4);
+    let e = entry(&obj, "autoscaler", "Update");
+    assert_eq!(e["subresource"], "scale");
+    assert_eq!(e["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    let r = expect(apply(&s, path, "deployer", false, &body), 409);
+    assert_eq!(
+        r["message"],
+        "Apply failed with 1 conflict: conflict with \"autoscaler\" with subresource \"scale\" using kubevirt.io/v1: .spec.replicas"
+    );
+}
