@@ -113,6 +113,8 @@ fn apply_options_and_body_are_checked() {
         r["message"],
         "Operation cannot be fulfilled on virtualmachines.kubevirt.io \"a\": uid mismatch: the provided object specified uid 1234, and no existing object was found"
     );
+    let dry = expect(s.patch(&format!("{path}?fieldManager=m&dryRun=All"), APPLY, &body), 201);
+    assert_eq!(dry["metadata"]["managedFields"][0]["manager"], "m");
     // Nothing of the above stored anything.
     assert_eq!(s.get(&path).status, 404);
     // `force` belongs to apply only.
@@ -917,4 +919,20 @@ fn scale_writes_record_the_scale_subresource() {
         r["message"],
         "Apply failed with 1 conflict: conflict with \"autoscaler\" with subresource \"scale\" using kubevirt.io/v1: .spec.replicas"
     );
+}
+
+#[test]
+fn apply_works_on_cluster_scoped_kinds() {
+    let s = TestServer::start();
+    let path = "/apis/instancetype.kubevirt.io/v1alpha2/virtualmachineclusterinstancetypes/small";
+    let body = json!({"apiVersion": "instancetype.kubevirt.io/v1alpha2",
+                      "kind": "VirtualMachineClusterInstancetype",
+                      "metadata": {"name": "small"}, "spec": {"cpu": {"guest": 1}}});
+    let obj = expect(apply(&s, path, "a", false, &body), 201);
+    assert!(obj["metadata"].get("namespace").is_none(), "{obj:#}");
+    assert_eq!(entry(&obj, "a", "Apply")["apiVersion"], "instancetype.kubevirt.io/v1alpha2");
+    let mut bigger = body.clone();
+    bigger["spec"]["cpu"]["guest"] = json!(2);
+    let obj = expect(apply(&s, path, "a", false, &bigger), 200);
+    assert_eq!(obj["spec"]["cpu"]["guest"], 2);
 }
