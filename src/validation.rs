@@ -89,12 +89,13 @@ pub struct Admitted {
 pub enum Via<'a> {
     /// The whole object, as a POST or PUT body (the raw bytes, for duplicate keys).
     Body(&'a [u8]),
-    /// The result of applying this patch to the stored object.
+    /// The stored object with this patch applied (the raw patch, for duplicate keys).
     Patch(&'a [u8]),
 }
 
-/// Decodes `obj` as kube's CR decoder does: prunes undeclared fields and, by `mode`, says
-/// nothing, collects warnings, or rejects unknown and duplicate fields.
+/// Decodes `obj` as kube's CR decoder does: prunes undeclared fields whatever `mode` says, then
+/// says nothing about them and duplicate keys (`Ignore`), returns them as warnings (`Warn`), or
+/// rejects the request (`Strict`).
 pub fn admit(
     res: &ResourceInfo,
     obj: &mut Value,
