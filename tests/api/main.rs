@@ -2,3 +2,6 @@
 //! it links once.
 
 mod common;
+mod fixture_build;
+mod kubectl;
+mod validator;
