@@ -429,3 +429,76 @@ fn apply_an_instancetype() {
     let err = k.fails(&["get", "vminstancetype", "u1-medium", "-n", "types"]);
     assert!(err.contains("(NotFound)"), "{err}");
 }
+
+#[test]
+fn label_annotate_patch_and_replace() {
+    let server = TestServer::start();
+    let k = Kubectl::new(&server);
+    let vm = manifest_path("vm.yaml");
+    let vm = p(&vm);
+    // Every command in one namespace.
+    let ok = |args: &[&str]| k.ok(&[args, &["-n", "edits"]].concat());
+    let fails = |args: &[&str]| k.fails(&[args, &["-n", "edits"]].concat());
+    ok(&["create", "-f", vm]);
+
+    // label and annotate send merge patches for custom resources.
+    let out = ok(&["label", "vm", "fedora-vm", "env=prod"]);
+    assert_eq!(out.trim(), "virtualmachine.kubevirt.io/fedora-vm labeled");
+    let out = ok(&["annotate", "vm", "fedora-vm", "owner=team-a"]);
+    assert_eq!(out.trim(), "virtualmachine.kubevirt.io/fedora-vm annotated");
+    let got = json(&ok(&["get", "vm", "fedora-vm", "-o", "json"]));
+    assert_eq!(got["metadata"]["labels"]["env"], "prod");
+    assert_eq!(got["metadata"]["labels"]["app"], "fedora");
+    assert_eq!(got["metadata"]["annotations"]["owner"], "team-a");
+    let out = ok(&["label", "vm", "fedora-vm", "env-"]);
+    assert_eq!(out.trim(), "virtualmachine.kubevirt.io/fedora-vm unlabeled");
+
+    // Merge and JSON patches.
+    let out = ok(&[
+        "patch",
+        "vm",
+        "fedora-vm",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"runStrategy":"Manual"}}"#,
+    ]);
+    assert_eq!(out.trim(), "virtualmachine.kubevirt.io/fedora-vm patched");
+    let out = ok(&[
+        "patch",
+        "vm",
+        "fedora-vm",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/template/spec/domain/cpu/cores","value":4}]"#,
+    ]);
+    assert_eq!(out.trim(), "virtualmachine.kubevirt.io/fedora-vm patched");
+    let got = json(&ok(&["get", "vm", "fedora-vm", "-o", "json"]));
+    assert_eq!(got["spec"]["runStrategy"], "Manual");
+    assert_eq!(got["spec"]["template"]["spec"]["domain"]["cpu"]["cores"], 4);
+    assert!(got["metadata"]["labels"].get("env").is_none(), "{got}");
+
+    // kubectl patch's default type is strategic merge, which custom resources refuse (B.3).
+    let err = fails(&["patch", "vm", "fedora-vm", "-p", r#"{"spec":{"runStrategy":"Always"}}"#]);
+    assert!(err.contains("(UnsupportedMediaType)"), "{err}");
+
+    // replace PUTs the manifest; the server keeps identity and bumps the resourceVersion.
+    let out = ok(&["replace", "-f", vm]);
+    assert_eq!(out.trim(), "virtualmachine.kubevirt.io/fedora-vm replaced");
+    let replaced = json(&ok(&["get", "vm", "fedora-vm", "-o", "json"]));
+    assert_eq!(replaced["spec"], manifest("vm.yaml")["spec"]);
+    assert_eq!(replaced["metadata"]["uid"], got["metadata"]["uid"]);
+    assert!(replaced["metadata"]["annotations"].get("owner").is_none(), "{replaced}");
+}
+
+#[test]
+fn explain_reads_the_openapi_document() {
+    let server = TestServer::start();
+    let k = Kubectl::new(&server);
+    let out = k.ok(&["explain", "vm"]);
+    assert!(out.contains("KIND:") && out.contains("VirtualMachine"), "{out}");
+    assert!(out.contains("kubevirt.io/v1"), "{out}");
+    let out = k.ok(&["explain", "datavolumes.spec"]);
+    assert!(out.contains("DataVolume") && out.contains("spec"), "{out}");
+}
