@@ -1,22 +1,473 @@
-//! TEMP STUB
-use crate::store::{EventType, Store, StoreError};
-use serde_json::Value;
+//! Watch fan-out: a store snapshot or replay plus its live events, as one gap-free stream.
+//!
+//! The protocol: subscribe to live events first, then read the starting point (the current state
+//! or the log after a revision) through the store thread, then follow the live events, dropping
+//! those at or below what was read. The store publishes each commit before running the next
+//! command, so every event is either in what was read or in the subscription: no gap, no
+//! duplicate. A watcher that falls behind the broadcast buffer and so loses an event it had not
+//! seen is ended with `Expired`, never resumed past the loss; the client re-lists (kube: 410).
+
+use std::collections::VecDeque;
 use std::sync::Arc;
+
+use futures_util::Stream;
+use serde_json::Value;
+use tokio::sync::broadcast::{self, error::RecvError};
+
+use crate::store::{Event, EventType, ListRequest, Store, StoreError};
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
+    /// A synthetic `Added` for every matching object at one consistent revision, then changes.
     Current,
+    /// Every change with a revision above this one (`Expired` if compacted), then live ones.
     After(u64),
 }
+
+/// One event as the client sees it, after the selector was applied.
+#[derive(Debug, Clone)]
 pub struct WatchEvent {
     pub kind: EventType,
+    /// The revision of the change (for synthetic `Added`, the object's own revision).
     pub rev: u64,
+    /// The object to send; its `metadata.resourceVersion` is `rev`.
     pub object: Arc<Value>,
 }
+
+/// Label and field selectors, judged on a whole object.
 pub type Predicate = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
+
+/// Watches the keys under `prefix` from `start`, applying `predicate` with kube's selector
+/// transitions (B.5).
+///
+/// `prefix` is a collection prefix ending in `/`; a watch of one object passes its collection
+/// and matches the name in `predicate` (a full key would also match longer names). The stream
+/// ends after its first error, or when the store closes; otherwise the caller bounds it
+/// (timeoutSeconds, client gone).
 pub fn watch(
-    _s: &Store,
-    _p: String,
-    _st: Start,
-    _pr: Predicate,
-) -> impl futures_util::Stream<Item = Result<WatchEvent, StoreError>> + Send + 'static {
-    futures_util::stream::empty()
+    store: &Store,
+    prefix: String,
+    start: Start,
+    predicate: Predicate,
+) -> impl Stream<Item = Result<WatchEvent, StoreError>> + Send + 'static {
+    // Subscribing now, before the stream is first polled (and so before the read), is what
+    // makes the hand-over gap-free.
+    let watcher = Watcher {
+        live: store.subscribe(),
+        store: Some(store.clone()),
+        prefix,
+        predicate,
+        start: Some(start),
+        backlog: VecDeque::new(),
+        seen: 0,
+        lagged: false,
+        done: false,
+    };
+    futures_util::stream::unfold(watcher, |mut w| async move {
+        let item = w.next().await?;
+        Some((item, w))
+    })
+}
+
+struct Watcher {
+    live: broadcast::Receiver<Arc<Event>>,
+    /// Dropped once the starting point is read: a running watch must not keep the store open.
+    store: Option<Store>,
+    prefix: String,
+    predicate: Predicate,
+    /// Taken when the starting point is read, on the first poll.
+    start: Option<Start>,
+    /// Events read from the starting point, not yet handed out.
+    backlog: VecDeque<WatchEvent>,
+    /// Live events at or below this revision were already covered by the starting point.
+    seen: u64,
+    /// The subscription overflowed and skipped events; see `next`.
+    lagged: bool,
+    done: bool,
+}
+
+impl Watcher {
+    async fn next(&mut self) -> Option<Result<WatchEvent, StoreError>> {
+        loop {
+            if let Some(event) = self.backlog.pop_front() {
+                return Some(Ok(event));
+            }
+            if self.done {
+                return None;
+            }
+            if let Some(start) = self.start.take() {
+                if let Err(e) = self.read_start(start).await {
+                    return self.fail(e);
+                }
+                continue;
+            }
+            match self.live.recv().await {
+                Ok(event) => {
+                    // Every commit publishes one event and revisions have no gaps, so after a
+                    // lag the first event received shows whether anything unseen was lost.
+                    if std::mem::take(&mut self.lagged) && event.rev > self.seen + 1 {
+                        return self.fail(StoreError::Expired { compacted: self.seen });
+                    }
+                    if event.rev <= self.seen {
+                        continue;
+                    }
+                    self.seen = event.rev;
+                    if let Some(out) = self.transform(&event) {
+                        return Some(Ok(out));
+                    }
+                }
+                // Only events the starting point already covered may have been dropped; the
+                // next one tells.
+                Err(RecvError::Lagged(_)) => self.lagged = true,
+                // The store is gone: nothing more will ever happen.
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    fn fail(&mut self, e: StoreError) -> Option<Result<WatchEvent, StoreError>> {
+        self.done = true;
+        Some(Err(e))
+    }
+
+    /// Fills the backlog from the starting point and sets `seen` to the revision it covers.
+    async fn read_start(&mut self, start: Start) -> Result<(), StoreError> {
+        let Some(store) = self.store.take() else {
+            return Ok(());
+        };
+        match start {
+            Start::Current => {
+                let req = ListRequest { prefix: self.prefix.clone(), ..Default::default() };
+                let snapshot = store.list(req).await?;
+                self.seen = snapshot.revision;
+                for (_, object) in snapshot.items {
+                    if (self.predicate)(&object) {
+                        let rev = resource_version(&object)?;
+                        self.backlog.push_back(WatchEvent { kind: EventType::Added, rev, object });
+                    }
+                }
+            }
+            Start::After(rev) => {
+                let events = store.events_after(&self.prefix, rev).await?;
+                // Live events up to the last replayed one are either replayed or outside the
+                // prefix; with nothing replayed (`rev` may be in the future), none up to `rev`
+                // may be sent.
+                self.seen = events.last().map_or(rev, |e| e.rev);
+                for event in &events {
+                    if let Some(out) = self.transform(event) {
+                        self.backlog.push_back(out);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the prefix and kube's selector transitions, judged on the old and new object.
+    fn transform(&self, event: &Event) -> Option<WatchEvent> {
+        if !event.key.starts_with(&self.prefix) {
+            return None;
+        }
+        let matches = |v: &Value| (self.predicate)(v);
+        let (kind, object) = match event.kind {
+            EventType::Added => {
+                (matches(&event.object).then_some(EventType::Added)?, event.object.clone())
+            }
+            // The tombstone holds the last content, so judging it judges the old object.
+            EventType::Deleted => {
+                (matches(&event.object).then_some(EventType::Deleted)?, event.object.clone())
+            }
+            EventType::Modified => {
+                let old = event.prev.as_deref().is_some_and(matches);
+                match (old, matches(&event.object)) {
+                    (false, true) => (EventType::Added, event.object.clone()),
+                    (true, true) => (EventType::Modified, event.object.clone()),
+                    // The object left the selection: the client sees it deleted, with the
+                    // previous content at the new revision.
+                    (true, false) => {
+                        let mut last = event.prev.as_deref()?.clone();
+                        if let Some(meta) = last.get_mut("metadata").and_then(Value::as_object_mut)
+                        {
+                            meta.insert("resourceVersion".into(), event.rev.to_string().into());
+                        }
+                        (EventType::Deleted, Arc::new(last))
+                    }
+                    (false, false) => return None,
+                }
+            }
+        };
+        Some(WatchEvent { kind, rev: event.rev, object })
+    }
+}
+
+/// The revision the store wrote into an object.
+fn resource_version(object: &Value) -> Result<u64, StoreError> {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| StoreError::Internal("stored object without a resourceVersion".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::pin::Pin;
+    use std::time::Duration;
+
+    use futures_util::StreamExt;
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::{StoreConfig, EVENT_BUFFER};
+
+    type Events = Pin<Box<dyn Stream<Item = Result<WatchEvent, StoreError>> + Send>>;
+
+    fn memory() -> Store {
+        Store::open(StoreConfig { path: ":memory:".into() }).unwrap()
+    }
+
+    fn all() -> Predicate {
+        Arc::new(|_| true)
+    }
+
+    fn labelled(v: &str) -> Value {
+        json!({"metadata": {"name": "a", "labels": {"app": v}}})
+    }
+
+    fn start(s: &Store, prefix: &str, from: Start, p: Predicate) -> Events {
+        Box::pin(watch(s, prefix.into(), from, p))
+    }
+
+    async fn next(w: &mut Events) -> Option<Result<WatchEvent, StoreError>> {
+        tokio::time::timeout(Duration::from_secs(10), w.next()).await.expect("watch stalled")
+    }
+
+    /// Polls once with nothing to deliver: the watch reads its starting point and waits.
+    async fn idle(w: &mut Events) {
+        assert!(tokio::time::timeout(Duration::from_millis(50), w.next()).await.is_err());
+    }
+
+    fn summary(e: &WatchEvent) -> (EventType, u64, String) {
+        (e.kind, e.rev, e.object["metadata"]["resourceVersion"].as_str().unwrap().to_owned())
+    }
+
+    /// Writes under `g/p/ns/` (and noise under `g/p/ns0/`), ending with the key `g/p/ns/zz-end`.
+    async fn churn(s: Store, ops: u64) {
+        let mut revs: BTreeMap<String, u64> = BTreeMap::new();
+        for i in 0..ops {
+            let key = format!("g/p/ns/k{}", i % 7);
+            let o = json!({"metadata": {"name": key}, "spec": {"i": i}});
+            let rev = match revs.get(&key) {
+                None => s.create(&key, o).await.unwrap(),
+                Some(&r) if i % 5 == 0 => {
+                    s.delete(&key, r).await.unwrap();
+                    revs.remove(&key);
+                    continue;
+                }
+                Some(&r) => s.update(&key, r, o).await.unwrap(),
+            };
+            revs.insert(key, rev["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap());
+            if i % 3 == 0 {
+                let noise = format!("g/p/ns0/n{i}");
+                s.create(&noise, json!({"metadata": {"name": noise}})).await.unwrap();
+            }
+            tokio::task::yield_now().await;
+        }
+        s.create("g/p/ns/zz-end", json!({"metadata": {"name": "zz-end"}})).await.unwrap();
+    }
+
+    async fn until_end(w: &mut Events) -> Vec<WatchEvent> {
+        let mut out = Vec::new();
+        loop {
+            let e = next(w).await.unwrap().unwrap();
+            let end = e.object["metadata"]["name"] == "zz-end";
+            out.push(e);
+            if end {
+                return out;
+            }
+        }
+    }
+
+    async fn wait_for_rev(s: &Store, rev: u64) {
+        while s.current_revision().await.unwrap() < rev {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn current_then_live_has_no_gap_or_duplicate_under_concurrent_writes() {
+        let s = memory();
+        let writer = tokio::spawn(churn(s.clone(), 400));
+        wait_for_rev(&s, 60).await;
+        let mut w = start(&s, "g/p/ns/", Start::Current, all());
+        // Writes between the subscription and the snapshot must not be sent twice.
+        wait_for_rev(&s, 90).await;
+        let events = until_end(&mut w).await;
+        writer.await.unwrap();
+
+        // Synthetic ADDED first (the snapshot), then live events.
+        let synthetic = events.iter().take_while(|e| e.kind == EventType::Added).count();
+        let newest_in_snapshot = events[..synthetic].iter().map(|e| e.rev).max().unwrap();
+        let live: Vec<u64> = events[synthetic..].iter().map(|e| e.rev).collect();
+        // The log after the newest snapshot object holds, first, deletes the snapshot already
+        // reflects (absent keys), then exactly the live events: nothing missed, nothing twice.
+        let log = s.events_after("g/p/ns/", newest_in_snapshot).await.unwrap();
+        let covered = log.len() - live.len();
+        assert_eq!(log[covered..].iter().map(|e| e.rev).collect::<Vec<_>>(), live);
+        let in_snapshot =
+            |k: &str| events[..synthetic].iter().any(|e| e.object["metadata"]["name"] == k);
+        assert!(log[..covered]
+            .iter()
+            .all(|e| e.kind == EventType::Deleted && !in_snapshot(&e.key)));
+
+        // Replaying the stream reproduces the final state exactly.
+        let mut state = BTreeMap::new();
+        for e in &events {
+            let key = e.object["metadata"]["name"].as_str().unwrap().to_owned();
+            assert!(!key.starts_with("g/p/ns0/"), "a key outside the prefix leaked");
+            match e.kind {
+                EventType::Added => assert!(state.insert(key, e.object.clone()).is_none()),
+                EventType::Modified => assert!(state.insert(key, e.object.clone()).is_some()),
+                EventType::Deleted => assert!(state.remove(&key).is_some()),
+            }
+        }
+        let now = s.list(ListRequest { prefix: "g/p/ns/".into(), ..Default::default() }).await;
+        let now: BTreeMap<_, _> = now
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|(_, v)| (v["metadata"]["name"].as_str().unwrap().to_owned(), v))
+            .collect();
+        assert_eq!(state, now);
+    }
+
+    #[tokio::test]
+    async fn after_a_revision_replays_then_follows_live() {
+        let s = memory();
+        let writer = tokio::spawn(churn(s.clone(), 400));
+        wait_for_rev(&s, 80).await;
+        let from = 40;
+        let mut w = start(&s, "g/p/ns/", Start::After(from), all());
+        wait_for_rev(&s, 110).await;
+        let events = until_end(&mut w).await;
+        writer.await.unwrap();
+        let got: Vec<(EventType, u64)> = events.iter().map(|e| (e.kind, e.rev)).collect();
+        let want: Vec<(EventType, u64)> = s
+            .events_after("g/p/ns/", from)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| (e.kind, e.rev))
+            .collect();
+        assert_eq!(got, want);
+        assert!(events.iter().all(|e| summary(e).2 == e.rev.to_string()));
+    }
+
+    #[tokio::test]
+    async fn after_a_future_revision_skips_up_to_it_and_compacted_is_expired() {
+        let s = memory();
+        s.create("g/p/ns/a", labelled("x")).await.unwrap(); // 1
+        let mut w = start(&s, "g/p/ns/", Start::After(3), all());
+        s.update("g/p/ns/a", 1, labelled("y")).await.unwrap(); // 2
+        s.update("g/p/ns/a", 2, labelled("z")).await.unwrap(); // 3
+        s.update("g/p/ns/a", 3, labelled("w")).await.unwrap(); // 4
+        let e = next(&mut w).await.unwrap().unwrap();
+        assert_eq!(summary(&e), (EventType::Modified, 4, "4".into()));
+
+        s.compact(3).await.unwrap();
+        let mut old = start(&s, "g/p/ns/", Start::After(2), all());
+        assert_eq!(
+            next(&mut old).await.unwrap().unwrap_err(),
+            StoreError::Expired { compacted: 3 }
+        );
+        assert!(next(&mut old).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn selector_transitions_follow_old_and_new_objects() {
+        let s = memory();
+        let web: Predicate = Arc::new(|v| v["metadata"]["labels"]["app"] == "web");
+        let mut w = start(&s, "g/p/", Start::Current, web.clone());
+        idle(&mut w).await; // reads the (empty) snapshot
+        let k = "g/p/ns/a";
+        s.create(k, labelled("db")).await.unwrap(); // 1: no, nothing
+        s.update(k, 1, labelled("web")).await.unwrap(); // 2: no -> yes, ADDED
+        s.update(k, 2, labelled("web")).await.unwrap(); // 3: yes -> yes, MODIFIED
+        s.update(k, 3, labelled("db")).await.unwrap(); // 4: yes -> no, DELETED (old content)
+        s.update(k, 4, labelled("cache")).await.unwrap(); // 5: no -> no, nothing
+        s.update(k, 5, labelled("web")).await.unwrap(); // 6: ADDED
+        s.delete(k, 6).await.unwrap(); // 7: DELETED
+        s.create(k, labelled("db")).await.unwrap(); // 8: nothing
+        s.delete(k, 8).await.unwrap(); // 9: nothing
+        let end = json!({"metadata": {"name": "zz-end", "labels": {"app": "web"}}});
+        s.create("g/p/ns/zz-end", end).await.unwrap(); // 10
+
+        let want = [
+            (EventType::Added, 2, "2".to_owned()),
+            (EventType::Modified, 3, "3".into()),
+            (EventType::Deleted, 4, "4".into()),
+            (EventType::Added, 6, "6".into()),
+            (EventType::Deleted, 7, "7".into()),
+            (EventType::Added, 10, "10".into()),
+        ];
+        let live = until_end(&mut w).await;
+        assert_eq!(live.iter().map(summary).collect::<Vec<_>>(), want);
+        // The object that left the selection is reported with its previous content.
+        assert_eq!(live[2].object["metadata"]["labels"]["app"], "web");
+        assert_eq!(live[4].object["metadata"]["labels"]["app"], "web");
+
+        // A replay applies the same transitions.
+        let mut replay = start(&s, "g/p/", Start::After(0), web.clone());
+        let replayed = until_end(&mut replay).await;
+        assert_eq!(replayed.iter().map(summary).collect::<Vec<_>>(), want);
+
+        // The synthetic ADDED of a snapshot is filtered too.
+        s.create("g/p/ns/b", labelled("db")).await.unwrap();
+        let mut snap = start(&s, "g/p/", Start::Current, web);
+        let e = next(&mut snap).await.unwrap().unwrap();
+        assert_eq!(summary(&e), (EventType::Added, 10, "10".into()));
+    }
+
+    fn rv(v: &Value) -> u64 {
+        v["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_lagging_watcher_ends_with_expired() {
+        let s = memory();
+        let mut w = start(&s, "g/p/ns/", Start::Current, all());
+        let key = "g/p/ns/a";
+        let o = json!({"metadata": {"name": "a"}});
+        // Writes before the first poll are covered by the snapshot, so a lag over them is harmless.
+        let mut rev = rv(&s.create(key, o.clone()).await.unwrap());
+        for _ in 0..EVENT_BUFFER + 10 {
+            rev = rv(&s.update(key, rev, o.clone()).await.unwrap());
+        }
+        assert_eq!(next(&mut w).await.unwrap().unwrap().rev, rev);
+        rev = rv(&s.update(key, rev, o.clone()).await.unwrap());
+        let e = next(&mut w).await.unwrap().unwrap();
+        assert_eq!((e.kind, e.rev), (EventType::Modified, rev));
+
+        // Falling behind on events it has not seen ends the watch.
+        let reached = rev;
+        for _ in 0..EVENT_BUFFER + 10 {
+            rev = rv(&s.update(key, rev, o.clone()).await.unwrap());
+        }
+        assert_eq!(
+            next(&mut w).await.unwrap().unwrap_err(),
+            StoreError::Expired { compacted: reached }
+        );
+        assert!(next(&mut w).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn the_stream_ends_when_the_store_is_closed() {
+        let s = memory();
+        let mut w = start(&s, "g/p/", Start::After(0), all());
+        idle(&mut w).await;
+        // A started watch holds no handle, so it does not keep the database open.
+        drop(s);
+        assert!(next(&mut w).await.is_none());
+    }
 }

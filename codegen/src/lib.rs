@@ -1,18 +1,95 @@
-//! Reads the Swagger 2.0 document and emits virt-apiserver's routes and handlers.
-//! (skeleton: replaced by the real generator)
+//! Reads virt-apiserver's Swagger 2.0 document and generates its route table, per-kind records,
+//! thin handlers and OpenAPI v3 documents.
+//!
+//! Two phases, as progenitor does: [`model::lower`] validates the document and lowers it into a
+//! small IR, collecting every problem before failing; [`emit`] and [`openapi_v3`] turn the IR into
+//! Rust (via `quote!` and `prettyplease`) and JSON. The root crate's `build.rs` calls
+//! [`generate_to_dir`]; `cargo run -p codegen --example dump -- <doc.json>` prints the Rust.
+//!
+//! What the generated code expects from the including crate is CONTRACT.md section 2:
+//! `crate::resource::{ResourceInfo, PrinterColumn, GroupInfo, OpenApiV3Doc}`, the generic verbs in
+//! `crate::api`, the handlers in `crate::discovery`, `crate::health` and `crate::openapi`,
+//! `crate::server::AppState` and `crate::error::ApiError`.
 
-use std::path::Path;
+pub mod emit;
+pub mod model;
+pub mod openapi_v3;
+pub mod swagger;
+#[cfg(test)]
+mod test_doc;
 
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Everything generated from one document.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// The prettyplease-formatted Rust module (`generated.rs`).
+    pub code: String,
+    /// `(index key "apis/<group>/<version>", JSON)` for each group-version, in `GROUPS` order.
+    pub openapi_v3: Vec<(String, Vec<u8>)>,
+}
+
+/// Why generation failed.
+#[derive(Debug)]
+pub enum Error {
+    /// The document could not be read or a file could not be written.
+    Io { path: PathBuf, source: std::io::Error },
+    /// The document is not JSON of the expected shape (serde stops at the first error).
+    Parse(serde_json::Error),
+    /// The document parsed but breaks the contract: every problem found, one per line.
+    Invalid(Vec<String>),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::Parse(e) => write!(f, "the OpenAPI document does not parse: {e}"),
+            Error::Invalid(problems) => {
+                write!(f, "the OpenAPI document has {} problem(s):", problems.len())?;
+                for p in problems {
+                    write!(f, "\n  - {p}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Generates the Rust module and the OpenAPI v3 documents from the document's bytes.
+pub fn generate(doc: &[u8]) -> Result<Generated, Error> {
+    let doc: swagger::Document = serde_json::from_slice(doc).map_err(Error::Parse)?;
+    let api = model::lower(&doc).map_err(Error::Invalid)?;
+    let openapi_v3 = openapi_v3::documents(&doc, &api).map_err(Error::Invalid)?;
+    let code = emit::render(&api).map_err(|e| Error::Invalid(vec![e]))?;
+    Ok(Generated { code, openapi_v3 })
+}
+
+/// Reads `doc` and writes into `out_dir`: `generated.rs`, `openapi-v2.json` (the document's exact
+/// bytes) and `openapi-v3/apis/<group>/<version>.json`. The entry point of the root `build.rs`.
 pub fn generate_to_dir(doc: &Path, out_dir: &Path) -> Result<(), String> {
-    let bytes = std::fs::read(doc).map_err(|e| format!("{}: {e}", doc.display()))?;
-    std::fs::write(out_dir.join("openapi-v2.json"), &bytes).map_err(|e| e.to_string())?;
-    let code = r#"
-pub static GROUPS: &[crate::resource::GroupInfo] = &[];
-pub static RESOURCES: &[crate::resource::ResourceInfo] = &[];
-pub static OPENAPI_V2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/openapi-v2.json"));
-pub static OPENAPI_V3: &[crate::resource::OpenApiV3Doc] = &[];
-pub fn configure(_cfg: &mut ::actix_web::web::ServiceConfig) {}
-"#;
-    std::fs::write(out_dir.join("generated.rs"), code).map_err(|e| e.to_string())?;
+    write_all(doc, out_dir).map_err(|e| e.to_string())
+}
+
+fn write_all(doc: &Path, out_dir: &Path) -> Result<(), Error> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    let bytes = std::fs::read(doc).map_err(io(doc))?;
+    let generated = generate(&bytes)?;
+    let v2 = out_dir.join("openapi-v2.json");
+    std::fs::write(&v2, &bytes).map_err(io(&v2))?;
+    for (key, json) in &generated.openapi_v3 {
+        let file = out_dir.join("openapi-v3").join(format!("{key}.json"));
+        let dir = file.parent().expect("has a parent");
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        std::fs::write(&file, json).map_err(io(&file))?;
+    }
+    let code = out_dir.join("generated.rs");
+    std::fs::write(&code, &generated.code).map_err(io(&code))?;
     Ok(())
 }

@@ -1,71 +1,232 @@
-//! TEMP STUB
+//! The object store: a revisioned key-value log on embedded SQLite; the only module speaking SQL.
+//!
+//! Keys are `"<group>/<plural>/<namespace>/<name>"` (empty namespace for cluster kinds); values are
+//! JSON objects. Every write takes the next global revision (gap-free, from 1), which the store
+//! writes into the object as `metadata.resourceVersion` before storing, so stored bytes are final.
+//!
+//! Layout: `Store` is the async handle; `engine` is the one thread that owns the connection and
+//! runs commands in order; `sql` holds the schema and statements; `compact` the retention policy.
+//! The store knows nothing of HTTP: callers map `StoreError` to a `Status` once.
+
+mod compact;
+mod engine;
+mod error;
+mod sql;
+
+use std::fmt;
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
 use serde_json::Value;
-use std::sync::Arc;
-#[derive(Clone)]
-pub struct Store;
+use tokio::sync::{broadcast, oneshot};
+
+use engine::{Command, Engine, Reply};
+pub use error::StoreError;
+
+/// Live events buffered per subscriber. A watcher further behind than this is ended with
+/// `Expired` (kine drops slow subscribers too) rather than holding memory for it forever.
+pub const EVENT_BUFFER: usize = 4096;
+
+/// Where the database lives.
+#[derive(Debug, Clone)]
 pub struct StoreConfig {
+    /// A file path, or `":memory:"` for a private in-memory database with the same semantics.
     pub path: String,
 }
+
+/// One page of a list.
+#[derive(Debug, Clone, Default)]
 pub struct ListRequest {
+    /// Collection prefix, e.g. `"<group>/<plural>/"` or `"<group>/<plural>/<ns>/"`.
     pub prefix: String,
+    /// Read the state at this revision; `None` reads the current state.
     pub revision: Option<u64>,
+    /// Continue after this full key (exclusive).
     pub start_after: Option<String>,
+    /// At most this many items; `None` or `Some(0)` means all.
     pub limit: Option<usize>,
 }
+
+/// A page of objects in bytewise key order.
+#[derive(Debug, Clone)]
 pub struct ListResult {
+    /// The revision the page was read at (the list's `metadata.resourceVersion`).
     pub revision: u64,
+    /// `(key, object)` pairs.
     pub items: Vec<(String, Arc<Value>)>,
+    /// Whether another item exists after the last one (a continue token is due).
     pub more: bool,
 }
-#[derive(Debug, Clone, Copy, PartialEq)]
+
+/// What a committed write did to its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
     Added,
     Modified,
     Deleted,
 }
+
+/// One committed write, published in revision order.
+#[derive(Debug, Clone)]
 pub struct Event {
+    /// The write's revision.
     pub rev: u64,
     pub key: String,
     pub kind: EventType,
+    /// The new state; for `Deleted`, the last state with the delete's revision.
     pub object: Arc<Value>,
+    /// The state before the write (`None` for `Added`), for selector transitions.
     pub prev: Option<Arc<Value>>,
 }
-#[derive(Debug)]
-pub enum StoreError {
-    NotFound,
-    AlreadyExists,
-    Conflict { current_rev: u64 },
-    Expired { compacted: u64 },
-    FutureRevision { current: u64 },
-    Unavailable(String),
-    Internal(String),
+
+/// Cheap clone handle to the store thread.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
 }
+
+struct Inner {
+    commands: mpsc::Sender<Command>,
+    events: broadcast::Sender<Arc<Event>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    /// Closes the command channel and waits for the thread, so the database is closed (and
+    /// its WAL checkpointed) before the last handle is gone, e.g. before reopening the file.
+    fn drop(&mut self) {
+        // Swapping in a dead sender drops the live one: the thread sees the channel close.
+        drop(std::mem::replace(&mut self.commands, mpsc::channel().0));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
 impl Store {
-    pub fn open(_c: StoreConfig) -> Result<Store, StoreError> {
-        todo!()
+    /// Opens (or creates) the database and starts the store thread; blocks until it is ready.
+    pub fn open(cfg: StoreConfig) -> Result<Store, StoreError> {
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let (commands, inbox) = mpsc::channel();
+        let (ready, opened) = mpsc::sync_channel(1);
+        let publisher = events.clone();
+        let thread = std::thread::Builder::new()
+            .name("virt-store".into())
+            .spawn(move || match Engine::open(&cfg.path, publisher) {
+                Ok(engine) => {
+                    let _ = ready.send(Ok(()));
+                    engine.run(inbox);
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                }
+            })
+            .map_err(|e| StoreError::Unavailable(format!("cannot start the store thread: {e}")))?;
+        opened.recv().map_err(|_| stopped())??;
+        Ok(Store { inner: Arc::new(Inner { commands, events, thread: Some(thread) }) })
     }
-    pub async fn get(&self, _key: &str) -> Result<Option<Arc<Value>>, StoreError> {
-        todo!()
+
+    /// The current state of `key`.
+    pub async fn get(&self, key: &str) -> Result<Option<Arc<Value>>, StoreError> {
+        self.call(|reply| Command::Get { key: key.to_owned(), reply }).await
     }
-    pub async fn list(&self, _req: ListRequest) -> Result<ListResult, StoreError> {
-        todo!()
+
+    /// One page of a collection, at the current or a past revision (keyset paging, never OFFSET).
+    ///
+    /// A past revision below the compacted one is `Expired`; one above the current is
+    /// `FutureRevision`.
+    pub async fn list(&self, req: ListRequest) -> Result<ListResult, StoreError> {
+        self.call(|reply| Command::List { req, reply }).await
     }
-    pub async fn create(&self, _key: &str, _obj: Value) -> Result<Arc<Value>, StoreError> {
-        todo!()
+
+    /// Stores a new object; `AlreadyExists` if the key is live.
+    pub async fn create(&self, key: &str, obj: Value) -> Result<Arc<Value>, StoreError> {
+        self.call(|reply| Command::Create { key: key.to_owned(), obj, reply }).await
     }
-    pub async fn update(&self, _key: &str, _r: u64, _obj: Value) -> Result<Arc<Value>, StoreError> {
-        todo!()
+
+    /// Replaces the object if its revision is still `expected_rev` (`NotFound`, `Conflict`).
+    pub async fn update(
+        &self,
+        key: &str,
+        expected_rev: u64,
+        obj: Value,
+    ) -> Result<Arc<Value>, StoreError> {
+        self.call(|reply| Command::Update {
+            key: key.to_owned(),
+            expected: expected_rev,
+            obj,
+            reply,
+        })
+        .await
     }
-    pub async fn delete(&self, _key: &str, _r: u64) -> Result<Arc<Value>, StoreError> {
-        todo!()
+
+    /// Deletes the object if its revision is still `expected_rev`; answers its last state with
+    /// the delete's revision as `resourceVersion`.
+    pub async fn delete(&self, key: &str, expected_rev: u64) -> Result<Arc<Value>, StoreError> {
+        self.call(|reply| Command::Delete { key: key.to_owned(), expected: expected_rev, reply })
+            .await
     }
+
+    /// Live events from now on, in revision order; see `watch` for the gap-free protocol.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.inner.events.subscribe()
+    }
+
+    /// The newest revision written.
     pub async fn current_revision(&self) -> Result<u64, StoreError> {
-        todo!()
+        self.call(|reply| Command::Revision { reply }).await
     }
+
+    /// A real, fsync'd write through the store thread; the caller applies its own deadline.
     pub async fn probe(&self) -> Result<(), StoreError> {
-        todo!()
+        self.call(|reply| Command::Probe { reply }).await
     }
-    pub async fn secret(&self, _n: &str) -> Result<Vec<u8>, StoreError> {
-        todo!()
+
+    /// 32 random bytes, made on first use and kept in the database across restarts.
+    pub async fn secret(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        self.call(|reply| Command::Secret { name: name.to_owned(), reply }).await
+    }
+
+    /// Every change under `prefix` with a revision above `rev`, in revision order: the replay
+    /// for a watch from a revision. `Expired` if `rev` is below the compacted revision.
+    pub async fn events_after(
+        &self,
+        prefix: &str,
+        rev: u64,
+    ) -> Result<Vec<Arc<Event>>, StoreError> {
+        self.call(|reply| Command::EventsAfter { prefix: prefix.to_owned(), rev, reply }).await
+    }
+
+    /// Drops history up to `rev` (capped at the current revision) now and answers the compacted
+    /// revision. The store also compacts on its own, keeping 5 minutes and at least 1000
+    /// revisions (A.6); this is for tests and operators.
+    pub async fn compact(&self, rev: u64) -> Result<u64, StoreError> {
+        self.call(|reply| Command::Compact { rev, reply }).await
+    }
+
+    /// `(journal_mode, synchronous)` as the connection reports them.
+    #[cfg(test)]
+    async fn pragmas(&self) -> Result<(String, i64), StoreError> {
+        self.call(|reply| Command::Pragmas { reply }).await
+    }
+
+    /// Sends one command and awaits its answer; the thread never runs on an async worker.
+    async fn call<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.inner.commands.send(command(reply)).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 }
+
+fn stopped() -> StoreError {
+    StoreError::Unavailable("the store thread has stopped".into())
+}
+
+#[cfg(test)]
+mod tests;

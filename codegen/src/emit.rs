@@ -1,0 +1,246 @@
+//! Turns the IR into the generated Rust module: the per-kind statics, `configure` and one thin
+//! handler per operation (CONTRACT.md section 2).
+//!
+//! Everything emitted is data or glue: a handler extracts its path parameters and calls the
+//! hand-written function for its action with `&RESOURCES[i]`. Paths are fully qualified so the
+//! module needs no `use` items and cannot clash with the including crate.
+
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::quote;
+
+use crate::model::{Action, Api, Handler, Operation, OperationKind, Resource, Route};
+use crate::swagger::Method;
+
+/// The formatted module, as `prettyplease` prints it.
+pub fn render(api: &Api) -> Result<String, String> {
+    let file: syn::File =
+        syn::parse2(tokens(api)).map_err(|e| format!("generated code does not parse: {e}"))?;
+    Ok(prettyplease::unparse(&file))
+}
+
+/// Key of a group-version in the `/openapi/v3` index, and its file under `$OUT_DIR/openapi-v3/`.
+pub fn openapi_v3_path(group: &str, version: &str) -> String {
+    format!("apis/{group}/{version}")
+}
+
+/// The module's tokens.
+pub fn tokens(api: &Api) -> TokenStream {
+    let groups = api.groups.iter().map(|g| {
+        let name = &g.name;
+        let versions = &g.versions;
+        quote! { crate::resource::GroupInfo { name: #name, versions: &[#(#versions),*] } }
+    });
+    let resources = api.resources.iter().map(resource);
+    let v3 = api.groups.iter().flat_map(|g| {
+        g.versions.iter().map(|v| {
+            let path = openapi_v3_path(&g.name, v);
+            let file = format!("/openapi-v3/{path}.json");
+            quote! {
+                crate::resource::OpenApiV3Doc {
+                    path: #path,
+                    json: include_bytes!(concat!(env!("OUT_DIR"), #file)),
+                }
+            }
+        })
+    });
+    let services = api.routes.iter().map(service);
+    let handlers =
+        api.routes.iter().flat_map(|r| r.operations.iter().map(move |op| handler(api, r, op)));
+    quote! {
+        /// Every API group, in `/apis` order; versions preferred first.
+        pub static GROUPS: &[crate::resource::GroupInfo] = &[#(#groups),*];
+        /// Every kind in every version: groups in order, versions preferred first, kinds in document order.
+        pub static RESOURCES: &[crate::resource::ResourceInfo] = &[#(#resources),*];
+        /// The OpenAPI v2 document, byte for byte as checked in.
+        pub static OPENAPI_V2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/openapi-v2.json"));
+        /// One OpenAPI v3 document per group-version, derived from the v2 document at build time.
+        pub static OPENAPI_V3: &[crate::resource::OpenApiV3Doc] = &[#(#v3),*];
+        /// Registers one `web::resource` per document path.
+        pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
+            #(#services)*
+        }
+        #(#handlers)*
+    }
+}
+
+fn resource(r: &Resource) -> TokenStream {
+    let Resource {
+        group,
+        version,
+        storage_version,
+        kind,
+        list_kind,
+        plural,
+        singular,
+        namespaced,
+        short_names,
+        categories,
+        verbs,
+        printer_columns,
+        token_field,
+        definition: _,
+    } = r;
+    let columns = printer_columns.iter().map(|c| {
+        let (name, type_, format, description, priority, json_path) = (
+            &c.name,
+            &c.type_,
+            &c.format,
+            &c.description,
+            Literal::i32_unsuffixed(c.priority),
+            &c.json_path,
+        );
+        quote! {
+            crate::resource::PrinterColumn {
+                name: #name,
+                type_: #type_,
+                format: #format,
+                description: #description,
+                priority: #priority,
+                json_path: #json_path,
+            }
+        }
+    });
+    let token_field = option(token_field.as_deref().map(|f| quote!(#f)));
+    quote! {
+        crate::resource::ResourceInfo {
+            group: #group,
+            version: #version,
+            storage_version: #storage_version,
+            kind: #kind,
+            list_kind: #list_kind,
+            plural: #plural,
+            singular: #singular,
+            namespaced: #namespaced,
+            short_names: &[#(#short_names),*],
+            categories: &[#(#categories),*],
+            verbs: &[#(#verbs),*],
+            printer_columns: &[#(#columns),*],
+            token_field: #token_field,
+        }
+    }
+}
+
+fn option(value: Option<TokenStream>) -> TokenStream {
+    match value {
+        Some(v) => quote!(::std::option::Option::Some(#v)),
+        None => quote!(::std::option::Option::None),
+    }
+}
+
+fn ident(name: &str) -> Ident {
+    Ident::new(name, Span::call_site())
+}
+
+fn service(route: &Route) -> TokenStream {
+    let pattern = match route.patterns.as_slice() {
+        [one] => quote!(#one),
+        many => quote!([#(#many),*]),
+    };
+    let routes = route.operations.iter().map(|op| {
+        let method = ident(match op.method {
+            Method::Get => "get",
+            Method::Post => "post",
+            Method::Put => "put",
+            Method::Patch => "patch",
+            Method::Delete => "delete",
+            Method::Head | Method::Options => {
+                unreachable!("lowering rejects {}", op.method.as_str())
+            }
+        });
+        let f = ident(&op.fn_name);
+        quote!(.route(::actix_web::web::#method().to(#f)))
+    });
+    // Resource paths answer other methods with kube's 405 Status; the rest fall through to
+    // actix's default.
+    let fallback = route.resource.map(|i| {
+        let i = Literal::usize_unsuffixed(i);
+        quote! {
+            .default_service(::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                crate::api::method_not_allowed(&RESOURCES[#i], &req)
+            }))
+        }
+    });
+    quote! {
+        cfg.service(::actix_web::web::resource(#pattern) #(#routes)* #fallback);
+    }
+}
+
+fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
+    let doc = format!(" `{}`: `{} {}`", op.operation_id, op.method.as_str(), route.path);
+    let f = ident(&op.fn_name);
+    let params: Vec<Ident> = route.params.iter().map(|p| ident(p)).collect();
+    let (path_arg, unpack) = if params.is_empty() {
+        (None, None)
+    } else {
+        let strings = params.iter().map(|_| quote!(::std::string::String));
+        (
+            Some(quote!(path: ::actix_web::web::Path<(#(#strings,)*)>,)),
+            Some(quote!(let (#(#params,)*) = path.into_inner();)),
+        )
+    };
+    let (body_arg, call) = match &op.kind {
+        OperationKind::Resource { action, resource, namespace, name } => {
+            let namespace = option(namespace.then(|| quote!(namespace)));
+            let name = option(name.then(|| quote!(name)));
+            let target = quote!(crate::api::Target::new(#namespace, #name));
+            let index = Literal::usize_unsuffixed(*resource);
+            let res = quote!(&RESOURCES[#index]);
+            let func = ident(match action {
+                Action::List => "list",
+                Action::Get => "get",
+                Action::Watch | Action::WatchList => "watch",
+                Action::Post => "create",
+                Action::Put => "update",
+                Action::Patch => "patch",
+                Action::Delete => "delete",
+                Action::DeleteCollection => "delete_collection",
+            });
+            if matches!(action, Action::List | Action::Get | Action::Watch | Action::WatchList) {
+                (None, quote!(crate::api::#func(&state, #res, #target, &req)))
+            } else {
+                (
+                    Some(quote!(body: ::actix_web::web::Bytes,)),
+                    quote!(crate::api::#func(&state, #res, #target, &req, body)),
+                )
+            }
+        }
+        OperationKind::Handler(h) => (None, handler_call(api, h)),
+    };
+    quote! {
+        #[doc = #doc]
+        async fn #f(
+            state: ::actix_web::web::Data<crate::server::AppState>,
+            req: ::actix_web::HttpRequest,
+            #path_arg
+            #body_arg
+        ) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+            #unpack
+            #call.await
+        }
+    }
+}
+
+fn handler_call(api: &Api, h: &Handler) -> TokenStream {
+    match h {
+        Handler::Root => quote!(crate::discovery::root(&state, &req)),
+        Handler::Api => quote!(crate::discovery::api(&state, &req)),
+        Handler::Apis => quote!(crate::discovery::apis(&state, &req)),
+        Handler::ApiGroup { group } => {
+            let group = Literal::usize_unsuffixed(*group);
+            quote!(crate::discovery::group(&state, &req, &GROUPS[#group]))
+        }
+        Handler::ApiResources { group: g, version } => {
+            debug_assert!(api.groups[*g].versions.contains(version));
+            let group = Literal::usize_unsuffixed(*g);
+            quote!(crate::discovery::resources(&state, &req, &GROUPS[#group], #version))
+        }
+        Handler::Version => quote!(crate::discovery::version(&state, &req)),
+        Handler::Ping => quote!(crate::health::ping(&state, &req)),
+        Handler::StoreProbe => quote!(crate::health::store_probe(&state, &req)),
+        Handler::OpenapiV2 => quote!(crate::openapi::v2(&state, &req)),
+        Handler::OpenapiV3Index => quote!(crate::openapi::v3_index(&state, &req)),
+        Handler::OpenapiV3Document => {
+            quote!(crate::openapi::v3_document(&state, &req, group, version))
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Serde types for the subset of Swagger 2.0 that virt-apiserver's document uses.
+//!
+//! These types only read; they check nothing beyond what serde needs to parse. Maps are
+//! `IndexMap`s (and `serde_json` runs with `preserve_order`) so that document order survives:
+//! route registration, `RESOURCES` and the derived OpenAPI v3 documents all follow it. Schemas
+//! (`definitions`, body and response schemas) stay `serde_json::Value`: codegen only follows
+//! their `$ref`s and copies them.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The whole document.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Document {
+    /// Must be `"2.0"`.
+    pub swagger: String,
+    pub info: Info,
+    /// Default media types for operations that declare none.
+    #[serde(default)]
+    pub consumes: Vec<String>,
+    #[serde(default)]
+    pub produces: Vec<String>,
+    #[serde(default)]
+    pub paths: IndexMap<String, PathItem>,
+    #[serde(default)]
+    pub definitions: IndexMap<String, Value>,
+    /// Shared parameters, referenced as `#/parameters/<name>`.
+    #[serde(default)]
+    pub parameters: IndexMap<String, Parameter>,
+    /// `x-virt-api-groups`: every served group, in the order `/apis` lists them.
+    #[serde(rename = "x-virt-api-groups", default)]
+    pub api_groups: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Info {
+    pub title: String,
+    pub version: String,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// The HTTP methods a path item may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    Get,
+    Put,
+    Post,
+    Delete,
+    Options,
+    Head,
+    Patch,
+}
+
+impl Method {
+    /// Upper-case name, as in messages and doc comments.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Put => "PUT",
+            Method::Post => "POST",
+            Method::Delete => "DELETE",
+            Method::Options => "OPTIONS",
+            Method::Head => "HEAD",
+            Method::Patch => "PATCH",
+        }
+    }
+}
+
+/// One entry of `paths`. Path-level `parameters` apply to every operation of the path.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PathItem {
+    #[serde(default)]
+    pub parameters: Vec<ParameterOrRef>,
+    pub get: Option<Operation>,
+    pub put: Option<Operation>,
+    pub post: Option<Operation>,
+    pub delete: Option<Operation>,
+    pub options: Option<Operation>,
+    pub head: Option<Operation>,
+    pub patch: Option<Operation>,
+}
+
+impl PathItem {
+    /// The operations present, in a fixed method order (a struct keeps no key order, and a fixed
+    /// order makes the output independent of how the JSON happens to list methods).
+    pub fn operations(&self) -> impl Iterator<Item = (Method, &Operation)> {
+        [
+            (Method::Get, &self.get),
+            (Method::Post, &self.post),
+            (Method::Put, &self.put),
+            (Method::Patch, &self.patch),
+            (Method::Delete, &self.delete),
+            (Method::Head, &self.head),
+            (Method::Options, &self.options),
+        ]
+        .into_iter()
+        .filter_map(|(m, op)| op.as_ref().map(|op| (m, op)))
+    }
+
+    pub fn operation(&self, method: Method) -> Option<&Operation> {
+        self.operations().find(|(m, _)| *m == method).map(|(_, op)| op)
+    }
+}
+
+/// One operation, with the vendor extensions codegen reads.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Operation {
+    pub operation_id: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub summary: Option<String>,
+    pub description: Option<String>,
+    /// `None` = inherit the document's `consumes`.
+    pub consumes: Option<Vec<String>>,
+    pub produces: Option<Vec<String>>,
+    #[serde(default)]
+    pub parameters: Vec<ParameterOrRef>,
+    /// Keyed by status code (`"200"`) or `"default"`.
+    #[serde(default)]
+    pub responses: IndexMap<String, Response>,
+    #[serde(default)]
+    pub deprecated: bool,
+    /// `x-kubernetes-action`: marks a resource operation (`get`, `list`, `post`, ...).
+    #[serde(rename = "x-kubernetes-action")]
+    pub action: Option<String>,
+    /// `x-kubernetes-group-version-kind`: the object kind a resource operation serves.
+    #[serde(rename = "x-kubernetes-group-version-kind")]
+    pub gvk: Option<GroupVersionKind>,
+    /// `x-virt-handler`: marks a non-resource operation and names its hand-written handler.
+    #[serde(rename = "x-virt-handler")]
+    pub handler: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct GroupVersionKind {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+/// A parameter given inline or as a reference to the document's shared `parameters`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ParameterOrRef {
+    Ref {
+        #[serde(rename = "$ref")]
+        reference: String,
+    },
+    Inline(Parameter),
+}
+
+/// Where a parameter travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Location {
+    Query,
+    Path,
+    Header,
+    Body,
+    FormData,
+}
+
+impl Location {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Location::Query => "query",
+            Location::Path => "path",
+            Location::Header => "header",
+            Location::Body => "body",
+            Location::FormData => "formData",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Parameter {
+    pub name: String,
+    #[serde(rename = "in")]
+    pub location: Location,
+    pub description: Option<String>,
+    #[serde(default)]
+    pub required: bool,
+    /// Body parameters only.
+    pub schema: Option<Value>,
+    /// Non-body parameters: `type`, `format`, `items`, `enum`, `default`, `uniqueItems`,
+    /// `collectionFormat`, validation keywords and `x-` extensions, in document order.
+    #[serde(flatten)]
+    pub other: IndexMap<String, Value>,
+}
+
+impl Parameter {
+    /// The `type` of a non-body parameter.
+    pub fn type_name(&self) -> Option<&str> {
+        self.other.get("type").and_then(Value::as_str)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Response {
+    #[serde(default)]
+    pub description: String,
+    pub schema: Option<Value>,
+}
+
+/// `x-virt-resource` on a kind definition: what discovery and storage need beyond the GVK.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VirtResource {
+    pub plural: String,
+    /// Defaults to the lower-cased kind, as for CRDs.
+    pub singular: Option<String>,
+    pub namespaced: bool,
+    #[serde(default)]
+    pub short_names: Vec<String>,
+    #[serde(default)]
+    pub categories: Vec<String>,
+    #[serde(default)]
+    pub printer_columns: Vec<PrinterColumn>,
+    /// Only on create-only token request kinds: answered, never stored.
+    pub token_request: Option<TokenRequest>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrinterColumn {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub type_: String,
+    #[serde(default)]
+    pub format: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub priority: i32,
+    pub json_path: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRequest {
+    /// Dotted path of the spec field the signed token names, e.g. `spec.claimName`.
+    pub field: String,
+}
+
+/// Prefix of references into `definitions`.
+pub const DEFINITIONS_REF: &str = "#/definitions/";
+/// Prefix of references into the shared `parameters`.
+pub const PARAMETERS_REF: &str = "#/parameters/";
+
+/// Calls `f` with every `$ref` string found anywhere inside `value`.
+pub fn visit_refs<'a>(value: &'a Value, f: &mut dyn FnMut(&'a str)) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                match v {
+                    Value::String(s) if k == "$ref" => f(s),
+                    _ => visit_refs(v, f),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| visit_refs(v, f)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_operations_parameters_and_extensions() {
+        let doc: Document = serde_json::from_str(
+            r##"{
+              "swagger": "2.0", "info": {"title": "t", "version": "1"},
+              "x-virt-api-groups": ["g.io"],
+              "parameters": {"pretty": {"name": "pretty", "in": "query", "type": "string", "uniqueItems": true}},
+              "paths": {"/apis/g.io/v1/things/{name}": {
+                "parameters": [{"$ref": "#/parameters/pretty"},
+                               {"name": "name", "in": "path", "required": true, "type": "string"}],
+                "patch": {"operationId": "patchThing", "consumes": ["application/merge-patch+json"],
+                          "x-kubernetes-action": "patch",
+                          "x-kubernetes-group-version-kind": {"group": "g.io", "version": "v1", "kind": "Thing"},
+                          "responses": {"200": {"description": "OK", "schema": {"$ref": "#/definitions/T"}}}},
+                "get": {"operationId": "readThing", "responses": {}}
+              }}
+            }"##,
+        )
+        .unwrap();
+        assert_eq!(doc.api_groups, ["g.io"]);
+        assert_eq!(doc.parameters["pretty"].type_name(), Some("string"));
+        let item = &doc.paths["/apis/g.io/v1/things/{name}"];
+        assert!(
+            matches!(&item.parameters[0], ParameterOrRef::Ref { reference } if reference == "#/parameters/pretty")
+        );
+        assert!(
+            matches!(&item.parameters[1], ParameterOrRef::Inline(p) if p.required && p.location == Location::Path)
+        );
+        let methods: Vec<_> = item.operations().map(|(m, _)| m).collect();
+        assert_eq!(methods, [Method::Get, Method::Patch]);
+        let patch = item.operation(Method::Patch).unwrap();
+        assert_eq!(patch.action.as_deref(), Some("patch"));
+        assert_eq!(patch.gvk.as_ref().unwrap().kind, "Thing");
+        assert_eq!(
+            patch.consumes.as_deref(),
+            Some(&["application/merge-patch+json".to_string()][..])
+        );
+        assert!(item.get.as_ref().unwrap().consumes.is_none());
+        let mut refs = vec![];
+        visit_refs(patch.responses["200"].schema.as_ref().unwrap(), &mut |r| refs.push(r));
+        assert_eq!(refs, ["#/definitions/T"]);
+    }
+}

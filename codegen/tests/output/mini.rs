@@ -1,0 +1,1197 @@
+/// Every API group, in `/apis` order; versions preferred first.
+pub static GROUPS: &[crate::resource::GroupInfo] = &[
+    crate::resource::GroupInfo {
+        name: "zoo.example.io",
+        versions: &["v1", "v1beta1"],
+    },
+    crate::resource::GroupInfo {
+        name: "tickets.example.io",
+        versions: &["v1alpha1"],
+    },
+];
+/// Every kind in every version: groups in order, versions preferred first, kinds in document order.
+pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
+    crate::resource::ResourceInfo {
+        group: "zoo.example.io",
+        version: "v1",
+        storage_version: "v1",
+        kind: "Animal",
+        list_kind: "AnimalList",
+        plural: "animals",
+        singular: "animal",
+        namespaced: true,
+        short_names: &["an"],
+        categories: &["all"],
+        verbs: &[
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch",
+        ],
+        printer_columns: &[
+            crate::resource::PrinterColumn {
+                name: "Species",
+                type_: "string",
+                format: "",
+                description: "what it is",
+                priority: 0,
+                json_path: ".spec.species",
+            },
+            crate::resource::PrinterColumn {
+                name: "Age",
+                type_: "date",
+                format: "",
+                description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
+                priority: 0,
+                json_path: ".metadata.creationTimestamp",
+            },
+        ],
+        token_field: ::std::option::Option::None,
+    },
+    crate::resource::ResourceInfo {
+        group: "zoo.example.io",
+        version: "v1",
+        storage_version: "v1",
+        kind: "Enclosure",
+        list_kind: "EnclosureList",
+        plural: "enclosures",
+        singular: "enclosure",
+        namespaced: false,
+        short_names: &["enc"],
+        categories: &[],
+        verbs: &[
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch",
+        ],
+        printer_columns: &[
+            crate::resource::PrinterColumn {
+                name: "Capacity",
+                type_: "integer",
+                format: "int32",
+                description: "how many fit",
+                priority: 1,
+                json_path: ".spec.capacity",
+            },
+        ],
+        token_field: ::std::option::Option::None,
+    },
+    crate::resource::ResourceInfo {
+        group: "zoo.example.io",
+        version: "v1beta1",
+        storage_version: "v1",
+        kind: "Animal",
+        list_kind: "AnimalList",
+        plural: "animals",
+        singular: "animal",
+        namespaced: true,
+        short_names: &["an"],
+        categories: &["all"],
+        verbs: &[
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch",
+        ],
+        printer_columns: &[
+            crate::resource::PrinterColumn {
+                name: "Species",
+                type_: "string",
+                format: "",
+                description: "what it is",
+                priority: 0,
+                json_path: ".spec.species",
+            },
+            crate::resource::PrinterColumn {
+                name: "Age",
+                type_: "date",
+                format: "",
+                description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
+                priority: 0,
+                json_path: ".metadata.creationTimestamp",
+            },
+        ],
+        token_field: ::std::option::Option::None,
+    },
+    crate::resource::ResourceInfo {
+        group: "tickets.example.io",
+        version: "v1alpha1",
+        storage_version: "v1alpha1",
+        kind: "TicketRequest",
+        list_kind: "TicketRequestList",
+        plural: "ticketrequests",
+        singular: "ticketrequest",
+        namespaced: true,
+        short_names: &["tr"],
+        categories: &[],
+        verbs: &["create"],
+        printer_columns: &[],
+        token_field: ::std::option::Option::Some("spec.animalName"),
+    },
+];
+/// The OpenAPI v2 document, byte for byte as checked in.
+pub static OPENAPI_V2: &[u8] = include_bytes!(
+    concat!(env!("OUT_DIR"), "/openapi-v2.json")
+);
+/// One OpenAPI v3 document per group-version, derived from the v2 document at build time.
+pub static OPENAPI_V3: &[crate::resource::OpenApiV3Doc] = &[
+    crate::resource::OpenApiV3Doc {
+        path: "apis/zoo.example.io/v1",
+        json: include_bytes!(
+            concat!(env!("OUT_DIR"), "/openapi-v3/apis/zoo.example.io/v1.json")
+        ),
+    },
+    crate::resource::OpenApiV3Doc {
+        path: "apis/zoo.example.io/v1beta1",
+        json: include_bytes!(
+            concat!(env!("OUT_DIR"), "/openapi-v3/apis/zoo.example.io/v1beta1.json")
+        ),
+    },
+    crate::resource::OpenApiV3Doc {
+        path: "apis/tickets.example.io/v1alpha1",
+        json: include_bytes!(
+            concat!(env!("OUT_DIR"), "/openapi-v3/apis/tickets.example.io/v1alpha1.json")
+        ),
+    },
+];
+/// Registers one `web::resource` per document path.
+pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
+    cfg.service(
+        ::actix_web::web::resource("/").route(::actix_web::web::get().to(get_root_paths)),
+    );
+    cfg.service(
+        ::actix_web::web::resource(["/api", "/api/"])
+            .route(::actix_web::web::get().to(get_core_api_versions)),
+    );
+    cfg.service(
+        ::actix_web::web::resource(["/apis", "/apis/"])
+            .route(::actix_web::web::get().to(get_api_versions)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/version")
+            .route(::actix_web::web::get().to(get_code_version)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/healthz")
+            .route(::actix_web::web::get().to(get_healthz)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/livez").route(::actix_web::web::get().to(get_livez)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/readyz")
+            .route(::actix_web::web::get().to(get_readyz)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/openapi/v2")
+            .route(::actix_web::web::get().to(get_openapi_v2)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/openapi/v3")
+            .route(::actix_web::web::get().to(get_openapi_v3_index)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/openapi/v3/apis/{group}/{version}")
+            .route(::actix_web::web::get().to(get_openapi_v3_document)),
+    );
+    cfg.service(
+        ::actix_web::web::resource(["/apis/zoo.example.io/", "/apis/zoo.example.io"])
+            .route(::actix_web::web::get().to(get_zoo_example_io_api_group)),
+    );
+    cfg.service(
+        ::actix_web::web::resource([
+                "/apis/zoo.example.io/v1beta1/",
+                "/apis/zoo.example.io/v1beta1",
+            ])
+            .route(::actix_web::web::get().to(get_zoo_example_io_v1beta1_api_resources)),
+    );
+    cfg.service(
+        ::actix_web::web::resource(
+                "/apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals",
+            )
+            .route(
+                ::actix_web::web::get().to(list_zoo_example_io_v1beta1_namespaced_animal),
+            )
+            .route(
+                ::actix_web::web::post()
+                    .to(create_zoo_example_io_v1beta1_namespaced_animal),
+            )
+            .route(
+                ::actix_web::web::delete()
+                    .to(delete_zoo_example_io_v1beta1_collection_namespaced_animal),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[2], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource(
+                "/apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals/{name}",
+            )
+            .route(
+                ::actix_web::web::get().to(read_zoo_example_io_v1beta1_namespaced_animal),
+            )
+            .route(
+                ::actix_web::web::put()
+                    .to(replace_zoo_example_io_v1beta1_namespaced_animal),
+            )
+            .route(
+                ::actix_web::web::patch()
+                    .to(patch_zoo_example_io_v1beta1_namespaced_animal),
+            )
+            .route(
+                ::actix_web::web::delete()
+                    .to(delete_zoo_example_io_v1beta1_namespaced_animal),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[2], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1beta1/animals")
+            .route(
+                ::actix_web::web::get()
+                    .to(list_zoo_example_io_v1beta1_animal_for_all_namespaces),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[2], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource(
+                "/apis/zoo.example.io/v1beta1/watch/namespaces/{namespace}/animals",
+            )
+            .route(
+                ::actix_web::web::get()
+                    .to(watch_zoo_example_io_v1beta1_namespaced_animal_list),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[2], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource(
+                "/apis/zoo.example.io/v1beta1/watch/namespaces/{namespace}/animals/{name}",
+            )
+            .route(
+                ::actix_web::web::get()
+                    .to(watch_zoo_example_io_v1beta1_namespaced_animal),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[2], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1beta1/watch/animals")
+            .route(
+                ::actix_web::web::get()
+                    .to(watch_zoo_example_io_v1beta1_animal_list_for_all_namespaces),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[2], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1beta1/healthz")
+            .route(::actix_web::web::get().to(get_zoo_example_io_v1beta1_healthz)),
+    );
+    cfg.service(
+        ::actix_web::web::resource([
+                "/apis/zoo.example.io/v1/",
+                "/apis/zoo.example.io/v1",
+            ])
+            .route(::actix_web::web::get().to(get_zoo_example_io_v1_api_resources)),
+    );
+    cfg.service(
+        ::actix_web::web::resource(
+                "/apis/zoo.example.io/v1/namespaces/{namespace}/animals",
+            )
+            .route(::actix_web::web::get().to(list_zoo_example_io_v1_namespaced_animal))
+            .route(
+                ::actix_web::web::post().to(create_zoo_example_io_v1_namespaced_animal),
+            )
+            .route(
+                ::actix_web::web::delete()
+                    .to(delete_zoo_example_io_v1_collection_namespaced_animal),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[0], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource(
+                "/apis/zoo.example.io/v1/namespaces/{namespace}/animals/{name}",
+            )
+            .route(::actix_web::web::get().to(read_zoo_example_io_v1_namespaced_animal))
+            .route(
+                ::actix_web::web::put().to(replace_zoo_example_io_v1_namespaced_animal),
+            )
+            .route(
+                ::actix_web::web::patch().to(patch_zoo_example_io_v1_namespaced_animal),
+            )
+            .route(
+                ::actix_web::web::delete().to(delete_zoo_example_io_v1_namespaced_animal),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[0], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1/animals")
+            .route(
+                ::actix_web::web::get()
+                    .to(list_zoo_example_io_v1_animal_for_all_namespaces),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[0], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource(
+                "/apis/zoo.example.io/v1/watch/namespaces/{namespace}/animals",
+            )
+            .route(
+                ::actix_web::web::get()
+                    .to(watch_zoo_example_io_v1_namespaced_animal_list),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[0], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource(
+                "/apis/zoo.example.io/v1/watch/namespaces/{namespace}/animals/{name}",
+            )
+            .route(::actix_web::web::get().to(watch_zoo_example_io_v1_namespaced_animal))
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[0], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1/watch/animals")
+            .route(
+                ::actix_web::web::get()
+                    .to(watch_zoo_example_io_v1_animal_list_for_all_namespaces),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[0], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1/enclosures")
+            .route(::actix_web::web::get().to(list_zoo_example_io_v1_enclosure))
+            .route(::actix_web::web::post().to(create_zoo_example_io_v1_enclosure))
+            .route(
+                ::actix_web::web::delete()
+                    .to(delete_zoo_example_io_v1_collection_enclosure),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[1], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1/enclosures/{name}")
+            .route(::actix_web::web::get().to(read_zoo_example_io_v1_enclosure))
+            .route(::actix_web::web::put().to(replace_zoo_example_io_v1_enclosure))
+            .route(::actix_web::web::patch().to(patch_zoo_example_io_v1_enclosure))
+            .route(::actix_web::web::delete().to(delete_zoo_example_io_v1_enclosure))
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[1], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1/watch/enclosures")
+            .route(::actix_web::web::get().to(watch_zoo_example_io_v1_enclosure_list))
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[1], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1/watch/enclosures/{name}")
+            .route(::actix_web::web::get().to(watch_zoo_example_io_v1_enclosure))
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[1], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource([
+                "/apis/tickets.example.io/",
+                "/apis/tickets.example.io",
+            ])
+            .route(::actix_web::web::get().to(get_tickets_example_io_api_group)),
+    );
+    cfg.service(
+        ::actix_web::web::resource([
+                "/apis/tickets.example.io/v1alpha1/",
+                "/apis/tickets.example.io/v1alpha1",
+            ])
+            .route(
+                ::actix_web::web::get().to(get_tickets_example_io_v1alpha1_api_resources),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource(
+                "/apis/tickets.example.io/v1alpha1/namespaces/{namespace}/ticketrequests",
+            )
+            .route(
+                ::actix_web::web::post()
+                    .to(create_tickets_example_io_v1alpha1_namespaced_ticket_request),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[3], &req)
+                }),
+            ),
+    );
+}
+/// `getRootPaths`: `GET /`
+async fn get_root_paths(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::discovery::root(&state, &req).await
+}
+/// `getCoreAPIVersions`: `GET /api`
+async fn get_core_api_versions(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::discovery::api(&state, &req).await
+}
+/// `getAPIVersions`: `GET /apis`
+async fn get_api_versions(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::discovery::apis(&state, &req).await
+}
+/// `getCodeVersion`: `GET /version`
+async fn get_code_version(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::discovery::version(&state, &req).await
+}
+/// `getHealthz`: `GET /healthz`
+async fn get_healthz(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::health::ping(&state, &req).await
+}
+/// `getLivez`: `GET /livez`
+async fn get_livez(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::health::ping(&state, &req).await
+}
+/// `getReadyz`: `GET /readyz`
+async fn get_readyz(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::health::ping(&state, &req).await
+}
+/// `getOpenapiV2`: `GET /openapi/v2`
+async fn get_openapi_v2(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::openapi::v2(&state, &req).await
+}
+/// `getOpenapiV3Index`: `GET /openapi/v3`
+async fn get_openapi_v3_index(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::openapi::v3_index(&state, &req).await
+}
+/// `getOpenapiV3Document`: `GET /openapi/v3/apis/{group}/{version}`
+async fn get_openapi_v3_document(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (group, version) = path.into_inner();
+    crate::openapi::v3_document(&state, &req, group, version).await
+}
+/// `getZooExampleIoAPIGroup`: `GET /apis/zoo.example.io/`
+async fn get_zoo_example_io_api_group(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::discovery::group(&state, &req, &GROUPS[0]).await
+}
+/// `getZooExampleIoV1beta1APIResources`: `GET /apis/zoo.example.io/v1beta1/`
+async fn get_zoo_example_io_v1beta1_api_resources(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::discovery::resources(&state, &req, &GROUPS[0], "v1beta1").await
+}
+/// `listZooExampleIoV1beta1NamespacedAnimal`: `GET /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals`
+async fn list_zoo_example_io_v1beta1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace,) = path.into_inner();
+    crate::api::list(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::None,
+            ),
+            &req,
+        )
+        .await
+}
+/// `createZooExampleIoV1beta1NamespacedAnimal`: `POST /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals`
+async fn create_zoo_example_io_v1beta1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace,) = path.into_inner();
+    crate::api::create(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::None,
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `deleteZooExampleIoV1beta1CollectionNamespacedAnimal`: `DELETE /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals`
+async fn delete_zoo_example_io_v1beta1_collection_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace,) = path.into_inner();
+    crate::api::delete_collection(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::None,
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `readZooExampleIoV1beta1NamespacedAnimal`: `GET /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals/{name}`
+async fn read_zoo_example_io_v1beta1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace, name) = path.into_inner();
+    crate::api::get(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+        )
+        .await
+}
+/// `replaceZooExampleIoV1beta1NamespacedAnimal`: `PUT /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals/{name}`
+async fn replace_zoo_example_io_v1beta1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace, name) = path.into_inner();
+    crate::api::update(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `patchZooExampleIoV1beta1NamespacedAnimal`: `PATCH /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals/{name}`
+async fn patch_zoo_example_io_v1beta1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace, name) = path.into_inner();
+    crate::api::patch(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `deleteZooExampleIoV1beta1NamespacedAnimal`: `DELETE /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals/{name}`
+async fn delete_zoo_example_io_v1beta1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace, name) = path.into_inner();
+    crate::api::delete(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `listZooExampleIoV1beta1AnimalForAllNamespaces`: `GET /apis/zoo.example.io/v1beta1/animals`
+async fn list_zoo_example_io_v1beta1_animal_for_all_namespaces(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::api::list(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::None,
+            ),
+            &req,
+        )
+        .await
+}
+/// `watchZooExampleIoV1beta1NamespacedAnimalList`: `GET /apis/zoo.example.io/v1beta1/watch/namespaces/{namespace}/animals`
+async fn watch_zoo_example_io_v1beta1_namespaced_animal_list(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace,) = path.into_inner();
+    crate::api::watch(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::None,
+            ),
+            &req,
+        )
+        .await
+}
+/// `watchZooExampleIoV1beta1NamespacedAnimal`: `GET /apis/zoo.example.io/v1beta1/watch/namespaces/{namespace}/animals/{name}`
+async fn watch_zoo_example_io_v1beta1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace, name) = path.into_inner();
+    crate::api::watch(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+        )
+        .await
+}
+/// `watchZooExampleIoV1beta1AnimalListForAllNamespaces`: `GET /apis/zoo.example.io/v1beta1/watch/animals`
+async fn watch_zoo_example_io_v1beta1_animal_list_for_all_namespaces(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::api::watch(
+            &state,
+            &RESOURCES[2],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::None,
+            ),
+            &req,
+        )
+        .await
+}
+/// `getZooExampleIoV1beta1Healthz`: `GET /apis/zoo.example.io/v1beta1/healthz`
+async fn get_zoo_example_io_v1beta1_healthz(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::health::store_probe(&state, &req).await
+}
+/// `getZooExampleIoV1APIResources`: `GET /apis/zoo.example.io/v1/`
+async fn get_zoo_example_io_v1_api_resources(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::discovery::resources(&state, &req, &GROUPS[0], "v1").await
+}
+/// `listZooExampleIoV1NamespacedAnimal`: `GET /apis/zoo.example.io/v1/namespaces/{namespace}/animals`
+async fn list_zoo_example_io_v1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace,) = path.into_inner();
+    crate::api::list(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::None,
+            ),
+            &req,
+        )
+        .await
+}
+/// `createZooExampleIoV1NamespacedAnimal`: `POST /apis/zoo.example.io/v1/namespaces/{namespace}/animals`
+async fn create_zoo_example_io_v1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace,) = path.into_inner();
+    crate::api::create(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::None,
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `deleteZooExampleIoV1CollectionNamespacedAnimal`: `DELETE /apis/zoo.example.io/v1/namespaces/{namespace}/animals`
+async fn delete_zoo_example_io_v1_collection_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace,) = path.into_inner();
+    crate::api::delete_collection(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::None,
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `readZooExampleIoV1NamespacedAnimal`: `GET /apis/zoo.example.io/v1/namespaces/{namespace}/animals/{name}`
+async fn read_zoo_example_io_v1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace, name) = path.into_inner();
+    crate::api::get(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+        )
+        .await
+}
+/// `replaceZooExampleIoV1NamespacedAnimal`: `PUT /apis/zoo.example.io/v1/namespaces/{namespace}/animals/{name}`
+async fn replace_zoo_example_io_v1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace, name) = path.into_inner();
+    crate::api::update(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `patchZooExampleIoV1NamespacedAnimal`: `PATCH /apis/zoo.example.io/v1/namespaces/{namespace}/animals/{name}`
+async fn patch_zoo_example_io_v1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace, name) = path.into_inner();
+    crate::api::patch(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `deleteZooExampleIoV1NamespacedAnimal`: `DELETE /apis/zoo.example.io/v1/namespaces/{namespace}/animals/{name}`
+async fn delete_zoo_example_io_v1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace, name) = path.into_inner();
+    crate::api::delete(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `listZooExampleIoV1AnimalForAllNamespaces`: `GET /apis/zoo.example.io/v1/animals`
+async fn list_zoo_example_io_v1_animal_for_all_namespaces(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::api::list(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::None,
+            ),
+            &req,
+        )
+        .await
+}
+/// `watchZooExampleIoV1NamespacedAnimalList`: `GET /apis/zoo.example.io/v1/watch/namespaces/{namespace}/animals`
+async fn watch_zoo_example_io_v1_namespaced_animal_list(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace,) = path.into_inner();
+    crate::api::watch(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::None,
+            ),
+            &req,
+        )
+        .await
+}
+/// `watchZooExampleIoV1NamespacedAnimal`: `GET /apis/zoo.example.io/v1/watch/namespaces/{namespace}/animals/{name}`
+async fn watch_zoo_example_io_v1_namespaced_animal(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace, name) = path.into_inner();
+    crate::api::watch(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+        )
+        .await
+}
+/// `watchZooExampleIoV1AnimalListForAllNamespaces`: `GET /apis/zoo.example.io/v1/watch/animals`
+async fn watch_zoo_example_io_v1_animal_list_for_all_namespaces(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::api::watch(
+            &state,
+            &RESOURCES[0],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::None,
+            ),
+            &req,
+        )
+        .await
+}
+/// `listZooExampleIoV1Enclosure`: `GET /apis/zoo.example.io/v1/enclosures`
+async fn list_zoo_example_io_v1_enclosure(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::api::list(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::None,
+            ),
+            &req,
+        )
+        .await
+}
+/// `createZooExampleIoV1Enclosure`: `POST /apis/zoo.example.io/v1/enclosures`
+async fn create_zoo_example_io_v1_enclosure(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::api::create(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::None,
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `deleteZooExampleIoV1CollectionEnclosure`: `DELETE /apis/zoo.example.io/v1/enclosures`
+async fn delete_zoo_example_io_v1_collection_enclosure(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::api::delete_collection(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::None,
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `readZooExampleIoV1Enclosure`: `GET /apis/zoo.example.io/v1/enclosures/{name}`
+async fn read_zoo_example_io_v1_enclosure(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::get(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+        )
+        .await
+}
+/// `replaceZooExampleIoV1Enclosure`: `PUT /apis/zoo.example.io/v1/enclosures/{name}`
+async fn replace_zoo_example_io_v1_enclosure(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::update(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `patchZooExampleIoV1Enclosure`: `PATCH /apis/zoo.example.io/v1/enclosures/{name}`
+async fn patch_zoo_example_io_v1_enclosure(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::patch(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `deleteZooExampleIoV1Enclosure`: `DELETE /apis/zoo.example.io/v1/enclosures/{name}`
+async fn delete_zoo_example_io_v1_enclosure(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::delete(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `watchZooExampleIoV1EnclosureList`: `GET /apis/zoo.example.io/v1/watch/enclosures`
+async fn watch_zoo_example_io_v1_enclosure_list(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::api::watch(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::None,
+            ),
+            &req,
+        )
+        .await
+}
+/// `watchZooExampleIoV1Enclosure`: `GET /apis/zoo.example.io/v1/watch/enclosures/{name}`
+async fn watch_zoo_example_io_v1_enclosure(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::watch(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+        )
+        .await
+}
+/// `getTicketsExampleIoAPIGroup`: `GET /apis/tickets.example.io/`
+async fn get_tickets_example_io_api_group(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::discovery::group(&state, &req, &GROUPS[1]).await
+}
+/// `getTicketsExampleIoV1alpha1APIResources`: `GET /apis/tickets.example.io/v1alpha1/`
+async fn get_tickets_example_io_v1alpha1_api_resources(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    crate::discovery::resources(&state, &req, &GROUPS[1], "v1alpha1").await
+}
+/// `createTicketsExampleIoV1alpha1NamespacedTicketRequest`: `POST /apis/tickets.example.io/v1alpha1/namespaces/{namespace}/ticketrequests`
+async fn create_tickets_example_io_v1alpha1_namespaced_ticket_request(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (namespace,) = path.into_inner();
+    crate::api::create(
+            &state,
+            &RESOURCES[3],
+            crate::api::Target::new(
+                ::std::option::Option::Some(namespace),
+                ::std::option::Option::None,
+            ),
+            &req,
+            body,
+        )
+        .await
+}

@@ -1,0 +1,318 @@
+//! Compiles `tests/output/mini.rs` against stubs with the signatures CONTRACT.md section 2 gives
+//! the main crate, and routes requests through its `configure` to check paths, spellings,
+//! extractors and the 405 fallback. The stubs answer with a line naming the call they got.
+
+#![allow(dead_code)]
+
+/// The generated statics embed `$OUT_DIR` files the golden test has no use for.
+macro_rules! include_bytes {
+    ($($t:tt)*) => {
+        b""
+    };
+}
+
+#[path = "../../src/resource.rs"]
+mod resource;
+
+mod generated {
+    include!("output/mini.rs");
+}
+
+mod server {
+    pub struct AppState;
+}
+
+mod error {
+    #[derive(Debug)]
+    pub struct ApiError;
+
+    impl std::fmt::Display for ApiError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("stub")
+        }
+    }
+
+    impl actix_web::ResponseError for ApiError {}
+}
+
+type Answer = Result<actix_web::HttpResponse, error::ApiError>;
+
+fn answer(line: String) -> Answer {
+    Ok(actix_web::HttpResponse::Ok().body(line))
+}
+
+mod api {
+    use super::{answer, Answer};
+    use crate::resource::ResourceInfo;
+    use crate::server::AppState;
+    use actix_web::web::Bytes;
+    use actix_web::HttpRequest;
+
+    pub struct Target {
+        namespace: Option<String>,
+        name: Option<String>,
+    }
+
+    impl Target {
+        pub fn new(namespace: Option<String>, name: Option<String>) -> Target {
+            Target { namespace, name }
+        }
+    }
+
+    fn line(verb: &str, res: &ResourceInfo, t: &Target, body: Option<&Bytes>) -> Answer {
+        let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
+        let body = body.map(|b| format!(" body={}", b.len())).unwrap_or_default();
+        let (ns, name) = (opt(&t.namespace), opt(&t.name));
+        answer(format!("{verb} {}/{} {} {ns} {name}{body}", res.group, res.version, res.kind))
+    }
+
+    pub async fn list(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+    ) -> Answer {
+        line("list", res, &t, None)
+    }
+    pub async fn get(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+    ) -> Answer {
+        line("get", res, &t, None)
+    }
+    pub async fn watch(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+    ) -> Answer {
+        line("watch", res, &t, None)
+    }
+    pub async fn create(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("create", res, &t, Some(&b))
+    }
+    pub async fn update(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("update", res, &t, Some(&b))
+    }
+    pub async fn patch(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("patch", res, &t, Some(&b))
+    }
+    pub async fn delete(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("delete", res, &t, Some(&b))
+    }
+    pub async fn delete_collection(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("deletecollection", res, &t, Some(&b))
+    }
+    pub fn method_not_allowed(res: &'static ResourceInfo, req: &HttpRequest) -> Answer {
+        answer(format!("405 {} {}/{} {}", req.method(), res.group, res.version, res.kind))
+    }
+}
+
+mod discovery {
+    use super::{answer, Answer};
+    use crate::resource::GroupInfo;
+    use crate::server::AppState;
+    use actix_web::HttpRequest;
+
+    pub async fn root(_: &AppState, _: &HttpRequest) -> Answer {
+        answer("root".into())
+    }
+    pub async fn api(_: &AppState, _: &HttpRequest) -> Answer {
+        answer("api".into())
+    }
+    pub async fn apis(_: &AppState, _: &HttpRequest) -> Answer {
+        answer("apis".into())
+    }
+    pub async fn group(_: &AppState, _: &HttpRequest, g: &'static GroupInfo) -> Answer {
+        answer(format!("group {} {:?}", g.name, g.versions))
+    }
+    pub async fn resources(
+        _: &AppState,
+        _: &HttpRequest,
+        g: &'static GroupInfo,
+        v: &'static str,
+    ) -> Answer {
+        answer(format!("resources {}/{v}", g.name))
+    }
+    pub async fn version(_: &AppState, _: &HttpRequest) -> Answer {
+        answer("version".into())
+    }
+}
+
+mod health {
+    use super::{answer, Answer};
+    use crate::server::AppState;
+    use actix_web::HttpRequest;
+
+    pub async fn ping(_: &AppState, req: &HttpRequest) -> Answer {
+        answer(format!("ping {}", req.path()))
+    }
+    pub async fn store_probe(_: &AppState, _: &HttpRequest) -> Answer {
+        answer("store probe".into())
+    }
+}
+
+mod openapi {
+    use super::{answer, Answer};
+    use crate::server::AppState;
+    use actix_web::HttpRequest;
+
+    pub async fn v2(_: &AppState, _: &HttpRequest) -> Answer {
+        answer("openapi v2".into())
+    }
+    pub async fn v3_index(_: &AppState, _: &HttpRequest) -> Answer {
+        answer("openapi v3 index".into())
+    }
+    pub async fn v3_document(
+        _: &AppState,
+        _: &HttpRequest,
+        group: String,
+        version: String,
+    ) -> Answer {
+        answer(format!("openapi v3 {group}/{version}"))
+    }
+}
+
+#[actix_web::test]
+async fn routes_reach_the_expected_calls() {
+    use actix_web::{test, web, App};
+    let app = test::init_service(
+        App::new().app_data(web::Data::new(server::AppState)).configure(generated::configure),
+    )
+    .await;
+    let zoo = "/apis/zoo.example.io";
+    let cases = [
+        ("GET", "/".to_string(), "root"),
+        ("GET", "/api".into(), "api"),
+        ("GET", "/api/".into(), "api"),
+        ("GET", "/apis/".into(), "apis"),
+        ("GET", "/version".into(), "version"),
+        ("GET", "/readyz".into(), "ping /readyz"),
+        ("GET", "/openapi/v3".into(), "openapi v3 index"),
+        ("GET", "/openapi/v3/apis/zoo.example.io/v1".into(), "openapi v3 zoo.example.io/v1"),
+        ("GET", zoo.into(), r#"group zoo.example.io ["v1", "v1beta1"]"#),
+        ("GET", format!("{zoo}/"), r#"group zoo.example.io ["v1", "v1beta1"]"#),
+        ("GET", format!("{zoo}/v1beta1"), "resources zoo.example.io/v1beta1"),
+        ("GET", format!("{zoo}/v1/"), "resources zoo.example.io/v1"),
+        ("GET", format!("{zoo}/v1beta1/healthz"), "store probe"),
+        ("GET", format!("{zoo}/v1/namespaces/ns1/animals"), "list zoo.example.io/v1 Animal ns1 -"),
+        ("GET", format!("{zoo}/v1beta1/animals"), "list zoo.example.io/v1beta1 Animal - -"),
+        (
+            "POST",
+            format!("{zoo}/v1/namespaces/ns1/animals"),
+            "create zoo.example.io/v1 Animal ns1 - body=2",
+        ),
+        (
+            "DELETE",
+            format!("{zoo}/v1/namespaces/ns1/animals"),
+            "deletecollection zoo.example.io/v1 Animal ns1 - body=2",
+        ),
+        ("GET", format!("{zoo}/v1/namespaces/ns1/animals/a"), "get zoo.example.io/v1 Animal ns1 a"),
+        (
+            "PUT",
+            format!("{zoo}/v1beta1/namespaces/ns1/animals/a"),
+            "update zoo.example.io/v1beta1 Animal ns1 a body=2",
+        ),
+        (
+            "PATCH",
+            format!("{zoo}/v1/namespaces/ns1/animals/a"),
+            "patch zoo.example.io/v1 Animal ns1 a body=2",
+        ),
+        (
+            "DELETE",
+            format!("{zoo}/v1/namespaces/ns1/animals/a"),
+            "delete zoo.example.io/v1 Animal ns1 a body=2",
+        ),
+        (
+            "GET",
+            format!("{zoo}/v1/watch/namespaces/ns1/animals"),
+            "watch zoo.example.io/v1 Animal ns1 -",
+        ),
+        (
+            "GET",
+            format!("{zoo}/v1/watch/namespaces/ns1/animals/a"),
+            "watch zoo.example.io/v1 Animal ns1 a",
+        ),
+        ("GET", format!("{zoo}/v1/watch/animals"), "watch zoo.example.io/v1 Animal - -"),
+        ("GET", format!("{zoo}/v1/enclosures/e"), "get zoo.example.io/v1 Enclosure - e"),
+        ("GET", format!("{zoo}/v1/watch/enclosures/e"), "watch zoo.example.io/v1 Enclosure - e"),
+        ("PUT", format!("{zoo}/v1/namespaces/ns1/animals"), "405 PUT zoo.example.io/v1 Animal"),
+        ("POST", format!("{zoo}/v1/enclosures/e"), "405 POST zoo.example.io/v1 Enclosure"),
+        (
+            "POST",
+            "/apis/tickets.example.io/v1alpha1/namespaces/ns1/ticketrequests".into(),
+            "create tickets.example.io/v1alpha1 TicketRequest ns1 - body=2",
+        ),
+        (
+            "GET",
+            "/apis/tickets.example.io/v1alpha1/namespaces/ns1/ticketrequests".into(),
+            "405 GET tickets.example.io/v1alpha1 TicketRequest",
+        ),
+    ];
+    for (method, uri, expected) in cases {
+        let req = test::TestRequest::default()
+            .method(method.parse().unwrap())
+            .uri(&uri)
+            .set_payload("{}")
+            .to_request();
+        let body = test::call_and_read_body(&app, req).await;
+        assert_eq!(std::str::from_utf8(&body).unwrap(), expected, "{method} {uri}");
+    }
+}
+
+#[test]
+fn statics_hold_the_fixture() {
+    let kinds: Vec<_> = generated::RESOURCES.iter().map(|r| (r.version, r.kind)).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("v1", "Animal"),
+            ("v1", "Enclosure"),
+            ("v1beta1", "Animal"),
+            ("v1alpha1", "TicketRequest")
+        ]
+    );
+    assert!(generated::RESOURCES.iter().all(|r| r.storage_version
+        == generated::GROUPS.iter().find(|g| g.name == r.group).unwrap().versions[0]));
+    let v3: Vec<_> = generated::OPENAPI_V3.iter().map(|d| d.path).collect();
+    assert_eq!(
+        v3,
+        [
+            "apis/zoo.example.io/v1",
+            "apis/zoo.example.io/v1beta1",
+            "apis/tickets.example.io/v1alpha1"
+        ]
+    );
+}

@@ -1,0 +1,489 @@
+//! The store thread: owns the SQLite connection and runs every command in arrival order.
+//!
+//! One thread and one connection serialise all work, so the revision counter lives here in memory
+//! and every write takes the next number: no gaps, no fill rows (kine's lesson, B.9). Events are
+//! published on the broadcast channel right after each commit and before the next command runs,
+//! which is what lets a watcher subscribe, then read, and dedupe by revision (see `watch`).
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use serde_json::Value;
+use tokio::sync::{broadcast, oneshot};
+
+use super::compact::{self, Retention};
+use super::{sql, Event, EventType, ListRequest, ListResult, StoreError};
+
+type Result<T> = std::result::Result<T, StoreError>;
+
+/// Where the thread sends one command's answer.
+pub type Reply<T> = oneshot::Sender<Result<T>>;
+
+/// The work the async handle hands to the store thread.
+pub enum Command {
+    Get {
+        key: String,
+        reply: Reply<Option<Arc<Value>>>,
+    },
+    List {
+        req: ListRequest,
+        reply: Reply<ListResult>,
+    },
+    Create {
+        key: String,
+        obj: Value,
+        reply: Reply<Arc<Value>>,
+    },
+    Update {
+        key: String,
+        expected: u64,
+        obj: Value,
+        reply: Reply<Arc<Value>>,
+    },
+    Delete {
+        key: String,
+        expected: u64,
+        reply: Reply<Arc<Value>>,
+    },
+    Revision {
+        reply: Reply<u64>,
+    },
+    Probe {
+        reply: Reply<()>,
+    },
+    Secret {
+        name: String,
+        reply: Reply<Vec<u8>>,
+    },
+    EventsAfter {
+        prefix: String,
+        rev: u64,
+        reply: Reply<Vec<Arc<Event>>>,
+    },
+    Compact {
+        rev: u64,
+        reply: Reply<u64>,
+    },
+    #[cfg(test)]
+    Pragmas {
+        reply: Reply<(String, i64)>,
+    },
+}
+
+/// The path SQLite reads as a private in-memory database.
+const MEMORY: &str = ":memory:";
+
+/// SQLite waits this long for a lock held by another connection before reporting busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The live row of a key.
+struct Row {
+    rev: u64,
+    create_rev: u64,
+    value: Vec<u8>,
+}
+
+pub struct Engine {
+    conn: Connection,
+    /// The newest revision written; the next write takes `rev + 1`.
+    rev: u64,
+    /// History at or below this revision is gone.
+    compacted: u64,
+    events: broadcast::Sender<Arc<Event>>,
+    retention: Retention,
+    /// The revision compaction is working towards, a batch at a time.
+    compact_goal: u64,
+    next_tick: Instant,
+}
+
+impl Engine {
+    /// Opens (or creates) the database and reads the counters back.
+    pub fn open(path: &str, events: broadcast::Sender<Arc<Event>>) -> Result<Engine> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // WAL lets readers of the file (backups, sqlite3) run beside our writer; an in-memory
+        // database answers "memory" and keeps its own journal.
+        let want = if path == MEMORY { "memory" } else { "wal" };
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case(want) {
+            return Err(StoreError::Unavailable(format!(
+                "cannot enable WAL (journal_mode={mode})"
+            )));
+        }
+        // FULL: the commit (and so the answer) waits for fsync of the WAL (A.6 durability).
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.execute_batch(sql::SCHEMA)?;
+
+        let version: Option<i64> = meta_get(&conn, sql::META_SCHEMA)?;
+        match version {
+            None => {
+                conn.execute(sql::META_INSERT, params![sql::META_SCHEMA, sql::SCHEMA_VERSION])?;
+            }
+            Some(v) if v == sql::SCHEMA_VERSION => {}
+            Some(v) => {
+                return Err(StoreError::Internal(format!(
+                    "database schema version {v}, this build knows {}",
+                    sql::SCHEMA_VERSION
+                )))
+            }
+        }
+        let compacted = meta_get::<u64>(&conn, sql::META_COMPACTED)?.unwrap_or(0);
+        let max_rev: u64 = conn.query_row(sql::MAX_REV, [], |r| r.get(0))?;
+        Ok(Engine {
+            conn,
+            rev: max_rev.max(compacted),
+            compacted,
+            events,
+            retention: Retention::default(),
+            compact_goal: compacted,
+            next_tick: Instant::now(),
+        })
+    }
+
+    /// Serves commands until every handle is gone; compacts when idle and on each tick.
+    pub fn run(mut self, commands: Receiver<Command>) {
+        loop {
+            let now = Instant::now();
+            if now >= self.next_tick {
+                self.tick(now);
+            }
+            // Commands go first; compaction batches fill the idle gaps between them.
+            let wait = if self.compact_goal > self.compacted {
+                Duration::ZERO
+            } else {
+                self.next_tick.saturating_duration_since(now)
+            };
+            match commands.recv_timeout(wait) {
+                Ok(command) => self.handle(command),
+                Err(RecvTimeoutError::Timeout) => self.compact_step(),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
+    fn tick(&mut self, now: Instant) {
+        self.next_tick = now + compact::TICK;
+        self.retention.record(now, self.rev);
+        self.compact_goal = self.compact_goal.max(self.retention.target(now, self.rev));
+        // One batch per tick even when busy, so compaction cannot starve under steady load.
+        self.compact_step();
+    }
+
+    fn compact_step(&mut self) {
+        if self.compact_goal > self.compacted {
+            if let Err(e) = self.compact_batch(self.compact_goal) {
+                log::warn!("compaction to revision {} failed: {e}", self.compact_goal);
+                // Retried from the next tick's target rather than spinning on the error.
+                self.compact_goal = self.compacted;
+            }
+        }
+    }
+
+    fn handle(&mut self, command: Command) {
+        // A send fails only when the caller stopped waiting; the work is done either way.
+        match command {
+            Command::Get { key, reply } => drop(reply.send(self.get(&key))),
+            Command::List { req, reply } => drop(reply.send(self.list(req))),
+            Command::Create { key, obj, reply } => drop(reply.send(self.create(key, obj))),
+            Command::Update { key, expected, obj, reply } => {
+                drop(reply.send(self.update(key, expected, obj)))
+            }
+            Command::Delete { key, expected, reply } => {
+                drop(reply.send(self.delete(key, expected)))
+            }
+            Command::Revision { reply } => drop(reply.send(Ok(self.rev))),
+            Command::Probe { reply } => drop(reply.send(self.probe())),
+            Command::Secret { name, reply } => drop(reply.send(self.secret(&name))),
+            Command::EventsAfter { prefix, rev, reply } => {
+                drop(reply.send(self.events_after(&prefix, rev)))
+            }
+            Command::Compact { rev, reply } => drop(reply.send(self.compact(rev))),
+            #[cfg(test)]
+            Command::Pragmas { reply } => drop(reply.send(self.pragmas())),
+        }
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Arc<Value>>> {
+        match current_row(&self.conn, key)? {
+            Some(row) => Ok(Some(Arc::new(serde_json::from_slice(&row.value)?))),
+            None => Ok(None),
+        }
+    }
+
+    fn list(&self, req: ListRequest) -> Result<ListResult> {
+        let at = match req.revision {
+            // Reading at the current revision is the same as reading the current index.
+            None => None,
+            Some(r) if r == self.rev => None,
+            Some(r) if r < self.compacted => {
+                return Err(StoreError::Expired { compacted: self.compacted })
+            }
+            Some(r) if r > self.rev => {
+                return Err(StoreError::FutureRevision { current: self.rev })
+            }
+            Some(r) => Some(r),
+        };
+        let end = prefix_end(&req.prefix);
+        let after = req.start_after.unwrap_or_default();
+        // One extra row tells whether another page exists. limit 0 means "no limit", as in kube.
+        let want = req.limit.filter(|&n| n > 0);
+        let sql_limit = want.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX - 1) + 1);
+
+        let mut items = Vec::new();
+        match at {
+            None => {
+                let mut stmt = self.conn.prepare_cached(sql::LIST_CURRENT)?;
+                let mut rows = stmt.query(params![req.prefix, after, end, sql_limit])?;
+                while let Some(row) = rows.next()? {
+                    let value: Vec<u8> = row.get(1)?;
+                    items.push((row.get(0)?, Arc::new(serde_json::from_slice(&value)?)));
+                }
+            }
+            Some(rev) => {
+                let mut stmt = self.conn.prepare_cached(sql::LIST_AT)?;
+                let mut rows = stmt.query(params![req.prefix, after, end, sql_limit, rev])?;
+                while let Some(row) = rows.next()? {
+                    let value: Vec<u8> = row.get(3)?;
+                    items.push((row.get(0)?, Arc::new(serde_json::from_slice(&value)?)));
+                }
+            }
+        }
+        let more = want.is_some_and(|n| items.len() > n);
+        if let Some(n) = want {
+            items.truncate(n);
+        }
+        Ok(ListResult { revision: at.unwrap_or(self.rev), items, more })
+    }
+
+    fn create(&mut self, key: String, mut obj: Value) -> Result<Arc<Value>> {
+        let rev = self.rev + 1;
+        set_resource_version(&mut obj, rev)?;
+        let bytes = serde_json::to_vec(&obj)?;
+        let tx = begin(&mut self.conn)?;
+        if current_row(&tx, &key)?.is_some() {
+            return Err(StoreError::AlreadyExists);
+        }
+        // A re-create links to the tombstone, as kine does.
+        let prev: Option<u64> = tx.query_row(sql::LATEST_REV, [&key], |r| r.get(0))?;
+        tx.execute(sql::LOG_APPEND, params![rev, key, 1, 0, rev, prev.unwrap_or(0), bytes])?;
+        tx.execute(sql::CURRENT_SET, params![key, rev])?;
+        tx.commit()?;
+        let obj = Arc::new(obj);
+        self.committed(Event { rev, key, kind: EventType::Added, object: obj.clone(), prev: None });
+        Ok(obj)
+    }
+
+    fn update(&mut self, key: String, expected: u64, mut obj: Value) -> Result<Arc<Value>> {
+        let rev = self.rev + 1;
+        set_resource_version(&mut obj, rev)?;
+        let bytes = serde_json::to_vec(&obj)?;
+        let tx = begin(&mut self.conn)?;
+        let old = checked_row(&tx, &key, expected)?;
+        let prev: Value = serde_json::from_slice(&old.value)?;
+        tx.execute(sql::LOG_APPEND, params![rev, key, 0, 0, old.create_rev, old.rev, bytes])?;
+        tx.execute(sql::CURRENT_SET, params![key, rev])?;
+        tx.commit()?;
+        let obj = Arc::new(obj);
+        self.committed(Event {
+            rev,
+            key,
+            kind: EventType::Modified,
+            object: obj.clone(),
+            prev: Some(Arc::new(prev)),
+        });
+        Ok(obj)
+    }
+
+    fn delete(&mut self, key: String, expected: u64) -> Result<Arc<Value>> {
+        let rev = self.rev + 1;
+        let tx = begin(&mut self.conn)?;
+        let old = checked_row(&tx, &key, expected)?;
+        let prev: Value = serde_json::from_slice(&old.value)?;
+        // The tombstone keeps the last state with the delete's revision: the DELETED event and
+        // the delete answer both carry it (B.5).
+        let mut last = prev.clone();
+        set_resource_version(&mut last, rev)?;
+        let bytes = serde_json::to_vec(&last)?;
+        tx.execute(sql::LOG_APPEND, params![rev, key, 0, 1, old.create_rev, old.rev, bytes])?;
+        tx.execute(sql::CURRENT_DELETE, [&key])?;
+        tx.commit()?;
+        let last = Arc::new(last);
+        self.committed(Event {
+            rev,
+            key,
+            kind: EventType::Deleted,
+            object: last.clone(),
+            prev: Some(Arc::new(prev)),
+        });
+        Ok(last)
+    }
+
+    /// Advances the counter and publishes, strictly after the commit succeeded.
+    fn committed(&mut self, event: Event) {
+        self.rev = event.rev;
+        // Fails only when nobody is subscribed.
+        let _ = self.events.send(Arc::new(event));
+    }
+
+    fn probe(&self) -> Result<()> {
+        self.conn.execute(sql::META_BUMP, [sql::META_PROBE])?;
+        Ok(())
+    }
+
+    fn secret(&mut self, name: &str) -> Result<Vec<u8>> {
+        let row = format!("{}{name}", sql::META_SECRET_PREFIX);
+        let tx = begin(&mut self.conn)?;
+        if let Some(secret) = meta_get::<Vec<u8>>(&tx, &row)? {
+            return Ok(secret);
+        }
+        let mut secret = vec![0u8; 32];
+        getrandom::getrandom(&mut secret)
+            .map_err(|e| StoreError::Internal(format!("no randomness for a secret: {e}")))?;
+        tx.execute(sql::META_INSERT, params![row, secret])?;
+        tx.commit()?;
+        Ok(secret)
+    }
+
+    fn events_after(&self, prefix: &str, after: u64) -> Result<Vec<Arc<Event>>> {
+        if after < self.compacted {
+            return Err(StoreError::Expired { compacted: self.compacted });
+        }
+        let mut stmt = self.conn.prepare_cached(sql::EVENTS_AFTER)?;
+        let mut rows = stmt.query(params![after, prefix, prefix_end(prefix)])?;
+        let mut events = Vec::new();
+        while let Some(row) = rows.next()? {
+            let created: bool = row.get(2)?;
+            let deleted: bool = row.get(3)?;
+            let value: Vec<u8> = row.get(4)?;
+            let prev: Option<Vec<u8>> = row.get(5)?;
+            let kind = match (created, deleted) {
+                (true, _) => EventType::Added,
+                (_, true) => EventType::Deleted,
+                _ => EventType::Modified,
+            };
+            let prev = match prev {
+                Some(p) => Some(Arc::new(serde_json::from_slice(&p)?)),
+                None => None,
+            };
+            events.push(Arc::new(Event {
+                rev: row.get(0)?,
+                key: row.get(1)?,
+                kind,
+                object: Arc::new(serde_json::from_slice(&value)?),
+                prev,
+            }));
+        }
+        Ok(events)
+    }
+
+    /// Compacts up to `rev` (capped at the current revision) now; answers the compacted revision.
+    fn compact(&mut self, rev: u64) -> Result<u64> {
+        let goal = rev.min(self.rev);
+        while self.compacted < goal {
+            self.compact_batch(goal)?;
+        }
+        self.compact_goal = self.compact_goal.max(self.compacted);
+        Ok(self.compacted)
+    }
+
+    /// One transaction compacting at most `compact::BATCH` revisions towards `goal`.
+    fn compact_batch(&mut self, goal: u64) -> Result<()> {
+        let from = self.compacted;
+        let to = goal.min(from + compact::BATCH);
+        let tx = begin(&mut self.conn)?;
+        tx.execute(sql::COMPACT_SUPERSEDED, params![from, to])?;
+        tx.execute(sql::COMPACT_TOMBSTONES, params![from, to])?;
+        tx.execute(sql::META_SET, params![sql::META_COMPACTED, to])?;
+        tx.commit()?;
+        self.compacted = to;
+        Ok(())
+    }
+
+    #[cfg(test)]
+    fn pragmas(&self) -> Result<(String, i64)> {
+        let mode = self.conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+        let sync = self.conn.pragma_query_value(None, "synchronous", |r| r.get(0))?;
+        Ok((mode, sync))
+    }
+}
+
+/// IMMEDIATE takes the write lock up front, so a busy database fails before any work is done.
+fn begin(conn: &mut Connection) -> Result<Transaction<'_>> {
+    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+}
+
+fn current_row(conn: &Connection, key: &str) -> Result<Option<Row>> {
+    let mut stmt = conn.prepare_cached(sql::CURRENT_GET)?;
+    let row = stmt
+        .query_row([key], |r| Ok(Row { rev: r.get(0)?, create_rev: r.get(1)?, value: r.get(2)? }))
+        .optional()?;
+    Ok(row)
+}
+
+/// The live row of `key`, if its revision is `expected`.
+fn checked_row(conn: &Connection, key: &str, expected: u64) -> Result<Row> {
+    match current_row(conn, key)? {
+        None => Err(StoreError::NotFound),
+        Some(row) if row.rev != expected => Err(StoreError::Conflict { current_rev: row.rev }),
+        Some(row) => Ok(row),
+    }
+}
+
+fn meta_get<T: rusqlite::types::FromSql>(conn: &Connection, name: &str) -> Result<Option<T>> {
+    Ok(conn.query_row(sql::META_GET, [name], |r| r.get(0)).optional()?)
+}
+
+/// Stores the revision as kube does: a decimal string in `metadata.resourceVersion`.
+fn set_resource_version(obj: &mut Value, rev: u64) -> Result<()> {
+    let Value::Object(map) = obj else {
+        return Err(StoreError::Internal("a stored object must be a JSON object".into()));
+    };
+    let meta = map.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
+    let Value::Object(meta) = meta else {
+        return Err(StoreError::Internal("metadata must be a JSON object".into()));
+    };
+    meta.insert("resourceVersion".into(), Value::String(rev.to_string()));
+    Ok(())
+}
+
+/// The smallest string above every key that starts with `prefix`.
+///
+/// UTF-8 byte order is code-point order, so bumping the last character gives the bound. An empty
+/// prefix (or one ending in the last code point) gets an upper bound above any real key instead.
+pub fn prefix_end(prefix: &str) -> String {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return chars.into_iter().collect();
+        }
+    }
+    char::MAX.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_end_bumps_the_last_character() {
+        assert_eq!(prefix_end("g/p/"), "g/p0");
+        assert_eq!(prefix_end("g/p/ns/"), "g/p/ns0");
+        assert_eq!(prefix_end("a\u{d7ff}"), "a\u{e000}");
+        assert_eq!(prefix_end(""), "\u{10ffff}");
+        assert!("g/p/ns/zzz".as_bytes() < prefix_end("g/p/ns/").as_bytes());
+        assert!("g/p/ns0".as_bytes() >= prefix_end("g/p/ns/").as_bytes());
+    }
+
+    #[test]
+    fn resource_version_is_a_string_in_metadata() {
+        let mut obj = serde_json::json!({"kind": "X"});
+        set_resource_version(&mut obj, 42).unwrap();
+        assert_eq!(obj["metadata"]["resourceVersion"], "42");
+        assert!(set_resource_version(&mut serde_json::json!([]), 1).is_err());
+    }
+}

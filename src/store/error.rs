@@ -1,0 +1,99 @@
+//! The store's HTTP-agnostic error, and the one place rusqlite errors are translated into it.
+
+use std::fmt;
+
+use rusqlite::ErrorCode;
+
+/// What a store operation can fail with; the API layer maps each variant to a `Status` once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The key has no live object (update, delete).
+    NotFound,
+    /// The key already holds a live object (create).
+    AlreadyExists,
+    /// The caller's expected revision is not the object's current one.
+    Conflict {
+        /// The object's current revision.
+        current_rev: u64,
+    },
+    /// The requested revision is gone: compacted history, or a watcher that fell behind.
+    Expired {
+        /// The compacted revision (for a lagging watcher: the revision it had reached).
+        compacted: u64,
+    },
+    /// The requested revision is newer than anything written.
+    FutureRevision {
+        /// The store's current revision.
+        current: u64,
+    },
+    /// The database cannot serve the request now (busy, locked, I/O, full, store stopped).
+    Unavailable(String),
+    /// A bug or corrupt data; not the caller's fault.
+    Internal(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::NotFound => f.write_str("not found"),
+            StoreError::AlreadyExists => f.write_str("already exists"),
+            StoreError::Conflict { current_rev } => {
+                write!(f, "conflict: the current revision is {current_rev}")
+            }
+            StoreError::Expired { compacted } => {
+                write!(f, "revision expired: history up to {compacted} is gone")
+            }
+            StoreError::FutureRevision { current } => {
+                write!(f, "revision is in the future: the current revision is {current}")
+            }
+            StoreError::Unavailable(m) => write!(f, "store unavailable: {m}"),
+            StoreError::Internal(m) => write!(f, "store internal error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<rusqlite::Error> for StoreError {
+    /// Conditions that go away on their own or with operator help (a lock held elsewhere, a full
+    /// or failing disk) are `Unavailable`, so health checks and clients can tell them from bugs.
+    fn from(e: rusqlite::Error) -> StoreError {
+        match e.sqlite_error_code() {
+            Some(
+                ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::DiskFull
+                | ErrorCode::CannotOpen
+                | ErrorCode::ReadOnly
+                | ErrorCode::OutOfMemory,
+            ) => StoreError::Unavailable(e.to_string()),
+            _ => StoreError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> StoreError {
+        StoreError::Internal(format!("stored JSON: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_is_unavailable_and_constraint_is_internal() {
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        assert!(matches!(StoreError::from(busy), StoreError::Unavailable(_)));
+        let unique = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+            None,
+        );
+        assert!(matches!(StoreError::from(unique), StoreError::Internal(_)));
+    }
+}

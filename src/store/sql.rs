@@ -1,0 +1,99 @@
+//! The schema and every SQL statement the store runs; nothing outside `store` speaks SQL.
+//!
+//! The design is kine's (an append-only log whose primary key is the revision) cut down for one
+//! node: a single writer thread assigns revisions, so there are no gaps and no fill rows, and a
+//! `current` index answers reads without grouping over history.
+//!
+//! Keys are TEXT with SQLite's default BINARY collation, i.e. `memcmp` on UTF-8, which is the
+//! bytewise key order etcd (and so kube's list order) uses.
+
+/// Bumped when the schema changes incompatibly; `open` refuses any other value.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Idempotent: run on every open.
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS log (
+    rev        INTEGER PRIMARY KEY,  -- global revision = resourceVersion, set by the store thread
+    key        TEXT    NOT NULL,
+    created    INTEGER NOT NULL,     -- 1 on the row that creates the key
+    deleted    INTEGER NOT NULL,     -- 1 on a tombstone (value = last state with the delete's rev)
+    create_rev INTEGER NOT NULL,     -- rev of the key's create row
+    prev_rev   INTEGER NOT NULL,     -- rev of the key's previous row, 0 if none
+    value      BLOB    NOT NULL      -- the object's JSON, resourceVersion already filled in
+);
+CREATE INDEX IF NOT EXISTS log_key_rev ON log (key, rev);
+CREATE TABLE IF NOT EXISTS current (
+    key TEXT PRIMARY KEY,
+    rev INTEGER NOT NULL             -- the live row of the key; tombstoned keys have no entry
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    name  TEXT PRIMARY KEY,
+    value                            -- untyped: integers and blobs
+) WITHOUT ROWID;
+";
+
+/// `meta` row holding `SCHEMA_VERSION`.
+pub const META_SCHEMA: &str = "schema_version";
+/// `meta` row holding the compacted revision: history at or below it is gone.
+pub const META_COMPACTED: &str = "compacted";
+/// `meta` row the health probe rewrites.
+pub const META_PROBE: &str = "probe";
+/// Prefix of the `meta` rows holding named secrets.
+pub const META_SECRET_PREFIX: &str = "secret:";
+
+pub const META_GET: &str = "SELECT value FROM meta WHERE name = ?1";
+pub const META_INSERT: &str = "INSERT INTO meta (name, value) VALUES (?1, ?2)";
+pub const META_SET: &str = "INSERT INTO meta (name, value) VALUES (?1, ?2)
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value";
+pub const META_BUMP: &str = "INSERT INTO meta (name, value) VALUES (?1, 1)
+    ON CONFLICT (name) DO UPDATE SET value = value + 1";
+
+/// The newest revision ever written. Compaction may delete the newest rows (tombstones), so the
+/// revision counter restarts from the larger of this and the compacted revision.
+pub const MAX_REV: &str = "SELECT COALESCE(MAX(rev), 0) FROM log";
+
+/// The live row of a key: (rev, create_rev, value).
+pub const CURRENT_GET: &str = "SELECT l.rev, l.create_rev, l.value
+    FROM current c JOIN log l ON l.rev = c.rev WHERE c.key = ?1";
+
+/// The newest row of a key, tombstone or not; a re-create links to it.
+pub const LATEST_REV: &str = "SELECT MAX(rev) FROM log WHERE key = ?1";
+
+pub const LOG_APPEND: &str =
+    "INSERT INTO log (rev, key, created, deleted, create_rev, prev_rev, value)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+pub const CURRENT_SET: &str = "INSERT INTO current (key, rev) VALUES (?1, ?2)
+    ON CONFLICT (key) DO UPDATE SET rev = excluded.rev";
+pub const CURRENT_DELETE: &str = "DELETE FROM current WHERE key = ?1";
+
+/// One page of the current state: ?1 prefix (inclusive lower bound), ?2 start_after (exclusive),
+/// ?3 prefix end (exclusive), ?4 limit (-1 = all). Keyset paging: never OFFSET.
+pub const LIST_CURRENT: &str = "SELECT c.key, l.value
+    FROM current c JOIN log l ON l.rev = c.rev
+    WHERE c.key >= ?1 AND c.key > ?2 AND c.key < ?3
+    ORDER BY c.key LIMIT ?4";
+
+/// One page of the state at revision ?5: the newest row per key at or below it, tombstones
+/// skipped. Bound parameters as for `LIST_CURRENT`.
+///
+/// This relies on SQLite's documented bare-column rule: with a single `max()` aggregate, the
+/// other columns come from the row holding the maximum. Grouping walks `log_key_rev` in key
+/// order, so the LIMIT stops the scan early.
+pub const LIST_AT: &str = "SELECT key, MAX(rev), deleted, value
+    FROM log
+    WHERE key >= ?1 AND key > ?2 AND key < ?3 AND rev <= ?5
+    GROUP BY key HAVING deleted = 0
+    ORDER BY key LIMIT ?4";
+
+/// Every change after revision ?1 under a prefix (?2 inclusive, ?3 exclusive), in revision
+/// order, with the previous value for updates and deletes.
+pub const EVENTS_AFTER: &str = "SELECT l.rev, l.key, l.created, l.deleted, l.value, p.value
+    FROM log l LEFT JOIN log p ON p.rev = l.prev_rev AND l.created = 0
+    WHERE l.rev > ?1 AND l.key >= ?2 AND l.key < ?3
+    ORDER BY l.rev";
+
+/// Compaction of the revisions in (?1, ?2]: first the rows they superseded, then the tombstones
+/// themselves. Rows newer than ?2 are never touched, so every state at or after ?2 stays whole.
+pub const COMPACT_SUPERSEDED: &str = "DELETE FROM log WHERE rev IN
+    (SELECT prev_rev FROM log WHERE rev > ?1 AND rev <= ?2 AND prev_rev != 0)";
+pub const COMPACT_TOMBSTONES: &str = "DELETE FROM log WHERE rev > ?1 AND rev <= ?2 AND deleted = 1";

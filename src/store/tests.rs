@@ -1,0 +1,284 @@
+//! Unit tests of the store's semantics through its public handle.
+
+use serde_json::json;
+
+use super::*;
+
+fn memory() -> Store {
+    Store::open(StoreConfig { path: ":memory:".into() }).unwrap()
+}
+
+fn obj(name: &str, n: i64) -> Value {
+    json!({"kind": "Thing", "metadata": {"name": name}, "spec": {"n": n}})
+}
+
+fn rv(v: &Value) -> u64 {
+    v["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+}
+
+fn names(r: &ListResult) -> Vec<&str> {
+    r.items.iter().map(|(_, v)| v["metadata"]["name"].as_str().unwrap()).collect()
+}
+
+fn page(prefix: &str, revision: Option<u64>, after: Option<&str>, limit: usize) -> ListRequest {
+    ListRequest {
+        prefix: prefix.into(),
+        revision,
+        start_after: after.map(Into::into),
+        limit: Some(limit),
+    }
+}
+
+#[tokio::test]
+async fn create_get_update_delete() {
+    let s = memory();
+    assert_eq!(s.current_revision().await.unwrap(), 0);
+    let a = s.create("g/p/ns/a", obj("a", 1)).await.unwrap();
+    assert_eq!(a["metadata"]["resourceVersion"], "1");
+    assert_eq!(s.get("g/p/ns/a").await.unwrap().unwrap(), a);
+    assert_eq!(s.get("g/p/ns/b").await.unwrap(), None);
+
+    assert_eq!(s.create("g/p/ns/a", obj("a", 9)).await, Err(StoreError::AlreadyExists));
+    assert_eq!(
+        s.update("g/p/ns/a", 7, obj("a", 2)).await,
+        Err(StoreError::Conflict { current_rev: 1 })
+    );
+    assert_eq!(s.update("g/p/ns/b", 1, obj("b", 2)).await, Err(StoreError::NotFound));
+
+    let a2 = s.update("g/p/ns/a", 1, obj("a", 2)).await.unwrap();
+    assert_eq!(rv(&a2), 2);
+    assert_eq!(a2["spec"]["n"], 2);
+
+    assert_eq!(s.delete("g/p/ns/a", 1).await, Err(StoreError::Conflict { current_rev: 2 }));
+    assert_eq!(s.delete("g/p/ns/b", 1).await, Err(StoreError::NotFound));
+    let gone = s.delete("g/p/ns/a", 2).await.unwrap();
+    // The last state, with the delete's revision.
+    assert_eq!(rv(&gone), 3);
+    assert_eq!(gone["spec"]["n"], 2);
+    assert_eq!(s.get("g/p/ns/a").await.unwrap(), None);
+    assert_eq!(s.delete("g/p/ns/a", 3).await, Err(StoreError::NotFound));
+
+    // A key can be created again after its delete.
+    let again = s.create("g/p/ns/a", obj("a", 5)).await.unwrap();
+    assert_eq!(rv(&again), 4);
+    assert_eq!(s.current_revision().await.unwrap(), 4);
+}
+
+#[tokio::test]
+async fn non_objects_are_refused_without_using_a_revision() {
+    let s = memory();
+    assert!(matches!(s.create("g/p/ns/a", json!([1])).await, Err(StoreError::Internal(_))));
+    assert!(matches!(
+        s.create("g/p/ns/a", json!({"metadata": 1})).await,
+        Err(StoreError::Internal(_))
+    ));
+    let a = s.create("g/p/ns/a", json!({})).await.unwrap();
+    assert_eq!(rv(&a), 1);
+}
+
+#[tokio::test]
+async fn revisions_have_no_gaps_across_failures() {
+    let s = memory();
+    let mut revs = Vec::new();
+    for i in 0..5 {
+        let key = format!("g/p/ns/{i}");
+        revs.push(rv(&s.create(&key, obj("x", i)).await.unwrap()));
+        // Failed writes do not use a revision.
+        assert!(s.create(&key, obj("x", i)).await.is_err());
+        assert!(s.update(&key, 999, obj("x", i)).await.is_err());
+        s.probe().await.unwrap();
+        s.secret("k").await.unwrap();
+        let cur = *revs.last().unwrap();
+        revs.push(rv(&s.update(&key, cur, obj("x", i + 10)).await.unwrap()));
+        revs.push(rv(&s.delete(&key, cur + 1).await.unwrap()));
+    }
+    assert_eq!(revs, (1..=15).collect::<Vec<_>>());
+    assert_eq!(s.current_revision().await.unwrap(), 15);
+}
+
+#[tokio::test]
+async fn list_pages_by_key_at_current_and_past_revisions() {
+    let s = memory();
+    for name in ["c", "a", "e", "b", "d"] {
+        s.create(&format!("g/p/ns/{name}"), obj(name, 0)).await.unwrap();
+    }
+    // Same-prefix neighbours that must stay out: another namespace sorting right after, and a
+    // cluster-scoped key of another plural.
+    s.create("g/p/ns0/z", obj("z", 0)).await.unwrap();
+    s.create("g/q//y", obj("y", 0)).await.unwrap();
+    let at = s.current_revision().await.unwrap(); // 7
+
+    // Current state, paged.
+    let p1 = s.list(page("g/p/ns/", None, None, 2)).await.unwrap();
+    assert_eq!((names(&p1), p1.more, p1.revision), (vec!["a", "b"], true, at));
+    let p2 = s.list(page("g/p/ns/", None, Some("g/p/ns/b"), 2)).await.unwrap();
+    assert_eq!((names(&p2), p2.more), (vec!["c", "d"], true));
+    let p3 = s.list(page("g/p/ns/", None, Some("g/p/ns/d"), 2)).await.unwrap();
+    assert_eq!((names(&p3), p3.more), (vec!["e"], false));
+    let exact = s.list(page("g/p/ns/", None, None, 5)).await.unwrap();
+    assert!(!exact.more);
+    let all = s.list(ListRequest { prefix: "g/p/".into(), ..Default::default() }).await.unwrap();
+    assert_eq!(names(&all), ["a", "b", "c", "d", "e", "z"]);
+    assert_eq!(all.items[0].0, "g/p/ns/a");
+
+    // Change things after `at`: delete b, update c, add f.
+    s.delete("g/p/ns/b", 4).await.unwrap();
+    s.update("g/p/ns/c", 1, obj("c", 1)).await.unwrap();
+    s.create("g/p/ns/f", obj("f", 0)).await.unwrap();
+    let now = s.list(page("g/p/ns/", None, None, 10)).await.unwrap();
+    assert_eq!(names(&now), ["a", "c", "d", "e", "f"]);
+    assert_eq!(now.revision, 10);
+
+    // The past revision still sees b, the old c, and no f; paging continues at that revision.
+    let old1 = s.list(page("g/p/ns/", Some(at), None, 3)).await.unwrap();
+    assert_eq!((names(&old1), old1.more, old1.revision), (vec!["a", "b", "c"], true, at));
+    assert_eq!(old1.items[2].1["spec"]["n"], 0);
+    assert_eq!(rv(&old1.items[2].1), 1);
+    let old2 = s.list(page("g/p/ns/", Some(at), Some("g/p/ns/c"), 3)).await.unwrap();
+    assert_eq!((names(&old2), old2.more), (vec!["d", "e"], false));
+
+    // Between the delete and the update: b is gone (tombstone skipped), c is old.
+    let mid = s.list(page("g/p/ns/", Some(8), None, 10)).await.unwrap();
+    assert_eq!(names(&mid), ["a", "c", "d", "e"]);
+    assert_eq!(mid.items[1].1["spec"]["n"], 0);
+
+    assert_eq!(
+        s.list(page("g/p/ns/", Some(11), None, 1)).await.unwrap_err(),
+        StoreError::FutureRevision { current: 10 }
+    );
+    let empty = s.list(page("g/x/", None, None, 1)).await.unwrap();
+    assert!(empty.items.is_empty() && !empty.more);
+}
+
+#[tokio::test]
+async fn compaction_expires_old_revisions_and_keeps_state() {
+    let s = memory();
+    s.create("g/p/ns/a", obj("a", 0)).await.unwrap(); // 1
+    s.create("g/p/ns/b", obj("b", 0)).await.unwrap(); // 2
+    s.update("g/p/ns/a", 1, obj("a", 1)).await.unwrap(); // 3
+    s.delete("g/p/ns/b", 2).await.unwrap(); // 4
+    s.create("g/p/ns/c", obj("c", 0)).await.unwrap(); // 5
+    assert_eq!(s.compact(4).await.unwrap(), 4);
+    assert_eq!(s.compact(2).await.unwrap(), 4);
+
+    assert_eq!(
+        s.list(page("g/p/", Some(3), None, 10)).await.unwrap_err(),
+        StoreError::Expired { compacted: 4 }
+    );
+    assert_eq!(s.events_after("g/p/", 3).await.unwrap_err(), StoreError::Expired { compacted: 4 });
+    let at4 = s.list(page("g/p/", Some(4), None, 10)).await.unwrap();
+    assert_eq!(names(&at4), ["a"]);
+    assert_eq!(at4.items[0].1["spec"]["n"], 1);
+    let now = s.list(page("g/p/", None, None, 10)).await.unwrap();
+    assert_eq!(names(&now), ["a", "c"]);
+    let replay = s.events_after("g/p/", 4).await.unwrap();
+    assert_eq!(replay.iter().map(|e| e.rev).collect::<Vec<_>>(), [5]);
+    // The current object is still updatable at its revision.
+    s.update("g/p/ns/a", 3, obj("a", 2)).await.unwrap();
+}
+
+#[tokio::test]
+async fn events_after_replays_kinds_and_previous_state() {
+    let s = memory();
+    s.create("g/p/ns/a", obj("a", 0)).await.unwrap(); // 1
+    s.create("g/p/other/x", obj("x", 0)).await.unwrap(); // 2, other prefix
+    s.update("g/p/ns/a", 1, obj("a", 1)).await.unwrap(); // 3
+    s.delete("g/p/ns/a", 3).await.unwrap(); // 4
+    s.create("g/p/ns/a", obj("a", 2)).await.unwrap(); // 5
+
+    let events = s.events_after("g/p/ns/", 0).await.unwrap();
+    let summary: Vec<_> = events.iter().map(|e| (e.rev, e.kind, e.key.as_str())).collect();
+    assert_eq!(
+        summary,
+        [
+            (1, EventType::Added, "g/p/ns/a"),
+            (3, EventType::Modified, "g/p/ns/a"),
+            (4, EventType::Deleted, "g/p/ns/a"),
+            (5, EventType::Added, "g/p/ns/a"),
+        ]
+    );
+    assert!(events[0].prev.is_none());
+    assert_eq!(events[1].prev.as_ref().unwrap()["spec"]["n"], 0);
+    assert_eq!(rv(events[2].prev.as_ref().unwrap()), 3);
+    assert_eq!(rv(&events[2].object), 4);
+    assert_eq!(events[2].object["spec"]["n"], 1);
+    // A re-create has no previous state even though a tombstone precedes it.
+    assert!(events[3].prev.is_none());
+    assert_eq!(s.events_after("g/p/ns/", 4).await.unwrap().len(), 1);
+    assert!(s.events_after("g/p/ns/", 99).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn live_events_follow_commits_in_order() {
+    let s = memory();
+    let mut rx = s.subscribe();
+    s.create("g/p/ns/a", obj("a", 0)).await.unwrap();
+    s.update("g/p/ns/a", 1, obj("a", 1)).await.unwrap();
+    let _ = s.update("g/p/ns/a", 1, obj("a", 1)).await; // conflict: no event
+    s.delete("g/p/ns/a", 2).await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let e = rx.recv().await.unwrap();
+        seen.push((e.rev, e.kind));
+    }
+    assert_eq!(seen, [(1, EventType::Added), (2, EventType::Modified), (3, EventType::Deleted)]);
+    assert!(rx.try_recv().is_err());
+}
+
+#[tokio::test]
+async fn reopening_a_file_keeps_data_revision_and_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").to_str().unwrap().to_owned();
+    let open = || Store::open(StoreConfig { path: path.clone() }).unwrap();
+
+    let s = open();
+    assert_eq!(s.pragmas().await.unwrap(), ("wal".to_owned(), 2));
+    s.create("g/p/ns/a", obj("a", 0)).await.unwrap();
+    s.create("g/p/ns/b", obj("b", 0)).await.unwrap();
+    s.delete("g/p/ns/b", 2).await.unwrap();
+    // Compacting the newest row (a tombstone) must not let its revision be reused.
+    assert_eq!(s.compact(3).await.unwrap(), 3);
+    let secret = s.secret("tokens").await.unwrap();
+    assert_eq!(secret.len(), 32);
+    assert_eq!(s.secret("tokens").await.unwrap(), secret);
+    assert_ne!(s.secret("other").await.unwrap(), secret);
+    drop(s);
+
+    let s = open();
+    assert_eq!(s.current_revision().await.unwrap(), 3);
+    assert_eq!(s.secret("tokens").await.unwrap(), secret);
+    assert_eq!(s.get("g/p/ns/a").await.unwrap().unwrap()["spec"]["n"], 0);
+    assert_eq!(s.get("g/p/ns/b").await.unwrap(), None);
+    assert_eq!(
+        s.list(page("g/p/", Some(2), None, 1)).await.unwrap_err(),
+        StoreError::Expired { compacted: 3 }
+    );
+    let b = s.create("g/p/ns/b", obj("b", 1)).await.unwrap();
+    assert_eq!(rv(&b), 4);
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").to_str().unwrap().to_owned();
+    drop(Store::open(StoreConfig { path: path.clone() }).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE meta SET value = 99 WHERE name = 'schema_version'", []).unwrap();
+    drop(conn);
+    assert!(matches!(Store::open(StoreConfig { path }), Err(StoreError::Internal(_))));
+}
+
+#[tokio::test]
+async fn memory_store_uses_full_sync() {
+    let s = memory();
+    assert_eq!(s.pragmas().await.unwrap(), ("memory".to_owned(), 2));
+    s.probe().await.unwrap();
+    assert_eq!(s.current_revision().await.unwrap(), 0);
+}
+
+#[test]
+fn opening_an_unusable_path_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("missing/dir/store.db").to_str().unwrap().to_owned();
+    assert!(matches!(Store::open(StoreConfig { path }), Err(StoreError::Unavailable(_))));
+}
