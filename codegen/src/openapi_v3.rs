@@ -4,8 +4,8 @@
 //! `x-kubernetes-group-version-kind`, and the field-validation check looks for a PATCH operation
 //! of the GVK that declares the `fieldValidation` query parameter among the operation's own
 //! parameters. So every operation gets its path-level parameters copied in (kubectl does not read
-//! path-item parameters); shared parameters stay `$ref`s into `components.parameters`, which
-//! kubectl follows.
+//! path-item parameters), and shared parameters are inlined: kubectl reads each parameter's own
+//! `name` and does not follow `$ref`s there.
 //!
 //! A group-version's document holds the paths of its resource operations and its `apiResources`
 //! discovery path, and the definitions those operations reach (`components.schemas`, in
@@ -29,7 +29,6 @@ use crate::swagger::{
 };
 
 const SCHEMAS_REF: &str = "#/components/schemas/";
-const COMPONENT_PARAMETERS_REF: &str = "#/components/parameters/";
 
 /// Every group-version's document as `(index key "apis/<g>/<v>", pretty JSON)`, in `GROUPS` order.
 pub fn documents(doc: &Document, api: &Api) -> Result<Vec<(String, Vec<u8>)>, Vec<String>> {
@@ -38,12 +37,7 @@ pub fn documents(doc: &Document, api: &Api) -> Result<Vec<(String, Vec<u8>)>, Ve
     for (gi, group) in api.groups.iter().enumerate() {
         for version in &group.versions {
             let key = crate::emit::openapi_v3_path(&group.name, version);
-            let mut gv = GroupVersion {
-                doc,
-                problems: Vec::new(),
-                parameters: Vec::new(),
-                roots: Vec::new(),
-            };
+            let mut gv = GroupVersion { doc, problems: Vec::new(), roots: Vec::new() };
             let spec = gv.document(api, gi, version);
             if gv.problems.is_empty() {
                 let mut bytes = serde_json::to_vec_pretty(&spec).expect("OpenAPI serializes");
@@ -65,8 +59,6 @@ pub fn documents(doc: &Document, api: &Api) -> Result<Vec<(String, Vec<u8>)>, Ve
 struct GroupVersion<'d> {
     doc: &'d Document,
     problems: Vec<String>,
-    /// Names of shared parameters referenced, first use first.
-    parameters: Vec<&'d str>,
     /// Schemas whose `$ref`s seed `components.schemas`.
     roots: Vec<&'d Value>,
 }
@@ -121,14 +113,6 @@ impl<'d> GroupVersion<'d> {
             }
         }
         let mut components = Components::default();
-        let mut names: Vec<&str> = self.parameters.clone();
-        names.sort_by_key(|n| doc.parameters.get_index_of(*n));
-        for name in names {
-            let p = &doc.parameters[name];
-            if let Some(p) = self.parameter(p) {
-                components.parameters.insert(name.to_string(), ReferenceOr::Item(p));
-            }
-        }
         for (name, def) in self.reachable_definitions() {
             let mut def = def.clone();
             if let Value::Object(map) = &mut def {
@@ -151,26 +135,25 @@ impl<'d> GroupVersion<'d> {
         let doc = self.doc;
         let ctx = op.operation_id.clone().unwrap_or_default();
         // Path-level first, then the operation's own, which win on the same name and location.
-        let mut merged: Vec<(&'d Parameter, Option<&'d str>)> = Vec::new();
+        let mut merged: Vec<&'d Parameter> = Vec::new();
         for p in item.parameters.iter().chain(&op.parameters) {
-            let (param, shared) = match p {
-                ParameterOrRef::Inline(p) => (p, None),
+            let param = match p {
+                ParameterOrRef::Inline(p) => p,
                 ParameterOrRef::Ref { reference } => {
                     let name = reference.strip_prefix(PARAMETERS_REF).expect("checked by lowering");
-                    (&doc.parameters[name], Some(name))
+                    &doc.parameters[name]
                 }
             };
-            merged.retain(|(q, _)| {
-                (q.name.as_str(), q.location) != (param.name.as_str(), param.location)
-            });
-            merged.push((param, shared));
+            merged
+                .retain(|q| (q.name.as_str(), q.location) != (param.name.as_str(), param.location));
+            merged.push(param);
         }
         let consumes = media_types(op.consumes.as_ref().unwrap_or(&doc.consumes));
         let produces = media_types(op.produces.as_ref().unwrap_or(&doc.produces));
 
         let mut parameters = Vec::new();
         let mut request_body = None;
-        for (p, shared) in merged {
+        for p in merged {
             if p.location == Location::Body {
                 let schema = p.schema.as_ref().expect("checked by lowering");
                 self.roots.push(schema);
@@ -184,13 +167,6 @@ impl<'d> GroupVersion<'d> {
                     required: p.required,
                     ..Default::default()
                 }));
-            } else if let Some(name) = shared {
-                if !self.parameters.contains(&name) {
-                    self.parameters.push(name);
-                }
-                parameters.push(ReferenceOr::Reference {
-                    reference: format!("{COMPONENT_PARAMETERS_REF}{name}"),
-                });
             } else if let Some(p) = self.parameter(p) {
                 parameters.push(ReferenceOr::Item(p));
             }
@@ -420,11 +396,11 @@ mod tests {
             patch["x-kubernetes-group-version-kind"],
             json!({"group": "a.io", "version": "v1", "kind": "Thing"})
         );
-        assert_eq!(
-            patch["parameters"],
-            json!([{"$ref": "#/components/parameters/namespace"}, {"$ref": "#/components/parameters/name"},
-                   {"$ref": "#/components/parameters/fieldValidation"}])
-        );
+        // Inline, by name: kubectl's fieldValidation check reads names and follows no `$ref`.
+        let params = patch["parameters"].as_array().unwrap();
+        let names: Vec<&str> = params.iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["namespace", "name", "fieldValidation"]);
+        assert!(params.iter().all(|p| p.get("$ref").is_none()));
         let content = patch["requestBody"]["content"].as_object().unwrap();
         let types: Vec<_> = content.keys().cloned().collect();
         assert_eq!(types, ["application/json-patch+json", "application/merge-patch+json"]);
@@ -434,13 +410,14 @@ mod tests {
             patch["responses"]["200"]["content"]["application/json"]["schema"],
             json!({"$ref": "#/components/schemas/io.a.v1.Thing"})
         );
-        let fv = &v1["components"]["parameters"]["fieldValidation"];
+        let fv = &params[2];
         assert_eq!(fv["in"], "query");
         assert_eq!(fv["schema"], json!({"type": "string", "uniqueItems": true}));
-        let ns = &v1["components"]["parameters"]["namespace"];
+        let ns = &params[0];
         assert_eq!(
             (&ns["in"], &ns["required"], &ns["schema"]["type"]),
             (&json!("path"), &json!(true), &json!("string"))
         );
+        assert!(v1["components"].get("parameters").is_none());
     }
 }

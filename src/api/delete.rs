@@ -18,13 +18,12 @@ use crate::resource::ResourceInfo;
 use crate::server::AppState;
 use crate::store::StoreError;
 
-const ORPHAN: &str = "orphan";
-const FOREGROUND: &str = "foregroundDeletion";
+use crate::gc::{FOREGROUND, ORPHAN};
 /// How often a delete re-reads the object when a concurrent write wins.
 const DELETE_RETRIES: usize = 16;
 
 /// What one delete did.
-enum Outcome {
+pub(crate) enum Outcome {
     /// Removed: answered with a Success Status.
     Deleted(Arc<Value>),
     /// Kept with a deletionTimestamp because finalizers remain: answered with the object.
@@ -61,7 +60,8 @@ pub async fn delete(
     }
 }
 
-async fn delete_one(
+/// Deletes one object as a DELETE request would (also used by the garbage collector).
+pub(crate) async fn delete_one(
     state: &AppState,
     res: &'static ResourceInfo,
     key: &str,

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 
+pub(crate) use delete::delete_one;
 pub use delete::{delete, delete_collection};
 pub use read::{get, list, watch};
 pub use write::{create, patch, update};

@@ -32,8 +32,7 @@ pub async fn create(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let (dry_run, _validation) = q.write_options("CreateOptions")?;
     let format = negotiate(req, res.is_stored())?;
     let mut obj = decode_object(req, &body, res.is_stored())?;
     check_type_meta(res, &obj)?;
@@ -106,8 +105,7 @@ pub async fn update(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let (dry_run, _validation) = q.write_options("UpdateOptions")?;
     let format = negotiate(req, true)?;
     let mut obj = decode_object(req, &body, true)?;
     check_type_meta(res, &obj)?;
@@ -165,8 +163,7 @@ pub async fn patch(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let dry_run = q.dry_run()?;
-    q.field_validation()?;
+    let (dry_run, _validation) = q.write_options("PatchOptions")?;
     let format = negotiate(req, true)?;
     let kind = match content_type(req).as_str() {
         "application/json-patch+json" => PatchKind::Json(parse_json_patch(&body)?),

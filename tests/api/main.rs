@@ -1,7 +1,18 @@
 //! Integration tests: the real binary on an ephemeral port, driven over HTTP. One test binary, so
 //! it links once.
 
+mod auth;
 mod common;
+mod conformance;
+mod crud;
+mod discovery;
 mod fixture_build;
+mod gc;
+mod health;
 mod kubectl;
+mod lists;
+mod openapi;
+mod seed_ops;
+mod token;
 mod validator;
+mod watch;

@@ -1,0 +1,272 @@
+//! Garbage collection by `ownerReferences` (A.7): what kube-controller-manager's collector does,
+//! inside the server, since there is no controller manager.
+//!
+//! The collector keeps no state of its own: everything it acts on is in the objects (finalizers,
+//! deletion timestamps, owner references), so a restart simply rescans. A pass lists every object,
+//! indexes them by uid, and then:
+//! - an owner being deleted with the `orphan` finalizer has its dependents' references to it
+//!   removed, then the finalizer;
+//! - an owner being deleted with `foregroundDeletion` has its dependents deleted (in the
+//!   foreground too), and loses the finalizer once no dependent that blocks it remains;
+//! - a dependent whose owners are all gone is deleted (background propagation); references to
+//!   gone owners are dropped when some owner remains.
+//!
+//! Passes run at start-up (after the server listens), whenever a committed write touches
+//! deletion state or owner references, and on a slow timer as a safety net.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::api::params::{DeleteOptions, Propagation};
+use crate::api::{delete_one, meta_str, stored_revision};
+use crate::error::ApiError;
+use crate::generated::RESOURCES;
+use crate::resource::ResourceInfo;
+use crate::server::AppState;
+use crate::store::{Event, ListRequest, StoreError};
+
+pub const ORPHAN: &str = "orphan";
+pub const FOREGROUND: &str = "foregroundDeletion";
+/// Objects read per store call during a pass.
+const PAGE: usize = 1000;
+/// Passes in a row while each still changes something, before waiting for news.
+const MAX_PASSES: usize = 16;
+
+/// Starts the collector on the current runtime.
+pub fn spawn(state: AppState, interval: Duration) {
+    actix_web::rt::spawn(async move { run(state, interval).await });
+}
+
+async fn run(state: AppState, interval: Duration) {
+    let mut events = state.store.subscribe();
+    loop {
+        for _ in 0..MAX_PASSES {
+            match collect(&state).await {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(e) => {
+                    log::warn!("garbage collection pass failed: {e}");
+                    break;
+                }
+            }
+        }
+        // Wait for a write that may matter, or the timer.
+        let deadline = tokio::time::sleep(interval);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                ev = events.recv() => match ev {
+                    Ok(ev) if relevant(&ev) => break,
+                    Ok(_) => continue,
+                    Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => return,
+                },
+                _ = &mut deadline => break,
+            }
+        }
+    }
+}
+
+/// Whether an event can give the collector work.
+fn relevant(ev: &Event) -> bool {
+    let touches = |v: &Value| {
+        v.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
+            || v.pointer("/metadata/ownerReferences").is_some_and(|r| !r.is_null())
+    };
+    matches!(ev.kind, crate::store::EventType::Deleted)
+        || touches(&ev.object)
+        || ev.prev.as_deref().is_some_and(touches)
+}
+
+/// The kind a storage key belongs to, in its storage version.
+fn resource_of(key: &str) -> Option<&'static ResourceInfo> {
+    let mut parts = key.splitn(3, '/');
+    let (group, plural) = (parts.next()?, parts.next()?);
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.plural == plural && r.version == r.storage_version)
+}
+
+fn owner_uids(obj: &Value) -> Vec<(String, bool)> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| {
+                    let uid = r.get("uid")?.as_str()?.to_string();
+                    let blocks = r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true);
+                    Some((uid, blocks))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
+}
+
+/// One pass over every object; true when it changed something.
+pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
+    let mut all: Vec<(String, Arc<Value>)> = Vec::new();
+    let mut start_after = None;
+    loop {
+        let page = state
+            .store
+            .list(ListRequest {
+                prefix: String::new(),
+                revision: None,
+                start_after: start_after.clone(),
+                limit: Some(PAGE),
+            })
+            .await?;
+        start_after = page.items.last().map(|(k, _)| k.clone());
+        all.extend(page.items);
+        if !page.more {
+            break;
+        }
+    }
+    let alive: HashSet<&str> = all.iter().map(|(_, o)| meta_str(o, "uid")).collect();
+    // owner uid → its dependents' keys, and whether each blocks the owner's deletion.
+    let mut dependents: HashMap<&str, Vec<(&str, bool)>> = HashMap::new();
+    for (key, obj) in &all {
+        if let Some(refs) = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array) {
+            for r in refs {
+                if let Some(uid) = r.get("uid").and_then(Value::as_str) {
+                    let blocks = r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true);
+                    dependents.entry(uid).or_default().push((key.as_str(), blocks));
+                }
+            }
+        }
+    }
+    let mut changed = false;
+    for (key, obj) in &all {
+        let Some(res) = resource_of(key) else { continue };
+        let uid = meta_str(obj, "uid");
+        let fins = finalizers(obj);
+        let deps = dependents.get(uid).cloned().unwrap_or_default();
+        if deleting(obj) && fins.iter().any(|f| f == ORPHAN) {
+            let is_owner = |u: &str| u == uid;
+            for (dep_key, _) in &deps {
+                changed |= retry(|| drop_owner_refs(state, dep_key, &is_owner)).await?;
+            }
+            changed |= retry(|| remove_finalizer(state, key, ORPHAN)).await?;
+        } else if deleting(obj) && fins.iter().any(|f| f == FOREGROUND) {
+            let opts = DeleteOptions {
+                propagation: Some(Propagation::Foreground),
+                ..DeleteOptions::default()
+            };
+            for (dep_key, _) in &deps {
+                let Some(dep_res) = resource_of(dep_key) else { continue };
+                let dep = all.iter().find(|(k, _)| k == dep_key).map(|(_, o)| o);
+                if dep.is_some_and(|d| !deleting(d)) {
+                    let name = dep_key.rsplit('/').next().unwrap_or("");
+                    match delete_one(state, dep_res, dep_key, name, &opts).await {
+                        Ok(_) | Err(ApiError::NotFound { .. }) => changed = true,
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            if !deps.iter().any(|(_, blocks)| *blocks) {
+                changed |= retry(|| remove_finalizer(state, key, FOREGROUND)).await?;
+            }
+        }
+        let owners = owner_uids(obj);
+        if owners.is_empty() {
+            continue;
+        }
+        let gone = |u: &str| !alive.contains(u);
+        if owners.iter().all(|(u, _)| gone(u)) {
+            if !deleting(obj) {
+                let opts = DeleteOptions {
+                    propagation: Some(Propagation::Background),
+                    ..DeleteOptions::default()
+                };
+                match delete_one(state, res, key, meta_str(obj, "name"), &opts).await {
+                    Ok(_) | Err(ApiError::NotFound { .. }) => changed = true,
+                    Err(e) => return Err(e),
+                }
+            }
+        } else if owners.iter().any(|(u, _)| gone(u)) {
+            changed |= retry(|| drop_owner_refs(state, key, &gone)).await?;
+        }
+    }
+    Ok(changed)
+}
+
+/// Runs an optimistic write again while a concurrent write wins.
+async fn retry<F, Fut>(mut f: F) -> Result<bool, ApiError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, StoreError>>,
+{
+    for _ in 0..16 {
+        match f().await {
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(StoreError::NotFound) => return Ok(false),
+            other => return other.map_err(ApiError::from),
+        }
+    }
+    Ok(false)
+}
+
+/// Removes the owner references matching `drop` from the object at `key`.
+async fn drop_owner_refs(
+    state: &AppState,
+    key: &str,
+    drop: &dyn Fn(&str) -> bool,
+) -> Result<bool, StoreError> {
+    let Some(current) = state.store.get(key).await? else { return Ok(false) };
+    let mut obj = (*current).clone();
+    let Some(refs) = obj.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut)
+    else {
+        return Ok(false);
+    };
+    let before = refs.len();
+    refs.retain(|r| !r.get("uid").and_then(Value::as_str).is_some_and(drop));
+    if refs.len() == before {
+        return Ok(false);
+    }
+    if refs.is_empty() {
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("ownerReferences");
+        }
+    }
+    state.store.update(key, stored_revision(&current), obj).await?;
+    Ok(true)
+}
+
+/// Removes finalizer `name`; an object being deleted that loses its last finalizer goes.
+async fn remove_finalizer(state: &AppState, key: &str, name: &str) -> Result<bool, StoreError> {
+    let Some(current) = state.store.get(key).await? else { return Ok(false) };
+    let mut fins = finalizers(&current);
+    if !fins.iter().any(|f| f == name) {
+        return Ok(false);
+    }
+    fins.retain(|f| f != name);
+    if fins.is_empty() && deleting(&current) {
+        state.store.delete(key, stored_revision(&current)).await?;
+        return Ok(true);
+    }
+    let mut obj = (*current).clone();
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        if fins.is_empty() {
+            meta.remove("finalizers");
+        } else {
+            meta.insert("finalizers".into(), json!(fins));
+        }
+    }
+    state.store.update(key, stored_revision(&current), obj).await?;
+    Ok(true)
+}
