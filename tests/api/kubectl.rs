@@ -354,6 +354,17 @@ fn get_lists_across_and_within_namespaces() {
         names.lines().collect::<Vec<_>>(),
         ["virtualmachine.kubevirt.io/fedora-vm", "virtualmachine.kubevirt.io/fedora-vm-2"]
     );
+    let out = k.ok(&["get", "vm", "-n", "team-a", "--show-labels"]);
+    let rows = table(&out);
+    assert_eq!(rows[0]["LABELS"], "app=fedora,kubevirt.io/os=fedora", "{out}");
+
+    // The `all` category (discovery `categories`) reaches the virtual machines.
+    let names = k.ok(&["get", "all", "-n", "team-b", "-o", "name"]);
+    assert_eq!(
+        names.lines().collect::<Vec<_>>(),
+        ["virtualmachine.kubevirt.io/fedora-vm", "virtualmachine.kubevirt.io/fedora-vm-2"],
+        "kubectl get all"
+    );
 }
 
 #[test]
