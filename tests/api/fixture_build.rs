@@ -21,8 +21,10 @@ const NEW_VERSION: &str = "v1beta1";
 const TEMPLATE_GROUP: &str = "kubevirt.io";
 const TEMPLATE_VERSION: &str = "v1";
 const TEMPLATE_KIND: &str = "VirtualMachine";
+const TEMPLATE_SINGULAR: &str = "virtualmachine";
 const TEMPLATE_PLURAL: &str = "virtualmachines";
 const NEW_KIND: &str = "VirtualMachinePool";
+const NEW_SINGULAR: &str = "virtualmachinepool";
 const NEW_PLURAL: &str = "virtualmachinepools";
 /// The path removed from the document.
 const REMOVED_PATH: &str = "/apis/export.kubevirt.io/v1alpha1/virtualmachineexports";
@@ -47,73 +49,57 @@ fn definition_prefix(group: &str, version: &str) -> String {
     format!("{}.{version}.", parts.join("."))
 }
 
-/// Copies every path under `path_prefix` that `keep` accepts and every definition under
-/// `def_prefix` that `keep_def` accepts, renamed by `pairs`. Panics if a copy already exists.
+/// Adds to `section` (`paths` or `definitions`) a renamed copy of every entry whose key `copy`
+/// accepts, and returns how many. Panics if a copy would replace an entry.
 fn copy_renamed(
     doc: &mut Value,
-    path_prefix: &str,
-    keep: impl Fn(&str) -> bool,
-    def_prefix: &str,
-    keep_def: impl Fn(&str) -> bool,
+    section: &str,
+    copy: impl Fn(&str) -> bool,
     pairs: &[(&str, &str)],
-) -> (usize, usize) {
-    let fix = |s: &str| pairs.iter().fold(s.to_string(), |acc, (from, to)| acc.replace(from, to));
-    let mut added = (0, 0);
-    for (section, prefix, accept) in [
-        ("paths", path_prefix, &keep as &dyn Fn(&str) -> bool),
-        ("definitions", def_prefix, &keep_def as &dyn Fn(&str) -> bool),
-    ] {
-        let map = doc[section].as_object_mut().expect("an object section");
-        let copies: Vec<(String, Value)> = map
-            .iter()
-            .filter(|(k, _)| k.starts_with(prefix) && accept(k))
-            .map(|(k, v)| (fix(k), rename(v, pairs)))
-            .collect();
-        for (k, v) in copies {
-            assert!(map.insert(k.clone(), v).is_none(), "{section} already has {k}");
-            if section == "paths" {
-                added.0 += 1;
-            } else {
-                added.1 += 1;
-            }
-        }
+) -> usize {
+    let map = doc[section].as_object_mut().expect("an object section");
+    let copies: Vec<(String, Value)> = map
+        .iter()
+        .filter(|(k, _)| copy(k))
+        .map(|(k, v)| match rename(&json!({ k: v }), pairs) {
+            Value::Object(one) => one.into_iter().next().expect("one entry"),
+            _ => unreachable!(),
+        })
+        .collect();
+    for (k, v) in &copies {
+        assert!(map.insert(k.clone(), v.clone()).is_none(), "{section} already has {k}");
     }
-    added
+    copies.len()
 }
 
 /// The extended document: `clone.kubevirt.io` gains `v1beta1`, `kubevirt.io/v1` gains the
 /// namespaced kind `VirtualMachinePool` (short names vmpool, vmpools), and the all-namespaces
 /// list of VirtualMachineExports is removed.
-pub fn extended_document(original: &Value) -> Value {
+fn extended_document(original: &Value) -> Value {
     let mut doc = original.clone();
 
     // A new version of an existing group: its discovery path, resource paths and definitions.
-    let (paths, defs) = copy_renamed(
-        &mut doc,
-        &format!("/apis/{NEW_VERSION_GROUP}/{OLD_VERSION}/"),
-        |_| true,
-        &definition_prefix(NEW_VERSION_GROUP, OLD_VERSION),
-        |_| true,
-        &[(OLD_VERSION, NEW_VERSION), (&capitalized(OLD_VERSION), &capitalized(NEW_VERSION))],
-    );
-    assert!(paths >= 5 && defs >= 2, "copied {paths} paths and {defs} definitions");
+    let renames = [
+        (OLD_VERSION, NEW_VERSION),
+        (&capitalized(OLD_VERSION) as &str, &capitalized(NEW_VERSION) as &str),
+    ];
+    let path_prefix = format!("/apis/{NEW_VERSION_GROUP}/{OLD_VERSION}/");
+    let paths = copy_renamed(&mut doc, "paths", |p| p.starts_with(&path_prefix), &renames);
+    let def_prefix = definition_prefix(NEW_VERSION_GROUP, OLD_VERSION);
+    let defs = copy_renamed(&mut doc, "definitions", |d| d.starts_with(&def_prefix), &renames);
+    assert_eq!((paths, defs), (5, 2), "the group version's paths and definitions");
 
     // A new kind in an existing group version, modelled on VirtualMachine.
-    let is_template_path = |p: &str| p.split('/').any(|seg| seg == TEMPLATE_PLURAL);
+    let renames = [(TEMPLATE_KIND, NEW_KIND), (TEMPLATE_SINGULAR, NEW_SINGULAR)];
+    let path_prefix = format!("/apis/{TEMPLATE_GROUP}/{TEMPLATE_VERSION}/");
+    let is_template_path =
+        |p: &str| p.starts_with(&path_prefix) && p.split('/').any(|seg| seg == TEMPLATE_PLURAL);
+    let paths = copy_renamed(&mut doc, "paths", is_template_path, &renames);
     let template_def =
         format!("{}{TEMPLATE_KIND}", definition_prefix(TEMPLATE_GROUP, TEMPLATE_VERSION));
     let template_list = format!("{template_def}List");
-    let (paths, defs) = copy_renamed(
-        &mut doc,
-        &format!("/apis/{TEMPLATE_GROUP}/{TEMPLATE_VERSION}/"),
-        is_template_path,
-        &template_def,
-        |d| d == template_def || d == template_list,
-        &[
-            (TEMPLATE_KIND, NEW_KIND),
-            (&TEMPLATE_PLURAL[..TEMPLATE_PLURAL.len() - 1], &NEW_PLURAL[..NEW_PLURAL.len() - 1]),
-        ],
-    );
+    let is_template_def = |d: &str| d == template_def || d == template_list;
+    let defs = copy_renamed(&mut doc, "definitions", is_template_def, &renames);
     assert_eq!((paths, defs), (6, 2), "the template kind's paths and definitions");
     let new_def = format!("{}{NEW_KIND}", definition_prefix(TEMPLATE_GROUP, TEMPLATE_VERSION));
     let def = &mut doc["definitions"][&new_def];
