@@ -13,6 +13,7 @@ mod kubectl;
 mod lists;
 mod openapi;
 mod seed_ops;
+mod subresources;
 mod token;
 mod validator;
 mod watch;
