@@ -172,14 +172,21 @@ fn root_lists_paths() {
 }
 
 #[test]
-fn core_api_has_no_versions() {
+fn core_api_serves_no_resources() {
     let s = TestServer::start();
     for path in ["/api", "/api/"] {
         let api = s.get_json(path);
         assert_eq!(api["kind"], "APIVersions", "{path}");
-        assert_eq!(api["versions"], json!([]), "{path}: versions is an empty array");
+        // kube-rs's Discovery::run refuses a core group without versions.
+        assert_eq!(api["versions"], json!(["v1"]), "{path}");
         assert!(api.get("apiVersion").is_none(), "{path}: no apiVersion field");
         assert!(api["serverAddressByClientCIDRs"].is_array());
+    }
+    for path in ["/api/v1", "/api/v1/"] {
+        let v1 = s.get_json(path);
+        assert_eq!(v1["kind"], "APIResourceList", "{path}");
+        assert_eq!(v1["groupVersion"], "v1");
+        assert_eq!(v1["resources"], json!([]), "{path}: no core resources");
     }
 }
 
@@ -306,7 +313,8 @@ fn unknown_groups_and_versions_are_plain_404() {
         "/apis/nope.io/v1",
         "/apis/kubevirt.io/v9",
         "/apis/kubevirt.io/v1beta1",
-        "/api/v1",
+        "/api/v2",
+        "/api/v1/pods",
     ] {
         assert_plain_404(&s.get(path));
     }
