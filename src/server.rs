@@ -1,8 +1,11 @@
 //! The HTTP server: shared state, the app (generated routes plus the plain 404), and `run`.
 
+use std::any::Any;
 use std::net::TcpListener;
+use std::sync::Arc;
 use std::time::Duration;
 
+use actix_web::dev::Extensions;
 use actix_web::{web, App, HttpResponse, HttpServer};
 
 use crate::error::ApiError;
@@ -36,6 +39,41 @@ impl Default for WatchConfig {
     fn default() -> WatchConfig {
         WatchConfig { bookmark_interval: Duration::from_secs(60) }
     }
+}
+
+/// A second handle on a connection's socket, kept with the connection, so a streaming response
+/// can tell that its client went away. actix notices a closed connection only when it writes
+/// (actix-web#1313), so an idle watch would otherwise live on until its timeout.
+#[derive(Clone)]
+pub struct PeerSocket(Arc<std::net::TcpStream>);
+
+impl PeerSocket {
+    /// Whether the client has closed the connection (end of stream or an error). Peeking takes
+    /// nothing from the socket; the socket is non-blocking (tokio set it so), so this never waits.
+    pub fn closed(&self) -> bool {
+        let mut byte = [0u8; 1];
+        match self.0.peek(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        }
+    }
+}
+
+/// Keeps a `PeerSocket` in each plain-TCP connection's data (`HttpRequest::conn_data`).
+fn on_connect(conn: &dyn Any, data: &mut Extensions) {
+    #[cfg(unix)]
+    if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+        use std::os::fd::AsFd;
+        match tcp.as_fd().try_clone_to_owned() {
+            Ok(fd) => {
+                data.insert(PeerSocket(Arc::new(std::net::TcpStream::from(fd))));
+            }
+            Err(e) => log::warn!("cannot watch the connection for disconnects: {e}"),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (conn, data);
 }
 
 /// Prometheus text, under kube-apiserver's metric names: open watches and watchers cut off for
@@ -74,6 +112,7 @@ pub fn run(listener: TcpListener, state: AppState) -> std::io::Result<actix_web:
             .configure(configure)
             .default_service(web::to(not_found))
     })
+    .on_connect(on_connect)
     .listen(listener)?
     .run();
     Ok(server)

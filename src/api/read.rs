@@ -16,7 +16,7 @@ use super::params::{ContinueToken, ListOptions, Query, RvMatch};
 use super::{collection_prefix, for_version, object_key, Target};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
-use crate::server::AppState;
+use crate::server::{AppState, PeerSocket};
 use crate::store::{EventType, ListRequest, StoreError};
 use crate::watch::{Item, Predicate, Start, Watch};
 
@@ -254,6 +254,9 @@ pub async fn watch(
     watch_response(state, res, target, req, opts, false).await
 }
 
+/// How often a watch checks whether its client has gone away.
+const PEER_CHECK: Duration = Duration::from_secs(1);
+
 /// Kube waits this long before a watch's deadline to send a last bookmark (cache_watcher.go).
 const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
 
@@ -320,6 +323,8 @@ async fn watch_response(
             due: false,
         }),
         end_bookmark,
+        peer: req.conn_data::<PeerSocket>().cloned(),
+        next_peer_check: now + PEER_CHECK,
         done: false,
     };
     if let Some(b) = &mut stream.bookmarks {
@@ -348,6 +353,9 @@ struct WatchStream {
     bookmarks: Option<Bookmarks>,
     /// Send the watch-list's end bookmark when the initial events are out.
     end_bookmark: bool,
+    /// The connection, to end the watch (and drop its subscription) once the client is gone.
+    peer: Option<PeerSocket>,
+    next_peer_check: Instant,
     done: bool,
 }
 
@@ -421,6 +429,13 @@ impl WatchStream {
                 _ = sleep_until_some(bookmark_at), if bookmark_at.is_some() => {
                     if let Some(b) = &mut self.bookmarks {
                         b.due = true;
+                    }
+                }
+                _ = tokio::time::sleep_until(self.next_peer_check), if self.peer.is_some() => {
+                    self.next_peer_check = Instant::now() + PEER_CHECK;
+                    if self.peer.as_ref().is_some_and(PeerSocket::closed) {
+                        self.done = true;
+                        return None;
                     }
                 }
             }
