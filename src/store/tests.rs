@@ -374,3 +374,30 @@ async fn compaction_follows_the_configured_window_once_started() {
     assert_eq!(s.events_after("g/p/", rev - 5).await.unwrap().len(), 5);
     assert_eq!(s.get("g/p/ns/a").await.unwrap().unwrap()["spec"]["n"], 49);
 }
+
+#[tokio::test]
+async fn compaction_runs_beside_writes_in_small_batches() {
+    let mut cfg = StoreConfig::new(":memory:");
+    cfg.retention = RetentionConfig {
+        window: std::time::Duration::from_millis(1),
+        min_revisions: 0,
+        interval: std::time::Duration::from_millis(1),
+    };
+    let s = Store::open(cfg).unwrap();
+    s.start_compaction();
+    let mut rev = rv(&s.create("g/p/ns/a", obj("a", 0)).await.unwrap());
+    let mut slowest = std::time::Duration::ZERO;
+    for i in 1..3000 {
+        let t0 = std::time::Instant::now();
+        rev = rv(&s.update("g/p/ns/a", rev, obj("a", i)).await.unwrap());
+        slowest = slowest.max(t0.elapsed());
+    }
+    // Compaction kept up while writing, and no write waited long behind it.
+    assert!(slowest < std::time::Duration::from_millis(500), "a write took {slowest:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !matches!(s.events_after("g/p/", rev - 1).await, Err(StoreError::Expired { .. })) {
+        assert!(std::time::Instant::now() < deadline, "compaction did not catch up");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(s.get("g/p/ns/a").await.unwrap().unwrap()["spec"]["n"], 2999);
+}
