@@ -107,6 +107,17 @@ pub enum ApiError {
         plural: String,
         name: String,
     },
+    /// 401: missing or unknown credentials.
+    Unauthorized,
+    /// 403 with kube's message naming the user, verb and resource.
+    Forbidden {
+        message: String,
+        name: String,
+        group: String,
+        resource: String,
+    },
+    /// 429: the user's in-flight request limit is reached; clients retry after a second.
+    TooManyRequests,
     /// 422 `Invalid` with only a message, as kube answers a failing JSON patch operation.
     PatchRejected,
     BadRequest(String),
@@ -254,6 +265,22 @@ impl ApiError {
                         "{} {name:?} already exists, the server was not able to generate a unique name for the object",
                         qualify(plural, group)
                     ),
+                    Some(details),
+                )
+            }
+            Unauthorized => (StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized".into(), None),
+            Forbidden { message, name, group, resource } => (
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                message.clone(),
+                Some(Details::named(name, group, resource)),
+            ),
+            TooManyRequests => {
+                let details = Details { retry_after_seconds: 1, ..Details::default() };
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "TooManyRequests",
+                    "Too many requests, please try again later.".into(),
                     Some(details),
                 )
             }

@@ -2,13 +2,17 @@
 //! See ARCHITECTURE.md for the map of modules.
 
 pub mod api;
+pub mod authn;
+pub mod authz;
 pub mod discovery;
 pub mod error;
+pub mod filters;
 pub mod gc;
 pub mod generated;
 pub mod health;
 pub mod meta;
 pub mod openapi;
+pub mod request_info;
 pub mod resource;
 pub mod selector;
 pub mod server;

@@ -5,6 +5,9 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use clap::Parser;
+use virt_apiserver::authn::TokenFile;
+use virt_apiserver::authz::Abac;
+use virt_apiserver::filters::Filters;
 use virt_apiserver::server::{self, AppState, WatchConfig};
 use virt_apiserver::store::{QueueLimits, RetentionConfig, Store, StoreConfig};
 
@@ -43,6 +46,24 @@ struct Args {
     /// Bytes of unread events a watcher may have queued before it is ended with 410 Expired.
     #[arg(long, default_value_t = QueueLimits::default().bytes)]
     watch_queue_bytes: usize,
+    /// Bearer tokens, in kube-apiserver's CSV format: token,user,uid,"group1,group2".
+    #[arg(long)]
+    token_auth_file: Option<String>,
+    /// `AlwaysAllow` (default) or `ABAC` (needs --authorization-policy-file).
+    #[arg(long, default_value = "AlwaysAllow")]
+    authorization_mode: String,
+    /// ABAC policies, one JSON policy per line, as kube-apiserver reads them.
+    #[arg(long)]
+    authorization_policy_file: Option<String>,
+    /// Most read-only requests in flight per user (watches excepted).
+    #[arg(long, default_value_t = virt_apiserver::filters::DEFAULT_MAX_READONLY)]
+    max_requests_inflight: usize,
+    /// Most mutating requests in flight per user.
+    #[arg(long, default_value_t = virt_apiserver::filters::DEFAULT_MAX_MUTATING)]
+    max_mutating_requests_inflight: usize,
+    /// Serve on a non-loopback address without authentication (anyone who reaches it may write).
+    #[arg(long)]
+    insecure_allow_unauthenticated_remote: bool,
 }
 
 /// Seconds (`300`), or a sum of numbers with units ms, s, m, h (`5m`, `1m30s`, `1.5s`).
@@ -76,6 +97,38 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
+fn fail(msg: impl std::fmt::Display) -> ! {
+    eprintln!("error: {msg}");
+    std::process::exit(1);
+}
+
+/// Builds the filter chain's configuration from the flags, refusing unsafe combinations.
+fn filters(args: &Args, addr: &std::net::SocketAddr) -> Filters {
+    let tokens =
+        args.token_auth_file.as_deref().map(|p| TokenFile::load(p).unwrap_or_else(|e| fail(e)));
+    let abac = match args.authorization_mode.as_str() {
+        "AlwaysAllow" => None,
+        "ABAC" => {
+            let Some(path) = args.authorization_policy_file.as_deref() else {
+                fail("--authorization-mode=ABAC needs --authorization-policy-file")
+            };
+            Some(Abac::load(path).unwrap_or_else(|e| fail(e)))
+        }
+        other => fail(format!("unknown --authorization-mode {other:?}: use AlwaysAllow or ABAC")),
+    };
+    if tokens.is_none() {
+        if !addr.ip().is_loopback() && !args.insecure_allow_unauthenticated_remote {
+            fail(format!(
+                "refusing to serve {addr} without authentication: give --token-auth-file, listen on loopback, or pass --insecure-allow-unauthenticated-remote"
+            ));
+        }
+        eprintln!(
+            "warning: no authentication configured; every request is allowed as system:anonymous"
+        );
+    }
+    Filters::new(tokens, abac, args.max_requests_inflight, args.max_mutating_requests_inflight)
+}
+
 fn main() -> std::io::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args = Args::parse();
@@ -97,10 +150,11 @@ fn main() -> std::io::Result<()> {
     };
     let listener = TcpListener::bind(&args.listen)?;
     let addr = listener.local_addr()?;
+    let filters = filters(&args, &addr);
     actix_web::rt::System::new().block_on(async move {
         let watch = WatchConfig { bookmark_interval: args.bookmark_interval };
         let state = AppState { store, watch };
-        let server = server::run(listener, state.clone())?;
+        let server = server::run(listener, state.clone(), filters)?;
         // Tests and scripts read the bound address from this first line.
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening on http://{addr}")?;

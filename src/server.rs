@@ -9,6 +9,7 @@ use actix_web::dev::Extensions;
 use actix_web::{web, App, HttpResponse, HttpServer};
 
 use crate::error::ApiError;
+use crate::filters::Filters;
 use crate::store::Store;
 
 /// Largest request body (kube-apiserver's `MaxRequestBodyBytes`).
@@ -102,11 +103,18 @@ async fn not_found() -> HttpResponse {
 }
 
 /// Starts serving on `listener`; the returned server runs until stopped.
-pub fn run(listener: TcpListener, state: AppState) -> std::io::Result<actix_web::dev::Server> {
+pub fn run(
+    listener: TcpListener,
+    state: AppState,
+    filters: Filters,
+) -> std::io::Result<actix_web::dev::Server> {
     let data = web::Data::new(state);
+    let filters = web::Data::new(filters);
     let server = HttpServer::new(move || {
         App::new()
+            .wrap(actix_web::middleware::from_fn(crate::filters::chain))
             .app_data(data.clone())
+            .app_data(filters.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .route("/metrics", web::get().to(metrics))
             .configure(configure)

@@ -52,21 +52,29 @@ impl Query {
         }
     }
 
-    /// `dryRun`: only `All` is accepted.
-    pub fn dry_run(&self) -> Result<bool, ApiError> {
-        dry_run_values(&self.all("dryRun"))
-    }
-
-    /// `fieldValidation`, checked against its three values.
-    pub fn field_validation(&self) -> Result<FieldValidation, ApiError> {
-        match self.get("fieldValidation") {
-            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
-            Some("Ignore") => Ok(FieldValidation::Ignore),
-            Some("Strict") => Ok(FieldValidation::Strict),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
-            ))),
+    /// The options every write takes, `dryRun` and `fieldValidation`, validated as kube's
+    /// `Validate{Create,Update,Patch}Options` do: bad values are one 422 on
+    /// `<kind>.meta.k8s.io` (`CreateOptions`, `UpdateOptions` or `PatchOptions`).
+    pub fn write_options(&self, kind: &str) -> Result<(bool, FieldValidation), ApiError> {
+        let dry = self.all("dryRun");
+        let mut causes: Vec<Cause> = dry_run_cause(&dry).into_iter().collect();
+        let validation = match self.get("fieldValidation") {
+            None | Some("") | Some("Warn") => FieldValidation::Warn,
+            Some("Ignore") => FieldValidation::Ignore,
+            Some("Strict") => FieldValidation::Strict,
+            Some(other) => {
+                causes.push(Cause::not_supported(
+                    "fieldValidation",
+                    other,
+                    &["", "Ignore", "Strict", "Warn"],
+                ));
+                FieldValidation::Warn
+            }
+        };
+        if !causes.is_empty() {
+            return Err(ApiError::invalid_options(kind, causes));
         }
+        Ok((!dry.is_empty(), validation))
     }
 }
 
@@ -74,18 +82,21 @@ fn parse_bool(v: &str) -> bool {
     !(v == "0" || v.eq_ignore_ascii_case("false"))
 }
 
-fn dry_run_values(values: &[&str]) -> Result<bool, ApiError> {
-    let mut any = false;
-    for v in values {
-        if *v != "All" {
-            return Err(ApiError::invalid_options(
-                "DeleteOptions",
-                vec![Cause::not_supported("dryRun", v, &["All"])],
-            ));
-        }
-        any = true;
+/// kube's `ValidateDryRun`: every value must be `All`; the whole list is the bad value, printed
+/// as Go's `%#v` of a `[]string`.
+fn dry_run_cause(values: &[&str]) -> Option<Cause> {
+    if values.iter().all(|v| *v == "All") {
+        return None;
     }
-    Ok(any)
+    let list: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+    Some(Cause {
+        reason: "FieldValueNotSupported",
+        message: format!(
+            "Unsupported value: []string{{{}}}: supported values: \"All\"",
+            list.join(", ")
+        ),
+        field: "dryRun".into(),
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -396,13 +407,8 @@ impl DeleteOptions {
             }
         }
         let dry_refs: Vec<&str> = dry.iter().map(String::as_str).collect();
-        let dry_run = match dry_run_values(&dry_refs) {
-            Ok(d) => d,
-            Err(_) => {
-                causes.push(Cause::not_supported("dryRun", dry_refs.join(",").as_str(), &["All"]));
-                false
-            }
-        };
+        causes.extend(dry_run_cause(&dry_refs));
+        let dry_run = !dry_refs.is_empty();
         if !causes.is_empty() {
             return Err(ApiError::invalid_options("DeleteOptions", causes));
         }
@@ -468,6 +474,18 @@ mod tests {
         assert!(p("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan").is_ok());
         assert!(matches!(p("labelSelector=a%20b"), Err(ApiError::BadRequest(_))));
         assert!(matches!(p("resourceVersion=abc"), Err(ApiError::BadRequest(_))));
+    }
+
+    #[test]
+    fn write_options_are_422_on_the_verbs_options_kind() {
+        let q = Query::from_query("dryRun=All&fieldValidation=Strict").unwrap();
+        assert_eq!(q.write_options("CreateOptions").unwrap(), (true, FieldValidation::Strict));
+        let q = Query::from_query("dryRun=All&dryRun=x&fieldValidation=Nope").unwrap();
+        let s = q.write_options("PatchOptions").unwrap_err().to_status();
+        assert_eq!(
+            s.message.unwrap(),
+            "PatchOptions.meta.k8s.io \"\" is invalid: [dryRun: Unsupported value: []string{\"All\", \"x\"}: supported values: \"All\", fieldValidation: Unsupported value: \"Nope\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"]"
+        );
     }
 
     #[test]

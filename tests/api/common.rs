@@ -10,6 +10,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use virt_apiserver::generated::{GROUPS, RESOURCES};
+use virt_apiserver::resource::ResourceInfo;
 
 /// A running `virt-apiserver` process, killed on drop.
 pub struct TestServer {
@@ -251,4 +253,217 @@ pub fn eventually<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
 /// The repository root.
 pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-kind paths and bodies, Status checks, and small readers shared by the API tests.
+
+/// The served kind `plural` of `group` in `version`.
+pub fn resource(group: &str, version: &str, plural: &str) -> &'static ResourceInfo {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+        .unwrap_or_else(|| panic!("no resource {plural}.{group}/{version} in RESOURCES"))
+}
+
+/// Every served (group, version, kind) that is kept in the store.
+pub fn stored_resources() -> impl Iterator<Item = &'static ResourceInfo> {
+    RESOURCES.iter().filter(|r| r.is_stored())
+}
+
+/// The preferred-version entry of `group`'s kind `plural`.
+pub fn preferred(group: &str, plural: &str) -> &'static ResourceInfo {
+    let g = GROUPS.iter().find(|g| g.name == group).expect("group in GROUPS");
+    resource(group, g.versions[0], plural)
+}
+
+/// A collection path: the namespace is used for namespaced kinds (`None` = all namespaces) and
+/// ignored for cluster kinds.
+pub fn collection_path(res: &ResourceInfo, ns: Option<&str>) -> String {
+    match ns {
+        Some(ns) if res.namespaced => {
+            format!("/apis/{}/{}/namespaces/{ns}/{}", res.group, res.version, res.plural)
+        }
+        _ => format!("/apis/{}/{}/{}", res.group, res.version, res.plural),
+    }
+}
+
+/// One object's path (the namespace is ignored for cluster kinds).
+pub fn item_path(res: &ResourceInfo, ns: &str, name: &str) -> String {
+    format!("{}/{name}", collection_path(res, Some(ns)))
+}
+
+/// A `/watch/` path for a collection (`name` None) or one object.
+pub fn watch_path(res: &ResourceInfo, ns: Option<&str>, name: Option<&str>) -> String {
+    let mut p = match ns {
+        Some(ns) if res.namespaced => {
+            format!("/apis/{}/{}/watch/namespaces/{ns}/{}", res.group, res.version, res.plural)
+        }
+        _ => format!("/apis/{}/{}/watch/{}", res.group, res.version, res.plural),
+    };
+    if let Some(n) = name {
+        p.push('/');
+        p.push_str(n);
+    }
+    p
+}
+
+/// A minimal valid create body for `res` (the namespace only on namespaced kinds; token
+/// requests get their required field).
+pub fn object(res: &ResourceInfo, ns: &str, name: &str) -> Value {
+    let mut meta = serde_json::json!({ "name": name });
+    if res.namespaced {
+        meta["namespace"] = Value::String(ns.to_string());
+    }
+    let mut obj = serde_json::json!({
+        "apiVersion": res.api_version(),
+        "kind": res.kind,
+        "metadata": meta,
+        "spec": {"answer": 42},
+    });
+    if let Some(field) = res.token_field {
+        let mut at = &mut obj;
+        for part in field.split('.') {
+            at = &mut at[part];
+        }
+        *at = Value::String(format!("{name}-pvc"));
+    }
+    obj
+}
+
+/// `object` with labels.
+pub fn labelled(res: &ResourceInfo, ns: &str, name: &str, labels: Value) -> Value {
+    let mut obj = object(res, ns, name);
+    obj["metadata"]["labels"] = labels;
+    obj
+}
+
+impl TestServer {
+    /// Creates `obj` through `res`'s collection and returns the stored object (asserts 201).
+    pub fn create(&self, res: &ResourceInfo, obj: &Value) -> Value {
+        let ns = obj["metadata"]["namespace"].as_str().unwrap_or("");
+        let r = self.post(&collection_path(res, Some(ns)), obj);
+        assert_eq!(r.status, 201, "create {}: {}", res.plural, r.text());
+        r.json()
+    }
+
+    /// GET that must succeed; returns the JSON body.
+    pub fn get_json(&self, path: &str) -> Value {
+        let r = self.get(path);
+        assert_eq!(r.status, 200, "GET {path}: {}", r.text());
+        r.json()
+    }
+
+    /// The names of a list answer's items, in order.
+    pub fn list_names(&self, path: &str) -> Vec<String> {
+        names(&self.get_json(path))
+    }
+
+    /// The store's current revision, as an unfiltered list of `res` reports it.
+    pub fn current_rv(&self, res: &ResourceInfo) -> u64 {
+        let l = self.get_json(&format!("{}?limit=1", collection_path(res, None)));
+        l["metadata"]["resourceVersion"].as_str().expect("list RV").parse().expect("numeric RV")
+    }
+
+    /// GET without following redirects.
+    pub fn get_no_redirect(&self, path: &str, headers: &[(&str, &str)]) -> Resp {
+        let agent = ureq::AgentBuilder::new().redirects(0).timeout(Duration::from_secs(30)).build();
+        let mut req = agent.get(&self.url(path));
+        for (k, v) in headers {
+            req = req.set(k, v);
+        }
+        let resp = match req.call() {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("GET {path}: {e}"),
+        };
+        let status = resp.status();
+        let headers = resp
+            .headers_names()
+            .into_iter()
+            .filter_map(|n| resp.header(&n).map(|v| (n.clone(), v.to_string())))
+            .collect();
+        let mut body = Vec::new();
+        resp.into_reader().read_to_end(&mut body).expect("body");
+        Resp { status, headers, body }
+    }
+}
+
+/// `metadata.name` of every item of a list.
+pub fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list has items: {list}"))
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().expect("item name").to_string())
+        .collect()
+}
+
+/// An object's `metadata.resourceVersion` as a number.
+pub fn rv(obj: &Value) -> u64 {
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no resourceVersion in {obj}"))
+        .parse()
+        .expect("numeric resourceVersion")
+}
+
+/// Asserts a Failure `metav1.Status` with `code` and `reason` and returns it.
+pub fn assert_status(resp: &Resp, code: u16, reason: &str) -> Value {
+    assert_eq!(resp.status, code, "HTTP code; body: {}", resp.text());
+    let ct = resp.header("Content-Type").unwrap_or("");
+    assert!(ct.starts_with("application/json"), "Status content type {ct:?}: {}", resp.text());
+    let s = resp.json();
+    assert_eq!(s["kind"], "Status", "{s}");
+    assert_eq!(s["apiVersion"], "v1", "{s}");
+    assert_eq!(s["metadata"], serde_json::json!({}), "{s}");
+    assert_eq!(s["status"], "Failure", "{s}");
+    assert_eq!(s["code"], code, "{s}");
+    assert_eq!(s["reason"], reason, "{s}");
+    s
+}
+
+/// Asserts Go's plain `404 page not found` (no Status) for paths nothing serves.
+pub fn assert_plain_404(resp: &Resp) {
+    assert_eq!(resp.status, 404, "{}", resp.text());
+    let ct = resp.header("Content-Type").unwrap_or("");
+    assert!(ct.starts_with("text/plain"), "content type {ct:?}");
+    assert_eq!(resp.text().trim_end(), "404 page not found");
+}
+
+impl Watch {
+    /// Whether the stream ends within `timeout` (events before the end are skipped).
+    pub fn ends_within(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(_) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return true,
+                Err(mpsc::RecvTimeoutError::Timeout) => return false,
+            }
+        }
+    }
+
+    /// Skips events until one of `kind` for object `name` arrives (5 s), and returns it.
+    pub fn expect_event(&self, kind: &str, name: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let ev = self
+                .next(left)
+                .unwrap_or_else(|| panic!("no {kind} event for {name:?} within 5 s"));
+            if ev["type"] == kind && ev["object"]["metadata"]["name"] == name {
+                return ev;
+            }
+        }
+    }
+}
+
+/// Asserts the next event is `kind` for `name` and returns its object.
+pub fn next_event(w: &Watch, kind: &str, name: &str) -> Value {
+    let ev = w.expect();
+    assert_eq!(ev["type"], kind, "event {ev}");
+    assert_eq!(ev["object"]["metadata"]["name"], name, "event {ev}");
+    ev["object"].clone()
 }

@@ -1,8 +1,19 @@
 //! Integration tests: the real binary on an ephemeral port, driven over HTTP. One test binary, so
 //! it links once.
 
+mod auth;
 mod chunking;
 mod common;
 mod compaction;
+mod conformance;
+mod crud;
+mod discovery;
 mod gc;
+mod health;
+mod lists;
+mod openapi;
+mod seed_ops;
+mod subresources;
+mod token;
+mod watch;
 mod watch_semantics;

@@ -1,0 +1,204 @@
+//! The standard verb cycle for every stored kind in every served version, and reads across
+//! versions of one group (A.2, A.3, B.1, B.2, B.4, B.6).
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+use virt_apiserver::generated::{GROUPS, RESOURCES};
+use virt_apiserver::resource::ResourceInfo;
+
+const NS: &str = "conformance";
+
+#[test]
+fn every_kind_every_version_full_cycle() {
+    let s = TestServer::start();
+    let mut seen = 0;
+    for res in stored_resources() {
+        cycle(&s, res);
+        seen += 1;
+    }
+    // A.8: 6 kinds x 3 versions, 12 single-version kinds, 5 kinds x 2 versions.
+    assert_eq!(seen, 39, "stored (group, version, kind)s in RESOURCES");
+}
+
+fn cycle(s: &TestServer, res: &'static ResourceInfo) {
+    let what = format!("{}/{} {}", res.group, res.version, res.kind);
+    let name = format!("cycle-{}", res.version);
+    let path = item_path(res, NS, &name);
+
+    // create
+    let created = s.create(res, &object(res, NS, &name));
+    assert_eq!(created["apiVersion"], res.api_version(), "{what}: {created}");
+    assert_eq!(created["kind"], res.kind, "{what}");
+    assert_eq!(created["metadata"]["name"], name.as_str(), "{what}");
+    if res.namespaced {
+        assert_eq!(created["metadata"]["namespace"], NS, "{what}");
+    } else {
+        assert!(created["metadata"].get("namespace").is_none(), "{what}: {created}");
+    }
+    assert_eq!(created["metadata"]["generation"], 1, "{what}");
+    assert_eq!(created["spec"], json!({"answer": 42}), "{what}");
+    let rv0 = rv(&created);
+
+    // get
+    let got = s.get_json(&path);
+    assert_eq!(got, created, "{what}: GET answers the stored object");
+
+    // list (namespace, and all namespaces for namespaced kinds)
+    let mut lists = vec![collection_path(res, Some(NS))];
+    if res.namespaced {
+        lists.push(collection_path(res, None));
+    }
+    for list_path in lists {
+        let list = s.get_json(&list_path);
+        assert_eq!(list["kind"], res.list_kind, "{what}: {list_path}");
+        assert_eq!(list["apiVersion"], res.api_version(), "{what}: {list_path}");
+        let list_rv = list["metadata"]["resourceVersion"].as_str().unwrap_or("");
+        assert!(list_rv.parse::<u64>().is_ok_and(|n| n >= rv0), "{what}: list RV {list_rv:?}");
+        assert_eq!(list["metadata"]["continue"], "", "{what}: continue is always present");
+        let items = list["items"].as_array().expect("items");
+        for item in items {
+            assert_eq!(item["apiVersion"], res.api_version(), "{what}: item {item}");
+            assert_eq!(item["kind"], res.kind, "{what}: item {item}");
+        }
+        assert!(items.contains(&created), "{what}: {list_path} lacks the object: {list}");
+    }
+
+    // metadata-only update: new RV, generation unchanged
+    let mut labelled = created.clone();
+    labelled["metadata"]["labels"] = json!({"step": "labels"});
+    let r = s.put(&path, &labelled);
+    assert_eq!(r.status, 200, "{what}: {}", r.text());
+    let v1 = r.json();
+    assert!(rv(&v1) > rv0, "{what}: RV moves on update");
+    assert_eq!(v1["metadata"]["generation"], 1, "{what}: labels do not bump generation");
+    assert_eq!(v1["metadata"]["uid"], created["metadata"]["uid"], "{what}");
+
+    // merge patch of metadata: new RV, generation unchanged
+    let r = s.patch(
+        &path,
+        "application/merge-patch+json",
+        &json!({"metadata": {"annotations": {"a": "b"}}}),
+    );
+    assert_eq!(r.status, 200, "{what}: {}", r.text());
+    let v1 = r.json();
+    assert_eq!(v1["metadata"]["annotations"], json!({"a": "b"}), "{what}");
+    assert_eq!(v1["metadata"]["generation"], 1, "{what}");
+
+    // stale resourceVersion
+    let r = s.put(&path, &created);
+    let st = assert_status(&r, 409, "Conflict");
+    assert_eq!(
+        st["message"],
+        format!(
+            "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+            res.group_resource()
+        ),
+        "{what}"
+    );
+    assert_eq!(st["details"], json!({"name": name, "group": res.group, "kind": res.plural}));
+
+    // spec update: generation bumps
+    let mut changed = v1.clone();
+    changed["spec"] = json!({"answer": 43});
+    let r = s.put(&path, &changed);
+    assert_eq!(r.status, 200, "{what}: {}", r.text());
+    let v2 = r.json();
+    assert!(rv(&v2) > rv(&v1), "{what}");
+    assert_eq!(v2["metadata"]["generation"], 2, "{what}: spec change bumps generation");
+    assert_eq!(v2["spec"], json!({"answer": 43}), "{what}");
+    assert_eq!(s.get_json(&path), v2, "{what}");
+
+    // delete
+    let r = s.delete(&path);
+    assert_eq!(r.status, 200, "{what}: {}", r.text());
+    assert_eq!(
+        r.json(),
+        json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": name, "group": res.group, "kind": res.plural,
+                        "uid": created["metadata"]["uid"]},
+        }),
+        "{what}"
+    );
+
+    // gone
+    let st = assert_status(&s.get(&path), 404, "NotFound");
+    assert_eq!(st["message"], format!("{} \"{name}\" not found", res.group_resource()), "{what}");
+    assert_eq!(st["details"], json!({"name": name, "group": res.group, "kind": res.plural}));
+}
+
+/// Objects written through one version read the same through every other; only apiVersion
+/// changes (A.3).
+#[test]
+fn reads_across_versions_rewrite_only_api_version() {
+    let s = TestServer::start();
+    let mut groups_checked = 0;
+    for g in GROUPS.iter().filter(|g| g.versions.len() > 1) {
+        groups_checked += 1;
+        let kinds: Vec<&ResourceInfo> = RESOURCES
+            .iter()
+            .filter(|r| r.group == g.name && r.version == g.versions[0] && r.is_stored())
+            .collect();
+        for kind in kinds {
+            let versions: Vec<&ResourceInfo> =
+                RESOURCES.iter().filter(|r| r.group == g.name && r.plural == kind.plural).collect();
+            assert_eq!(versions.len(), g.versions.len(), "{} in every version", kind.kind);
+            // Write through the least preferred version, read through each.
+            let writer = versions[versions.len() - 1];
+            let name = format!("xv-{}", writer.version);
+            let created = s.create(writer, &object(writer, NS, &name));
+            assert_eq!(created["apiVersion"], writer.api_version());
+            for reader in &versions {
+                let got = s.get_json(&item_path(reader, NS, &name));
+                assert_eq!(got["apiVersion"], reader.api_version(), "{}", reader.kind);
+                assert_eq!(without_api_version(&got), without_api_version(&created));
+                let list = s.get_json(&collection_path(reader, Some(NS)));
+                let item = list["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|o| o["metadata"]["name"] == name.as_str())
+                    .unwrap_or_else(|| panic!("{} list via {}", kind.kind, reader.version))
+                    .clone();
+                assert_eq!(item["apiVersion"], reader.api_version());
+            }
+            // An update through the preferred version is seen through the writer's.
+            let preferred = versions[0];
+            let mut obj = s.get_json(&item_path(preferred, NS, &name));
+            obj["spec"] = json!({"via": preferred.version});
+            let r = s.put(&item_path(preferred, NS, &name), &obj);
+            assert_eq!(r.status, 200, "{}", r.text());
+            let back = s.get_json(&item_path(writer, NS, &name));
+            assert_eq!(back["spec"], json!({"via": preferred.version}));
+            assert_eq!(back["apiVersion"], writer.api_version());
+            // Deleting through one version removes it for all.
+            assert_eq!(s.delete(&item_path(preferred, NS, &name)).status, 200);
+            for reader in &versions {
+                assert_eq!(s.get(&item_path(reader, NS, &name)).status, 404);
+            }
+        }
+    }
+    assert!(groups_checked >= 3, "kubevirt.io, cdi and upload have several versions");
+}
+
+/// The stored object minus `apiVersion`.
+fn without_api_version(v: &Value) -> Value {
+    let mut v = v.clone();
+    v.as_object_mut().unwrap().remove("apiVersion");
+    v
+}
+
+/// The brief's example: kubevirt.io v1alpha3 written, v1 read.
+#[test]
+fn v1alpha3_write_reads_as_v1() {
+    let s = TestServer::start();
+    let old = resource("kubevirt.io", "v1alpha3", "virtualmachines");
+    let new = resource("kubevirt.io", "v1", "virtualmachines");
+    let created = s.create(old, &object(old, NS, "old-vm"));
+    assert_eq!(created["apiVersion"], "kubevirt.io/v1alpha3");
+    let got = s.get_json(&item_path(new, NS, "old-vm"));
+    assert_eq!(got["apiVersion"], "kubevirt.io/v1");
+    assert_eq!(got["metadata"], created["metadata"]);
+    assert_eq!(got["spec"], created["spec"]);
+}

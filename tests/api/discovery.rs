@@ -1,0 +1,338 @@
+//! Discovery documents against A.8's table and B.7's shapes, plus `/` and `/version` (A.14).
+
+use base64::Engine;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::common::*;
+
+/// A.8: groups in /apis order with their versions, preferred first.
+const GROUPS: &[(&str, &[&str])] = &[
+    ("kubevirt.io", &["v1", "v1alpha3", "v1alpha2"]),
+    ("snapshot.kubevirt.io", &["v1alpha1"]),
+    ("clone.kubevirt.io", &["v1alpha1"]),
+    ("export.kubevirt.io", &["v1alpha1"]),
+    ("instancetype.kubevirt.io", &["v1alpha2"]),
+    ("flavor.kubevirt.io", &["v1alpha1"]),
+    ("cdi.kubevirt.io", &["v1beta1", "v1alpha1"]),
+    ("upload.cdi.kubevirt.io", &["v1beta1", "v1alpha1"]),
+];
+
+/// A.8: (group, kind, plural, namespaced, short names).
+const KINDS: &[(&str, &str, &str, bool, &[&str])] = &[
+    ("kubevirt.io", "VirtualMachine", "virtualmachines", true, &["vm", "vms"]),
+    ("kubevirt.io", "VirtualMachineInstance", "virtualmachineinstances", true, &["vmi", "vmis"]),
+    (
+        "kubevirt.io",
+        "VirtualMachineInstancePreset",
+        "virtualmachineinstancepresets",
+        true,
+        &["vmipreset", "vmipresets"],
+    ),
+    (
+        "kubevirt.io",
+        "VirtualMachineInstanceReplicaSet",
+        "virtualmachineinstancereplicasets",
+        true,
+        &["vmirs", "vmirss"],
+    ),
+    (
+        "kubevirt.io",
+        "VirtualMachineInstanceMigration",
+        "virtualmachineinstancemigrations",
+        true,
+        &["vmim", "vmims"],
+    ),
+    ("kubevirt.io", "Virt", "virt", true, &[]),
+    (
+        "snapshot.kubevirt.io",
+        "VirtualMachineSnapshot",
+        "virtualmachinesnapshots",
+        true,
+        &["vmsnapshot", "vmsnapshots"],
+    ),
+    (
+        "snapshot.kubevirt.io",
+        "VirtualMachineSnapshotContent",
+        "virtualmachinesnapshotcontents",
+        true,
+        &["vmsnapshotcontent", "vmsnapshotcontents"],
+    ),
+    (
+        "clone.kubevirt.io",
+        "VirtualMachineClone",
+        "virtualmachineclones",
+        false,
+        &["vmclone", "vmclones"],
+    ),
+    (
+        "export.kubevirt.io",
+        "VirtualMachineExport",
+        "virtualmachineexports",
+        true,
+        &["vmexport", "vmexports"],
+    ),
+    (
+        "instancetype.kubevirt.io",
+        "VirtualMachineInstancetype",
+        "virtualmachineinstancetypes",
+        true,
+        &["vminstancetype", "vminstancetypes"],
+    ),
+    (
+        "instancetype.kubevirt.io",
+        "VirtualMachineClusterInstancetype",
+        "virtualmachineclusterinstancetypes",
+        false,
+        &["vmclusterinstancetype", "vmclusterinstancetypes"],
+    ),
+    (
+        "instancetype.kubevirt.io",
+        "VirtualMachinePreference",
+        "virtualmachinepreferences",
+        true,
+        &["vmpref", "vmprefs"],
+    ),
+    (
+        "instancetype.kubevirt.io",
+        "VirtualMachineClusterPreference",
+        "virtualmachineclusterpreferences",
+        false,
+        &["vmcp", "vmcps"],
+    ),
+    (
+        "flavor.kubevirt.io",
+        "VirtualMachineClusterFlavor",
+        "virtualmachineclusterflavors",
+        false,
+        &["vmclusterflavor", "vmclusterflavors"],
+    ),
+    ("flavor.kubevirt.io", "VirtualMachinePreference", "virtualmachinepreferences", true, &[]),
+    (
+        "flavor.kubevirt.io",
+        "VirtualMachineClusterPreference",
+        "virtualmachineclusterpreferences",
+        false,
+        &[],
+    ),
+    ("cdi.kubevirt.io", "CDI", "cdis", true, &["cdi"]),
+    ("cdi.kubevirt.io", "CDIConfig", "cdiconfigs", true, &[]),
+    ("cdi.kubevirt.io", "DataVolume", "datavolumes", true, &["dv", "dvs"]),
+    ("cdi.kubevirt.io", "DataImportCron", "dataimportcrons", true, &["dic", "dics"]),
+    ("cdi.kubevirt.io", "DataSource", "datasources", true, &["das"]),
+    ("upload.cdi.kubevirt.io", "UploadTokenRequest", "uploadtokenrequests", true, &["utr", "utrs"]),
+];
+
+/// kube's verbs for a custom resource, in its order (B.7).
+const CR_VERBS: &[&str] =
+    &["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"];
+
+/// A.4: kinds with a status subresource (and scale for replica sets).
+const WITH_STATUS: &[(&str, &str)] = &[
+    ("kubevirt.io", "virtualmachines"),
+    ("kubevirt.io", "virtualmachineinstancemigrations"),
+    ("kubevirt.io", "virt"),
+    ("kubevirt.io", "virtualmachineinstancereplicasets"),
+    ("snapshot.kubevirt.io", "virtualmachinesnapshots"),
+    ("snapshot.kubevirt.io", "virtualmachinesnapshotcontents"),
+    ("export.kubevirt.io", "virtualmachineexports"),
+    ("clone.kubevirt.io", "virtualmachineclones"),
+    ("cdi.kubevirt.io", "datavolumes"),
+];
+
+fn expected_group(name: &str, versions: &[&str]) -> Value {
+    let gv = |v: &str| json!({"groupVersion": format!("{name}/{v}"), "version": v});
+    json!({
+        "name": name,
+        "versions": versions.iter().map(|v| gv(v)).collect::<Vec<_>>(),
+        "preferredVersion": gv(versions[0]),
+    })
+}
+
+fn storage_version_hash(group: &str, storage_version: &str, kind: &str) -> String {
+    let digest = Sha256::digest(format!("{group}/{storage_version}/{kind}"));
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
+#[test]
+fn root_lists_paths() {
+    let s = TestServer::start();
+    let root = s.get_json("/");
+    let paths: Vec<&str> =
+        root["paths"].as_array().expect("paths").iter().map(|p| p.as_str().unwrap()).collect();
+    for p in ["/apis", "/healthz", "/livez", "/readyz", "/openapi/v2", "/openapi/v3", "/version"] {
+        assert!(paths.contains(&p), "{p} missing from {paths:?}");
+    }
+    for (g, versions) in GROUPS {
+        assert!(paths.contains(&format!("/apis/{g}").as_str()), "/apis/{g}");
+        for v in *versions {
+            assert!(paths.contains(&format!("/apis/{g}/{v}").as_str()), "/apis/{g}/{v}");
+        }
+    }
+}
+
+#[test]
+fn core_api_serves_no_resources() {
+    let s = TestServer::start();
+    for path in ["/api", "/api/"] {
+        let api = s.get_json(path);
+        assert_eq!(api["kind"], "APIVersions", "{path}");
+        // kube-rs's Discovery::run refuses a core group without versions.
+        assert_eq!(api["versions"], json!(["v1"]), "{path}");
+        assert!(api.get("apiVersion").is_none(), "{path}: no apiVersion field");
+        assert!(api["serverAddressByClientCIDRs"].is_array());
+    }
+    for path in ["/api/v1", "/api/v1/"] {
+        let v1 = s.get_json(path);
+        assert_eq!(v1["kind"], "APIResourceList", "{path}");
+        assert_eq!(v1["groupVersion"], "v1");
+        assert_eq!(v1["resources"], json!([]), "{path}: no core resources");
+    }
+}
+
+#[test]
+fn apis_lists_groups_in_order() {
+    let s = TestServer::start();
+    for path in ["/apis", "/apis/"] {
+        let list = s.get_json(path);
+        assert_eq!(list["kind"], "APIGroupList");
+        assert_eq!(list["apiVersion"], "v1");
+        let expected: Vec<Value> = GROUPS.iter().map(|(g, v)| expected_group(g, v)).collect();
+        assert_eq!(list["groups"], json!(expected), "{path}");
+    }
+}
+
+#[test]
+fn each_group_both_spellings() {
+    let s = TestServer::start();
+    for (g, versions) in GROUPS {
+        let mut expected = expected_group(g, versions);
+        expected["kind"] = json!("APIGroup");
+        expected["apiVersion"] = json!("v1");
+        for path in [format!("/apis/{g}"), format!("/apis/{g}/")] {
+            let doc = s.get_json(&path);
+            assert_eq!(doc, expected, "{path}");
+            let pv = &doc["preferredVersion"];
+            assert!(doc["versions"].as_array().unwrap().contains(pv), "preferred ∈ versions");
+        }
+    }
+}
+
+#[test]
+fn resource_lists_match_the_table() {
+    let s = TestServer::start();
+    for (g, versions) in GROUPS {
+        for v in *versions {
+            for path in [format!("/apis/{g}/{v}"), format!("/apis/{g}/{v}/")] {
+                let doc = s.get_json(&path);
+                assert_eq!(doc["kind"], "APIResourceList", "{path}");
+                assert_eq!(doc["apiVersion"], "v1", "{path}");
+                assert_eq!(doc["groupVersion"], format!("{g}/{v}"), "{path}");
+                let resources = doc["resources"].as_array().expect("resources");
+                let top: Vec<&Value> = resources
+                    .iter()
+                    .filter(|r| !r["name"].as_str().unwrap().contains('/'))
+                    .collect();
+                let kinds: Vec<_> = KINDS.iter().filter(|k| k.0 == *g).collect();
+                assert_eq!(top.len(), kinds.len(), "{path}: {doc}");
+                for (group, kind, plural, namespaced, short) in kinds {
+                    let r = top
+                        .iter()
+                        .find(|r| r["name"] == *plural)
+                        .unwrap_or_else(|| panic!("{path} lacks {plural}"));
+                    let what = format!("{path} {plural}");
+                    assert_eq!(r["singularName"], kind.to_lowercase(), "{what}");
+                    assert_eq!(r["namespaced"], *namespaced, "{what}");
+                    assert_eq!(r["kind"], *kind, "{what}");
+                    let shorts = r.get("shortNames").cloned().unwrap_or(json!([]));
+                    assert_eq!(shorts, json!(short), "{what}");
+                    if *group == "upload.cdi.kubevirt.io" {
+                        assert_eq!(r["verbs"], json!(["create"]), "{what}");
+                    } else {
+                        assert_eq!(r["verbs"], json!(CR_VERBS), "{what}");
+                        let hash = storage_version_hash(group, versions[0], kind);
+                        assert_eq!(r["storageVersionHash"], hash, "{what}");
+                    }
+                    if let Some(c) = r.get("categories") {
+                        assert!(c.is_array(), "{what}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A.4: status (and scale) subresources appear as their own discovery entries (B.7).
+#[test]
+fn subresources_are_listed() {
+    let s = TestServer::start();
+    for (g, versions) in GROUPS {
+        for v in *versions {
+            let doc = s.get_json(&format!("/apis/{g}/{v}"));
+            let resources = doc["resources"].as_array().unwrap();
+            for (_, plural) in WITH_STATUS.iter().filter(|(group, _)| group == g) {
+                let name = format!("{plural}/status");
+                let kind = KINDS.iter().find(|k| k.0 == *g && k.2 == *plural).unwrap().1;
+                let r = resources
+                    .iter()
+                    .find(|r| r["name"] == name.as_str())
+                    .unwrap_or_else(|| panic!("/apis/{g}/{v} lacks {name}"));
+                assert_eq!(r["kind"], kind);
+                assert_eq!(r["singularName"], "");
+                assert_eq!(r["verbs"], json!(["get", "patch", "update"]));
+            }
+            if *g == "kubevirt.io" {
+                let r = resources
+                    .iter()
+                    .find(|r| r["name"] == "virtualmachineinstancereplicasets/scale")
+                    .unwrap_or_else(|| panic!("/apis/{g}/{v} lacks the scale subresource"));
+                assert_eq!(r["group"], "autoscaling");
+                assert_eq!(r["version"], "v1");
+                assert_eq!(r["kind"], "Scale");
+            }
+        }
+    }
+}
+
+#[test]
+fn version_info() {
+    let s = TestServer::start();
+    let v = s.get_json("/version");
+    assert_eq!(v["major"], "1");
+    assert_eq!(v["minor"], "32");
+    let git = v["gitVersion"].as_str().unwrap();
+    assert!(git.starts_with("v1.32.0+virt-apiserver."), "{git}");
+    assert!(v["platform"].is_string());
+}
+
+#[test]
+fn unknown_groups_and_versions_are_plain_404() {
+    let s = TestServer::start();
+    for path in [
+        "/apis/nope.io",
+        "/apis/nope.io/v1",
+        "/apis/kubevirt.io/v9",
+        "/apis/kubevirt.io/v1beta1",
+        "/api/v2",
+        "/api/v1/pods",
+    ] {
+        assert_plain_404(&s.get(path));
+    }
+}
+
+#[test]
+fn discovery_in_yaml_and_406() {
+    let s = TestServer::start();
+    let r = s.request("GET", "/apis", &[("Accept", "application/yaml")], None);
+    assert_eq!(r.status, 200);
+    let doc: Value = serde_yaml::from_slice(&r.body).expect("YAML");
+    assert_eq!(doc["kind"], "APIGroupList");
+    // client-go's aggregated-discovery Accept falls back to plain JSON.
+    let accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+    let r = s.request("GET", "/apis", &[("Accept", accept)], None);
+    assert_eq!(r.status, 200);
+    let ct = r.header("Content-Type").unwrap_or("");
+    assert_eq!(ct.split(';').next(), Some("application/json"));
+    assert!(!ct.contains("apidiscovery"), "{ct}: a plain APIGroupList");
+    assert_eq!(r.json()["kind"], "APIGroupList");
+}

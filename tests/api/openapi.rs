@@ -1,0 +1,204 @@
+//! `/openapi/v2` and `/openapi/v3` as B.11 serves them, and what the documents promise clients
+//! (A.5, B.7).
+
+use serde_json::Value;
+use sha2::{Digest, Sha512};
+
+use crate::common::*;
+use virt_apiserver::generated::GROUPS;
+
+const PROTO_V2: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+const SMP: &str = "application/strategic-merge-patch+json";
+
+fn document() -> Vec<u8> {
+    std::fs::read(repo_root().join("openapi/virt-apiserver.json")).expect("the document")
+}
+
+fn upper_hex_sha512(bytes: &[u8]) -> String {
+    Sha512::digest(bytes).iter().map(|b| format!("{b:02X}")).collect()
+}
+
+#[test]
+fn v2_serves_the_document_bytes() {
+    let s = TestServer::start();
+    let doc = document();
+    let r = s.get("/openapi/v2");
+    assert_eq!(r.status, 200);
+    assert!(r.body == doc, "the body is exactly openapi/virt-apiserver.json");
+    assert!(r.header("Content-Type").unwrap_or("").starts_with("application/json"));
+    let etag = format!("\"{}\"", upper_hex_sha512(&doc));
+    assert_eq!(r.header("ETag"), Some(etag.as_str()));
+    assert_eq!(r.header("Vary"), Some("Accept"));
+
+    let r = s.request("GET", "/openapi/v2", &[("If-None-Match", &etag)], None);
+    assert_eq!(r.status, 304);
+    assert!(r.body.is_empty());
+    let r = s.request("GET", "/openapi/v2", &[("If-None-Match", "\"stale\"")], None);
+    assert_eq!(r.status, 200);
+
+    let r = s.request("GET", "/openapi/v2", &[("Accept", PROTO_V2)], None);
+    assert_eq!(r.status, 406, "no protobuf: {}", r.text());
+    let r = s.request(
+        "GET",
+        "/openapi/v2",
+        &[("Accept", &format!("{PROTO_V2}, application/json"))],
+        None,
+    );
+    assert_eq!(r.status, 200);
+    assert!(r.body == doc);
+    let r = s.request("GET", "/openapi/v2", &[("Accept", "application/json")], None);
+    assert_eq!(r.status, 200);
+}
+
+fn index(s: &TestServer) -> Value {
+    let r = s.get("/openapi/v3");
+    assert_eq!(r.status, 200);
+    assert!(r.header("Content-Type").unwrap_or("").starts_with("application/json"));
+    r.json()
+}
+
+#[test]
+fn v3_index_lists_every_group_version() {
+    let s = TestServer::start();
+    let idx = index(&s);
+    let paths = idx["paths"].as_object().expect("paths");
+    let mut expected: Vec<String> = Vec::new();
+    for g in GROUPS {
+        for v in g.versions {
+            expected.push(format!("apis/{}/{v}", g.name));
+        }
+    }
+    assert!(expected.len() >= 12, "GROUPS is filled");
+    let mut got: Vec<String> = paths.keys().cloned().collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected);
+    for (gv, entry) in paths {
+        let url = entry["serverRelativeURL"].as_str().unwrap();
+        let hash = url
+            .strip_prefix(&format!("/openapi/v3/{gv}?hash="))
+            .unwrap_or_else(|| panic!("{gv}: {url}"));
+        assert_eq!(hash.len(), 128, "{url}");
+        assert!(hash.chars().all(|c| c.is_ascii_digit() || ('A'..='F').contains(&c)), "{url}");
+    }
+}
+
+#[test]
+fn v3_documents_cache_and_redirect() {
+    let s = TestServer::start();
+    let idx = index(&s);
+    for (gv, entry) in idx["paths"].as_object().unwrap() {
+        let url = entry["serverRelativeURL"].as_str().unwrap();
+        let hash = url.rsplit("hash=").next().unwrap();
+        let r = s.get(url);
+        assert_eq!(r.status, 200, "{url}");
+        let cc = r.header("Cache-Control").unwrap_or("");
+        assert!(cc.contains("public") && cc.contains("immutable"), "{url}: Cache-Control {cc:?}");
+        assert!(r.header("Expires").is_some(), "{url}: Expires");
+        assert_eq!(r.header("ETag"), Some(format!("\"{hash}\"").as_str()));
+        assert_eq!(upper_hex_sha512(&r.body), hash, "{url}: the hash is the body's");
+        assert_eq!(r.header("Vary"), Some("Accept"));
+        let doc = r.json();
+        assert!(doc["openapi"].as_str().unwrap_or("").starts_with("3."), "{gv}");
+
+        // Without a hash: the same body, not immutable.
+        let plain = s.get(&format!("/openapi/v3/{gv}"));
+        assert_eq!(plain.status, 200);
+        assert!(plain.body == r.body);
+        assert!(!plain.header("Cache-Control").unwrap_or("").contains("immutable"));
+
+        // A wrong hash redirects to the right one.
+        let r = s.get_no_redirect(&format!("/openapi/v3/{gv}?hash=0123ABCD"), &[]);
+        assert_eq!(r.status, 301, "{gv}");
+        assert_eq!(r.header("Location"), Some(url), "{gv}");
+
+        let r = s.request("GET", url, &[("If-None-Match", &format!("\"{hash}\""))], None);
+        assert_eq!(r.status, 304, "{gv}");
+    }
+    for unknown in ["/openapi/v3/apis/nope.io/v1", "/openapi/v3/apis/kubevirt.io/v9"] {
+        assert_eq!(s.get(unknown).status, 404, "{unknown}");
+    }
+}
+
+/// Resolves a `$ref` inside `doc` (`#/a/b`).
+fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
+    match v.get("$ref").and_then(Value::as_str) {
+        Some(r) => doc.pointer(r.trim_start_matches('#')).unwrap_or_else(|| panic!("dangling {r}")),
+        None => v,
+    }
+}
+
+/// The names of the parameters an operation takes, path-level ones included.
+fn param_names(doc: &Value, path_item: &Value, op: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for list in [path_item.get("parameters"), op.get("parameters")].into_iter().flatten() {
+        for p in list.as_array().unwrap() {
+            out.push(resolve(doc, p)["name"].as_str().unwrap_or("").to_string());
+        }
+    }
+    out
+}
+
+const METHODS: &[&str] = &["get", "put", "post", "delete", "patch", "head", "options"];
+
+#[test]
+fn patch_operations_declare_field_validation_and_no_strategic_merge() {
+    let s = TestServer::start();
+    // v3: every group-version document.
+    let idx = index(&s);
+    let mut patches = 0;
+    for (gv, entry) in idx["paths"].as_object().unwrap() {
+        let doc = s.get_json(entry["serverRelativeURL"].as_str().unwrap());
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for m in METHODS {
+                let Some(op) = item.get(*m) else { continue };
+                if let Some(body) = op.get("requestBody") {
+                    let body = resolve(&doc, body);
+                    if let Some(content) = body["content"].as_object() {
+                        assert!(!content.contains_key(SMP), "{gv} {m} {path} offers {SMP}");
+                    }
+                }
+                if *m == "patch" {
+                    patches += 1;
+                    // kubectl's verifier (cli-runtime query_param_verifier_v3.go) reads only the
+                    // operation's own parameters, inline and `in: query`, and the GVK extension
+                    // as an object.
+                    let inline = op["parameters"].as_array().is_some_and(|ps| {
+                        ps.iter().any(|p| p["name"] == "fieldValidation" && p["in"] == "query")
+                    });
+                    assert!(inline, "{gv} PATCH {path}: no inline fieldValidation");
+                    let gvk = &op["x-kubernetes-group-version-kind"];
+                    let g = gvk["group"].as_str().unwrap_or_else(|| panic!("{gv} {path}: {gvk}"));
+                    let v = gvk["version"].as_str().unwrap_or_else(|| panic!("{gv} {path}: {gvk}"));
+                    assert!(gvk["kind"].is_string(), "{gv} PATCH {path}: GVK {gvk}");
+                    // Scale subresources answer autoscaling/v1 Scale in their kind's document,
+                    // as a CRD's do (B.11).
+                    if (g, v, gvk["kind"].as_str()) == ("autoscaling", "v1", Some("Scale")) {
+                        assert!(path.ends_with("/{name}/scale"), "{gv} PATCH {path}: {gvk}");
+                    } else {
+                        assert_eq!(&format!("apis/{g}/{v}"), gv, "{path}");
+                    }
+                    let content = resolve(&doc, &op["requestBody"])["content"].as_object().unwrap();
+                    for ct in [
+                        "application/json-patch+json",
+                        "application/merge-patch+json",
+                        "application/apply-patch+yaml",
+                    ] {
+                        assert!(content.contains_key(ct), "{gv} PATCH {path} lacks {ct}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(patches >= 39, "{patches} PATCH operations in v3");
+    // v2: the whole document.
+    let doc: Value = serde_json::from_slice(&document()).unwrap();
+    let text = String::from_utf8(document()).unwrap();
+    assert!(!text.contains(SMP), "v2 mentions {SMP}");
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if let Some(op) = item.get("patch") {
+            let names = param_names(&doc, item, op);
+            assert!(names.iter().any(|n| n == "fieldValidation"), "v2 PATCH {path}: {names:?}");
+        }
+    }
+}
