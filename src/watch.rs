@@ -18,6 +18,9 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::store::{Event, EventType, ListRequest, Store, StoreError, Subscription};
 
+/// Objects read per store call for a watch's initial state.
+const START_PAGE: usize = 1000;
+
 /// Where a watch starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
@@ -46,6 +49,21 @@ pub enum Item {
     /// Everything of the starting point has been yielded; it covers history up to this
     /// revision. Comes once, before any live event (the end of a watch-list's initial events).
     Synced(u64),
+}
+
+/// Why a watch ended early; either way the client must re-list (410).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchError {
+    /// Reading the starting point failed, e.g. `Expired` for a compacted revision.
+    Store(StoreError),
+    /// Cut off for falling too far behind; every change up to `reached` was delivered.
+    TooSlow { reached: u64 },
+}
+
+impl From<StoreError> for WatchError {
+    fn from(e: StoreError) -> WatchError {
+        WatchError::Store(e)
+    }
 }
 
 /// Label and field selectors, judged on a whole object.
@@ -93,7 +111,7 @@ impl Watch {
     /// Cancel-safe: dropping the future loses nothing (a start read is redone, an event is
     /// taken from the subscription only by a call that returns it), so callers may race it
     /// against timers.
-    pub async fn next(&mut self) -> Option<Result<Item, StoreError>> {
+    pub async fn next(&mut self) -> Option<Result<Item, WatchError>> {
         loop {
             if let Some(item) = self.backlog.pop_front() {
                 return Some(Ok(item));
@@ -119,7 +137,7 @@ impl Watch {
                 }
                 // The hub cut this watcher off: events it had not seen are lost.
                 Err(RecvError::Lagged(_)) => {
-                    return self.fail(StoreError::Expired { compacted: self.seen })
+                    return self.fail(WatchError::TooSlow { reached: self.seen })
                 }
                 // The store is gone: nothing more will ever happen.
                 Err(RecvError::Closed) => {
@@ -140,9 +158,9 @@ impl Watch {
         Some(self.seen.max(self.live.taken_through().unwrap_or(0)))
     }
 
-    fn fail(&mut self, e: StoreError) -> Option<Result<Item, StoreError>> {
+    fn fail(&mut self, e: impl Into<WatchError>) -> Option<Result<Item, WatchError>> {
         self.done = true;
-        Some(Err(e))
+        Some(Err(e.into()))
     }
 
     /// Fills the backlog from the starting point and sets `seen` to the revision it covers.
@@ -154,16 +172,28 @@ impl Watch {
         let mut backlog = VecDeque::new();
         let seen = match start {
             Start::Current => {
-                let req = ListRequest { prefix: self.prefix.clone(), ..Default::default() };
-                let snapshot = store.list(req).await?;
-                for (_, object) in snapshot.items {
-                    if (self.predicate)(&object) {
-                        let rev = resource_version(&object)?;
-                        let event = WatchEvent { kind: EventType::Added, rev, object };
-                        backlog.push_back(Item::Event(event));
+                // In pages at the first page's revision, so a large collection never holds up
+                // the store thread (and the writers queued behind it) for one long read.
+                let mut req = ListRequest {
+                    prefix: self.prefix.clone(),
+                    limit: Some(START_PAGE),
+                    ..Default::default()
+                };
+                loop {
+                    let page = store.list(req.clone()).await?;
+                    req.revision = Some(page.revision);
+                    req.start_after = page.items.last().map(|(k, _)| k.clone());
+                    for (_, object) in page.items {
+                        if (self.predicate)(&object) {
+                            let rev = resource_version(&object)?;
+                            let event = WatchEvent { kind: EventType::Added, rev, object };
+                            backlog.push_back(Item::Event(event));
+                        }
+                    }
+                    if !page.more {
+                        break page.revision;
                     }
                 }
-                snapshot.revision
             }
             Start::Now => store.current_revision().await?,
             Start::After(rev) => {
@@ -261,7 +291,7 @@ mod tests {
     }
 
     /// The next event, skipping the end-of-start marker.
-    async fn next(w: &mut Events) -> Option<Result<WatchEvent, StoreError>> {
+    async fn next(w: &mut Events) -> Option<Result<WatchEvent, WatchError>> {
         loop {
             let item = tokio::time::timeout(Duration::from_secs(10), w.next())
                 .await
@@ -411,7 +441,7 @@ mod tests {
         let mut old = start(&s, "g/p/ns/", Start::After(2), all());
         assert_eq!(
             next(&mut old).await.unwrap().unwrap_err(),
-            StoreError::Expired { compacted: 3 }
+            WatchError::Store(StoreError::Expired { compacted: 3 })
         );
         assert!(next(&mut old).await.is_none());
     }
@@ -492,7 +522,7 @@ mod tests {
         assert_eq!((stats.watchers, stats.terminated), (2, 1));
         // It had seen nothing but the (empty) snapshot.
         let err = next(&mut slow).await.unwrap().unwrap_err();
-        assert_eq!(err, StoreError::Expired { compacted: 0 });
+        assert_eq!(err, WatchError::TooSlow { reached: 0 });
         assert!(next(&mut slow).await.is_none());
         assert_eq!(other.progress(), Some(rev));
 
@@ -535,6 +565,45 @@ mod tests {
         assert!(matches!(now.next().await.unwrap().unwrap(), Item::Synced(5)));
         s.update("g/p/ns/a", 4, labelled("z")).await.unwrap(); // 6
         assert_eq!(next(&mut now).await.unwrap().unwrap().rev, 6);
+    }
+
+    #[tokio::test]
+    async fn a_large_initial_state_is_one_snapshot() {
+        let s = memory();
+        let n = START_PAGE * 2 + 500;
+        for i in 0..n {
+            s.create(&format!("g/p/ns/k{i:05}"), labelled("x")).await.unwrap();
+        }
+        let mut w = start(&s, "g/p/ns/", Start::Current, all());
+        // Writes race the paged read; none may show in the snapshot or be lost after it.
+        let writer = {
+            let s = s.clone();
+            tokio::spawn(async move {
+                for i in 0..200u64 {
+                    let key = format!("g/p/ns/k{:05}", (i * 13) % n as u64);
+                    let cur = s.get(&key).await.unwrap().unwrap();
+                    s.update(&key, rv(&cur), labelled(&i.to_string())).await.unwrap();
+                }
+            })
+        };
+        let mut added = 0;
+        let synced = loop {
+            match w.next().await.unwrap().unwrap() {
+                Item::Event(e) => {
+                    assert_eq!(e.kind, EventType::Added);
+                    added += 1;
+                }
+                Item::Synced(rev) => break rev,
+            }
+        };
+        assert_eq!(added, n);
+        writer.await.unwrap();
+        let last = s.current_revision().await.unwrap();
+        let mut live = Vec::new();
+        while live.last().is_none_or(|&r| r < last) {
+            live.push(next(&mut w).await.unwrap().unwrap().rev);
+        }
+        assert_eq!(live, (synced + 1..=last).collect::<Vec<_>>());
     }
 
     #[tokio::test]

@@ -152,14 +152,15 @@ impl ListOptions {
                 return Err(ApiError::bad_request(format!("invalid resource version: {rv}")));
             }
         }
-        // `limit` and `continue` mean nothing to a watch (the seed: not supported there).
+        // Decoded like every query parameter, then ignored by a watch (the seed: `limit` and
+        // `continue` are not supported there).
+        let limit = match q.int("limit")? {
+            Some(n) if n > 0 => Some(n as usize),
+            _ => None,
+        };
         let (limit, continue_token) = if watch {
             (None, None)
         } else {
-            let limit = match q.int("limit")? {
-                Some(n) if n > 0 => Some(n as usize),
-                _ => None,
-            };
             let token = continue_raw.map(ContinueToken::decode).transpose()?;
             if token.is_some() && resource_version.as_deref().is_some_and(|v| v != "0") {
                 return Err(ApiError::bad_request(

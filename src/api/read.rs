@@ -18,7 +18,7 @@ use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 use crate::server::{AppState, PeerSocket};
 use crate::store::{EventType, ListRequest, StoreError};
-use crate::watch::{Item, Predicate, Start, Watch};
+use crate::watch::{Item, Predicate, Start, Watch, WatchError};
 
 /// How many rows one store read fetches while filling a page.
 const BATCH: usize = 500;
@@ -443,7 +443,7 @@ impl WatchStream {
     }
 
     /// The line for one item of the watch, if it is sent at all.
-    fn line_for(&mut self, item: Option<Result<Item, StoreError>>) -> Option<Bytes> {
+    fn line_for(&mut self, item: Option<Result<Item, WatchError>>) -> Option<Bytes> {
         let value = match item {
             None => {
                 self.done = true;
@@ -466,14 +466,22 @@ impl WatchStream {
             Some(Err(err)) => {
                 self.done = true;
                 let status = match err {
-                    StoreError::Expired { compacted } => ApiError::Expired {
+                    // kube's watch-cache wording (B.5): the requested and the oldest-1 revision.
+                    WatchError::Store(StoreError::Expired { compacted }) => ApiError::Expired {
                         message: format!(
                             "too old resource version: {} ({compacted})",
                             self.requested
                         ),
                         continue_token: None,
                     },
-                    other => ApiError::from(other),
+                    WatchError::Store(other) => ApiError::from(other),
+                    WatchError::TooSlow { reached } => ApiError::Expired {
+                        message: format!(
+                            "the watch fell too far behind after resource version {reached}; \
+                             list again and watch from the list's resourceVersion"
+                        ),
+                        continue_token: None,
+                    },
                 }
                 .to_status();
                 json!({"type": "ERROR", "object": status})
