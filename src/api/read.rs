@@ -537,3 +537,29 @@ fn default_watch_timeout() -> Duration {
     let _ = getrandom::getrandom(&mut b);
     Duration::from_secs(1800 + u64::from(u16::from_le_bytes(b)) % 1801)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bookmarks_every_interval_and_once_before_the_deadline() {
+        let now = Instant::now();
+        let secs = Duration::from_secs;
+        let mut b =
+            Bookmarks { interval: secs(60), next: None, last_before_deadline: false, due: false };
+        // A long watch: heartbeats.
+        b.schedule(now, now + secs(600));
+        assert_eq!(b.next, Some(now + secs(60)));
+        // The deadline comes before the next heartbeat: one bookmark 2 s before it, then none.
+        b.schedule(now + secs(560), now + secs(600));
+        assert_eq!(b.next, Some(now + secs(598)));
+        b.schedule(now + secs(598), now + secs(600));
+        assert_eq!(b.next, None);
+        // A deadline under 2 s away: at once.
+        let mut b =
+            Bookmarks { interval: secs(60), next: None, last_before_deadline: false, due: false };
+        b.schedule(now, now + secs(1));
+        assert_eq!(b.next, Some(now));
+    }
+}
