@@ -184,8 +184,10 @@ impl Engine {
     fn tick(&mut self, now: Instant) {
         self.next_tick = now + self.retention.interval();
         self.retention.record(now, self.rev);
+        // Computed even before compaction starts: it also forgets marks no longer needed.
+        let target = self.retention.target(now, self.rev);
         if self.auto_compact {
-            self.compact_goal = self.compact_goal.max(self.retention.target(now, self.rev));
+            self.compact_goal = self.compact_goal.max(target);
         }
         // One batch per tick even when busy, so compaction cannot starve under steady load.
         self.compact_step();
