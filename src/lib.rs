@@ -10,6 +10,7 @@ pub mod filters;
 pub mod gc;
 pub mod generated;
 pub mod health;
+pub mod managed_fields;
 pub mod meta;
 pub mod openapi;
 pub mod request_info;

@@ -1,6 +1,7 @@
 //! Integration tests: the real binary on an ephemeral port, driven over HTTP. One test binary, so
 //! it links once.
 
+mod apply;
 mod auth;
 mod chunking;
 mod common;
