@@ -3,7 +3,9 @@
 
 mod apply;
 mod auth;
+mod chunking;
 mod common;
+mod compaction;
 mod conformance;
 mod crud;
 mod discovery;
@@ -18,3 +20,4 @@ mod subresources;
 mod token;
 mod validator;
 mod watch;
+mod watch_semantics;
