@@ -3,17 +3,23 @@
 
 mod apply;
 mod auth;
+mod chunking;
 mod common;
+mod compaction;
 mod conformance;
 mod crud;
 mod discovery;
 mod explain;
+mod fixture_build;
 mod gc;
 mod health;
+mod kubectl;
 mod lists;
 mod openapi;
 mod seed_ops;
 mod subresources;
 mod token;
 mod validation;
+mod validator;
 mod watch;
+mod watch_semantics;
