@@ -43,8 +43,7 @@ pub async fn root(_state: &AppState, _req: &HttpRequest) -> Result<HttpResponse,
     respond(StatusCode::OK, crate::api::codec::Format::Json, &json!({ "paths": paths }))
 }
 
-/// `GET /api`: the core group serves no resources (A.10), but lists `v1` with an empty resource
-/// list, because kube-rs's `Discovery::run` refuses a core group without versions.
+/// `GET /api`: the core group is not served, so no versions (A.10).
 pub async fn api(_state: &AppState, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let format = negotiate(req, true)?;
     let addr = req.app_config().local_addr().to_string();
@@ -53,22 +52,9 @@ pub async fn api(_state: &AppState, req: &HttpRequest) -> Result<HttpResponse, A
         format,
         &json!({
             "kind": "APIVersions",
-            "versions": ["v1"],
+            "versions": [],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": addr}],
         }),
-    )
-}
-
-/// `GET /api/v1`: no core resources are served.
-pub async fn core_resources(
-    _state: &AppState,
-    req: &HttpRequest,
-) -> Result<HttpResponse, ApiError> {
-    let format = negotiate(req, true)?;
-    respond(
-        StatusCode::OK,
-        format,
-        &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1", "resources": []}),
     )
 }
 

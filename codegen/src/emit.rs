@@ -246,7 +246,6 @@ fn handler_call(api: &Api, h: &Handler) -> TokenStream {
     match h {
         Handler::Root => quote!(crate::discovery::root(&state, &req)),
         Handler::Api => quote!(crate::discovery::api(&state, &req)),
-        Handler::CoreResources => quote!(crate::discovery::core_resources(&state, &req)),
         Handler::Apis => quote!(crate::discovery::apis(&state, &req)),
         Handler::ApiGroup { group } => {
             let group = Literal::usize_unsuffixed(*group);

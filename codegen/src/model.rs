@@ -242,8 +242,6 @@ impl Action {
 pub enum Handler {
     Root,
     Api,
-    /// `/api/v1`: the core version's (empty) resource list.
-    CoreResources,
     Apis,
     /// `/apis/<group>/`: `GROUPS[group]`.
     ApiGroup {
@@ -264,10 +262,9 @@ pub enum Handler {
 }
 
 /// The handler names `x-virt-handler` accepts.
-pub const HANDLER_NAMES: [&str; 12] = [
+pub const HANDLER_NAMES: [&str; 11] = [
     "root",
     "api",
-    "coreResources",
     "apis",
     "apiGroup",
     "apiResources",
@@ -1092,7 +1089,6 @@ impl<'d> Lowering<'d> {
         Some(DraftHandler::Plain(match handler {
             "root" => Handler::Root,
             "api" => Handler::Api,
-            "coreResources" => Handler::CoreResources,
             "apis" => Handler::Apis,
             "version" => Handler::Version,
             "ping" => Handler::Ping,
@@ -1396,8 +1392,7 @@ impl<'d> Lowering<'d> {
                         }
                     }
                     DraftKind::Handler(DraftHandler::Plain(h)) => {
-                        discovery_root |=
-                            matches!(h, Handler::Api | Handler::Apis | Handler::CoreResources);
+                        discovery_root |= matches!(h, Handler::Api | Handler::Apis);
                         OperationKind::Handler(h)
                     }
                     DraftKind::Handler(DraftHandler::ApiGroup { group }) => {

@@ -1,12 +1,10 @@
 //! Server-side apply and managedFields (B.2, B.3, B.10 apply.go), over HTTP and through kubectl.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{Resp, TestServer};
+use crate::common::{Kubectl, Resp, TestServer};
 
 const APPLY: &str = "application/apply-patch+yaml";
 const MERGE: &str = "application/merge-patch+json";
@@ -629,86 +627,6 @@ fn put_to_a_missing_object_is_not_found_but_apply_creates() {
 // ---------------------------------------------------------------------------------------------
 // kubectl
 
-/// kubectl: `$KUBECTL`, else `/usr/bin/kubectl`, else PATH. A machine without it is broken for
-/// these tests, so they fail rather than skip.
-fn kubectl_binary() -> PathBuf {
-    if let Some(p) = std::env::var_os("KUBECTL") {
-        return PathBuf::from(p);
-    }
-    let usual = PathBuf::from("/usr/bin/kubectl");
-    if usual.exists() {
-        return usual;
-    }
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths).map(|d| d.join("kubectl")).find(|p| p.is_file())
-        })
-        .unwrap_or_else(|| {
-            panic!("kubectl not found (neither $KUBECTL, /usr/bin/kubectl nor PATH)")
-        })
-}
-
-/// kubectl with its own kubeconfig, cache directory and HOME.
-struct Kubectl {
-    dir: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn new(server: &TestServer) -> Kubectl {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let config = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: virt\n  cluster:\n    server: {}\n\
-             contexts:\n- name: virt\n  context:\n    cluster: virt\n    user: virt\n\
-             users:\n- name: virt\n  user: {{}}\ncurrent-context: virt\npreferences: {{}}\n",
-            server.base
-        );
-        std::fs::write(dir.path().join("kubeconfig"), config).expect("write kubeconfig");
-        Kubectl { dir }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        let kubeconfig = self.dir.path().join("kubeconfig");
-        Command::new(kubectl_binary())
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.dir.path().join("cache"))
-            .args(args)
-            .env("KUBECONFIG", &kubeconfig)
-            .env("HOME", self.dir.path())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run kubectl: {e}"))
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "kubectl {args:?} failed:\n{}", describe(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(!out.status.success(), "kubectl {args:?} should fail:\n{}", describe(&out));
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, text).expect("write manifest");
-        path.to_str().expect("UTF-8 path").to_string()
-    }
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "status {}\n--- stdout\n{}--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 const VM_MANIFEST: &str = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: ssa-vm\n  labels:\n    app: ssa\nspec:\n  running: true\n  template:\n    spec:\n      domain:\n        devices: {}\n";
 
 #[test]
@@ -716,7 +634,8 @@ fn kubectl_server_side_apply_conflicts_and_force() {
     let s = TestServer::start();
     let k = Kubectl::new(&s);
     let file = k.file("vm.yaml", VM_MANIFEST);
-    let out = k.ok(&["apply", "--server-side", "-n", "ssa", "-f", &file]);
+    let file = file.to_str().unwrap();
+    let out = k.ok(&["apply", "--server-side", "-n", "ssa", "-f", file]);
     assert!(out.contains("virtualmachine.kubevirt.io/ssa-vm serverside-applied"), "{out}");
     let path = vm_path("ssa", "ssa-vm");
     let obj = s.get(&path).json();
@@ -737,20 +656,20 @@ fn kubectl_server_side_apply_conflicts_and_force() {
     let obj = s.get(&path).json();
     assert_eq!(fields(&obj, "kubectl-patch", "Update"), json!({"f:spec": {"f:running": {}}}));
 
-    let err = k.fails(&["apply", "--server-side", "-n", "ssa", "-f", &file]);
+    let err = k.fails(&["apply", "--server-side", "-n", "ssa", "-f", file]);
     assert!(
         err.contains(r#"Apply failed with 1 conflict: conflict with "kubectl-patch" using kubevirt.io/v1: .spec.running"#),
         "{err}"
     );
     assert_eq!(s.get(&path).json()["spec"]["running"], false);
 
-    let out = k.ok(&["apply", "--server-side", "--force-conflicts", "-n", "ssa", "-f", &file]);
+    let out = k.ok(&["apply", "--server-side", "--force-conflicts", "-n", "ssa", "-f", file]);
     assert!(out.contains("serverside-applied"), "{out}");
     let obj = s.get(&path).json();
     assert_eq!(obj["spec"]["running"], true);
     assert!(managers(&obj).iter().all(|(m, _)| m != "kubectl-patch"), "{obj:#}");
     // Unchanged: a repeat keeps the resourceVersion.
-    k.ok(&["apply", "--server-side", "-n", "ssa", "-f", &file]);
+    k.ok(&["apply", "--server-side", "-n", "ssa", "-f", file]);
     assert_eq!(rv(&s.get(&path).json()), rv(&obj));
 }
 
@@ -759,7 +678,8 @@ fn kubectl_moves_a_client_side_applied_object_to_server_side_apply() {
     let s = TestServer::start();
     let k = Kubectl::new(&s);
     let file = k.file("vm.yaml", VM_MANIFEST);
-    k.ok(&["apply", "-n", "csa", "-f", &file]);
+    let file = file.to_str().unwrap();
+    k.ok(&["apply", "-n", "csa", "-f", file]);
     let path = vm_path("csa", "ssa-vm");
     let obj = s.get(&path).json();
     assert_eq!(managers(&obj), [("kubectl-client-side-apply".to_string(), "Update".to_string())]);
@@ -769,7 +689,7 @@ fn kubectl_moves_a_client_side_applied_object_to_server_side_apply() {
     // `kubectl-last-applied`, rewrites the client-side entry into its own with a JSON patch
     // (csaupgrade), and applies again.
     let changed = k.file("vm1.yaml", &VM_MANIFEST.replace("running: true", "running: false"));
-    let out = k.ok(&["apply", "--server-side", "-n", "csa", "-f", &changed]);
+    let out = k.ok(&["apply", "--server-side", "-n", "csa", "-f", changed.to_str().unwrap()]);
     assert!(out.contains("serverside-applied"), "{out}");
     let obj = s.get(&path).json();
     let apply = |m: &str| (m.to_string(), "Apply".to_string());
@@ -797,7 +717,7 @@ fn kubectl_moves_a_client_side_applied_object_to_server_side_apply() {
             .replace("  labels:\n    app: ssa\n", "")
             .replace("running: true", "running: false"),
     );
-    k.ok(&["apply", "--server-side", "-n", "csa", "-f", &smaller]);
+    k.ok(&["apply", "--server-side", "-n", "csa", "-f", smaller.to_str().unwrap()]);
     let obj = s.get(&path).json();
     assert!(obj["metadata"]["labels"].get("app").is_none(), "{obj:#}");
 }

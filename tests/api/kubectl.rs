@@ -3,128 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Instant;
 
 use serde_json::Value;
 use virt_apiserver::generated::{GROUPS, RESOURCES};
 
-use crate::common::{repo_root, TestServer};
-
-/// Where kubectl is: `$KUBECTL`, else `/usr/bin/kubectl`, else the first `kubectl` on PATH. The
-/// machine ships it; a missing kubectl is a broken test machine, so this fails, never skips.
-fn kubectl_binary() -> PathBuf {
-    if let Some(p) = std::env::var_os("KUBECTL") {
-        return PathBuf::from(p);
-    }
-    let usual = PathBuf::from("/usr/bin/kubectl");
-    if usual.exists() {
-        return usual;
-    }
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths).map(|d| d.join("kubectl")).find(|p| p.is_file())
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "kubectl not found (neither $KUBECTL, /usr/bin/kubectl nor PATH): these tests \
-                 need kubectl 1.32, which comes with the machine; run `bash .ci/test`"
-            )
-        })
-}
-
-/// kubectl pointed at one server through its own kubeconfig and cache directory.
-struct Kubectl {
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-}
-
-/// One finished kubectl run.
-struct Run {
-    args: String,
-    out: Output,
-}
-
-impl Run {
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.stdout).into_owned()
-    }
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.out.stderr).into_owned()
-    }
-    fn ok(&self) -> bool {
-        self.out.status.success()
-    }
-    fn describe(&self) -> String {
-        format!(
-            "kubectl {} exited {}\n--- stdout\n{}--- stderr\n{}",
-            self.args,
-            self.out.status,
-            self.stdout(),
-            self.stderr()
-        )
-    }
-}
-
-impl Kubectl {
-    fn new(server: &TestServer) -> Kubectl {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let kubeconfig = dir.path().join("kubeconfig");
-        // No user credentials: the server needs no authentication by default.
-        let config = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: virt\n  cluster:\n    server: {}\n\
-             contexts:\n- name: virt\n  context:\n    cluster: virt\n    user: virt\n\
-             users:\n- name: virt\n  user: {{}}\ncurrent-context: virt\npreferences: {{}}\n",
-            server.base
-        );
-        std::fs::write(&kubeconfig, config).expect("write kubeconfig");
-        let cache = dir.path().join("cache");
-        Kubectl { dir, kubeconfig, cache }
-    }
-
-    /// Runs kubectl with `args` and returns whatever happened.
-    fn run(&self, args: &[&str]) -> Run {
-        let started = Instant::now();
-        let out = Command::new(kubectl_binary())
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            // Nothing from the developer's own kube set-up may leak in.
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self.dir.path())
-            .env_remove("KUBECTL_EXTERNAL_DIFF")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", kubectl_binary().display()));
-        let run = Run { args: args.join(" "), out };
-        eprintln!("kubectl {} -> {} in {:?}", run.args, run.out.status, started.elapsed());
-        run
-    }
-
-    /// Runs kubectl and returns its stdout, failing the test unless it succeeded.
-    fn ok(&self, args: &[&str]) -> String {
-        let run = self.run(args);
-        assert!(run.ok(), "{}", run.describe());
-        run.stdout()
-    }
-
-    /// Runs kubectl and returns its stderr, failing the test if it succeeded.
-    fn fails(&self, args: &[&str]) -> String {
-        let run = self.run(args);
-        assert!(!run.ok(), "expected a failure: {}", run.describe());
-        run.stderr()
-    }
-
-    /// Writes `text` into the kubectl temp dir and returns its path.
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, text).expect("write manifest");
-        path
-    }
-}
+use crate::common::{repo_root, Kubectl, TestServer};
 
 fn manifest_path(name: &str) -> PathBuf {
     repo_root().join("tests/manifests").join(name)
@@ -543,4 +426,76 @@ fn explain_reads_the_openapi_document() {
     assert_eq!(field(&out, "KIND:"), "DataVolume", "{out}");
     assert_eq!(field(&out, "VERSION:"), "v1alpha1", "{out}");
     assert_eq!(field(&out, "FIELD:"), "spec <Object>", "{out}");
+}
+
+#[test]
+fn edit_through_kube_editor() {
+    let server = TestServer::start();
+    let k = Kubectl::new(&server);
+    let vm = manifest_path("vm.yaml");
+    k.ok(&["apply", "-f", p(&vm)]);
+    // kubectl runs the editor through a shell when the variable holds arguments.
+    let out = k
+        .command(&["edit", "vm", "fedora-vm"])
+        .env("KUBE_EDITOR", "sed -i -e 's/runStrategy: Always/runStrategy: Halted/'")
+        .output()
+        .expect("run kubectl edit");
+    assert!(out.status.success(), "kubectl edit: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("edited"));
+    let live =
+        server.get("/apis/kubevirt.io/v1/namespaces/default/virtualmachines/fedora-vm").json();
+    assert_eq!(live["spec"]["runStrategy"], "Halted");
+    assert_eq!(live["metadata"]["generation"], 2);
+    let managers: Vec<&str> = live["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["manager"].as_str())
+        .collect();
+    assert!(managers.contains(&"kubectl-edit"), "{managers:?}");
+}
+
+/// `kubectl delete --cascade=…` on a VirtualMachine that owns a VirtualMachineInstance.
+#[test]
+fn delete_cascades_to_owned_instances() {
+    let server = TestServer::start();
+    let k = Kubectl::new(&server);
+    let vms = "/apis/kubevirt.io/v1/namespaces/default/virtualmachines";
+    let vmis = "/apis/kubevirt.io/v1/namespaces/default/virtualmachineinstances";
+    let owned = |name: &str| {
+        let vm = server.post(
+            vms,
+            &serde_json::json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": name}}),
+        );
+        assert_eq!(vm.status, 201, "{}", vm.text());
+        let uid = vm.json()["metadata"]["uid"].clone();
+        let vmi = server.post(
+            vmis,
+            &serde_json::json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+                "metadata": {"name": name, "ownerReferences": [{"apiVersion": "kubevirt.io/v1",
+                "kind": "VirtualMachine", "name": name, "uid": uid, "controller": true,
+                "blockOwnerDeletion": true}]}}),
+        );
+        assert_eq!(vmi.status, 201, "{}", vmi.text());
+    };
+    let gone = |path: String| {
+        crate::common::eventually(std::time::Duration::from_secs(10), || {
+            (server.get(&path).status == 404).then_some(())
+        })
+    };
+    for cascade in ["foreground", "background", "orphan"] {
+        owned(cascade);
+        // kubectl waits for the object to go before it returns.
+        let out =
+            k.ok(&["delete", "vm", cascade, &format!("--cascade={cascade}"), "--timeout=30s"]);
+        assert!(out.contains("deleted"), "{out}");
+        assert_eq!(server.get(&format!("{vms}/{cascade}")).status, 404, "{cascade}");
+        if cascade == "orphan" {
+            let vmi = server.get(&format!("{vmis}/{cascade}"));
+            assert_eq!(vmi.status, 200);
+            assert!(vmi.json()["metadata"].get("ownerReferences").is_none(), "{}", vmi.text());
+        } else {
+            gone(format!("{vmis}/{cascade}"));
+        }
+    }
 }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -954,58 +954,24 @@ fn concurrent_writers_and_watchers_match_the_revision_log() {
 // ---------------------------------------------------------------------------------------------
 // kubectl (B.5): `get -w`, `get NAME -w` and `wait --for=delete`.
 
-struct Kubectl {
-    dir: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn new(s: &TestServer, ns: &str) -> Kubectl {
-        let found = Command::new("kubectl").arg("version").arg("--client").output();
-        assert!(
-            found.is_ok_and(|o| o.status.success()),
-            "kubectl is required for these tests and was not found on PATH"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let config = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n\
-             users:\n- name: t\n  user: {{}}\ncontexts:\n- name: t\n  context:\n    cluster: t\n\
-             \x20   user: t\n    namespace: {ns}\ncurrent-context: t\n",
-            s.base
-        );
-        std::fs::write(dir.path().join("config"), config).unwrap();
-        Kubectl { dir }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("kubectl");
-        c.arg("--kubeconfig")
-            .arg(self.dir.path().join("config"))
-            .arg("--cache-dir")
-            .arg(self.dir.path().join("cache"))
-            .args(args)
-            .env_remove("KUBECONFIG");
-        c
-    }
-
-    /// Starts kubectl; its stdout lines arrive on the receiver.
-    fn spawn(&self, args: &[&str]) -> (KillOnDrop, mpsc::Receiver<String>) {
-        let mut child = self
-            .command(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start kubectl");
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
+/// Starts kubectl; its stdout lines arrive on the receiver.
+fn spawn(k: &Kubectl, args: &[&str]) -> (KillOnDrop, mpsc::Receiver<String>) {
+    let mut child = k
+        .command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start kubectl");
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
             }
-        });
-        (KillOnDrop(child), rx)
-    }
+        }
+    });
+    (KillOnDrop(child), rx)
 }
 
 struct KillOnDrop(Child);
@@ -1035,10 +1001,10 @@ fn kubectl_get_watch_shows_later_changes() {
     let s = TestServer::start();
     let ns = "kubectl-watch";
     create(&s, ns, "first", json!({}));
-    let k = Kubectl::new(&s, ns);
-    let (_list_watch, all) = k.spawn(&["get", "vm", "-w"]);
+    let k = Kubectl::in_namespace(&s, ns);
+    let (_list_watch, all) = spawn(&k, &["get", "vm", "-w"]);
     line_with(&all, "first");
-    let (_item_watch, one) = k.spawn(&["get", "vm", "first", "-w"]);
+    let (_item_watch, one) = spawn(&k, &["get", "vm", "first", "-w"]);
     line_with(&one, "first");
     // Give both watches time to be established before changing things.
     eventually(Duration::from_secs(20), || {
@@ -1057,7 +1023,7 @@ fn kubectl_wait_for_delete_returns_when_the_object_goes() {
     let s = TestServer::start();
     let ns = "kubectl-wait";
     create(&s, ns, "doomed", json!({}));
-    let k = Kubectl::new(&s, ns);
+    let k = Kubectl::in_namespace(&s, ns);
     let mut wait = k
         .command(&["wait", "--for=delete", "vm/doomed", "--timeout=60s"])
         .stdout(Stdio::piped())

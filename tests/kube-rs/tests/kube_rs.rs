@@ -185,7 +185,10 @@ async fn runtime_watcher_follows_changes() {
 #[tokio::test]
 async fn discovery_finds_every_group() {
     let s = start().await;
-    let discovery = Discovery::new(client(&s).await).run().await.unwrap();
+    // The server serves no core group (A.10): `/api` lists no versions, since client-go (kubectl)
+    // rejects a listed core version without resources. kube-rs's `run` refuses a core group without
+    // versions, so discovery here skips the core group, as a client of a core-less server must.
+    let discovery = Discovery::new(client(&s).await).exclude(&[""]).run().await.unwrap();
     let groups: Vec<String> = discovery.groups().map(|g| g.name().to_string()).collect();
     for g in
         ["kubevirt.io", "cdi.kubevirt.io", "upload.cdi.kubevirt.io", "instancetype.kubevirt.io"]
