@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{Resp, TestServer};
-use crate::explain::Kubectl;
+use crate::common::{Kubectl, Resp, TestServer};
 
 const VMS: &str = "/apis/kubevirt.io/v1/namespaces/default/virtualmachines";
 
@@ -567,40 +566,44 @@ fn dry_run_stores_nothing_and_sends_no_event() {
 fn kubectl_create_with_a_bogus_field_fails() {
     let s = TestServer::start();
     let k = Kubectl::new(&s);
-    let bad = k.file(
+    let bad_path = k.file(
         "bad.yaml",
         "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: bad\nspec:\n  runStrategy: Halted\n  bogus: 1\n",
     );
-    let err = k.fails(&["create", "-f", &bad]);
+    let bad = bad_path.to_str().expect("UTF-8 path");
+    let err = k.fails(&["create", "-f", bad]);
     assert_eq!(
         err.trim(),
         "Error from server (BadRequest): error when creating \"".to_string()
-            + &bad
+            + bad
             + "\": VirtualMachine in version \"v1\" cannot be handled as a VirtualMachine: strict decoding error: unknown field \"spec.bogus\"",
     );
     assert_eq!(s.get(&format!("{VMS}/bad")).status, 404);
 
-    let bad_enum = k.file(
+    let bad_enum_path = k.file(
         "enum.yaml",
         "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: enum\nspec:\n  runStrategy: Sometimes\n",
     );
-    let err = k.fails(&["create", "-f", &bad_enum]);
+    let bad_enum = bad_enum_path.to_str().expect("UTF-8 path");
+    let err = k.fails(&["create", "-f", bad_enum]);
     assert!(
         err.contains("The VirtualMachine \"enum\" is invalid: spec.runStrategy: Unsupported value: \"Sometimes\": supported values: \"Always\""),
         "{err}"
     );
 
     // kubectl apply: created by a Strict POST, then a Strict merge patch refused on `patch`.
-    let good = k.file(
+    let good_path = k.file(
         "apply.yaml",
         "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: applied\nspec:\n  runStrategy: Halted\n",
     );
-    assert_eq!(k.ok(&["apply", "-f", &good]).trim(), "virtualmachine.kubevirt.io/applied created");
-    let changed = k.file(
+    let good = good_path.to_str().expect("UTF-8 path");
+    assert_eq!(k.ok(&["apply", "-f", good]).trim(), "virtualmachine.kubevirt.io/applied created");
+    let changed_path = k.file(
         "apply2.yaml",
         "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: applied\nspec:\n  runStrategy: Always\n  bogus: 1\n",
     );
-    let err = k.fails(&["apply", "-f", &changed]);
+    let changed = changed_path.to_str().expect("UTF-8 path");
+    let err = k.fails(&["apply", "-f", changed]);
     assert!(err.starts_with("The request is invalid: patch: Invalid value: \""), "{err}");
     assert!(
         err.trim_end().ends_with(": strict decoding error: unknown field \"spec.bogus\""),
@@ -609,7 +612,7 @@ fn kubectl_create_with_a_bogus_field_fails() {
     assert_eq!(s.get(&format!("{VMS}/applied")).json()["spec"], json!({"runStrategy": "Halted"}));
 
     // --validate=false sends Ignore: created, the field pruned.
-    let out = k.ok(&["create", "--validate=false", "-f", &bad]);
+    let out = k.ok(&["create", "--validate=false", "-f", bad]);
     assert_eq!(out.trim(), "virtualmachine.kubevirt.io/bad created");
     assert_eq!(s.get(&format!("{VMS}/bad")).json()["spec"], json!({"runStrategy": "Halted"}));
 }
