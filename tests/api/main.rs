@@ -11,5 +11,6 @@ mod health;
 mod lists;
 mod openapi;
 mod seed_ops;
+mod tls;
 mod token;
 mod watch;
