@@ -11,6 +11,7 @@ pub mod gc;
 pub mod generated;
 pub mod health;
 pub mod kubeconfig;
+pub mod limits;
 pub mod meta;
 pub mod openapi;
 pub mod recover;

@@ -4,6 +4,7 @@
 pub mod codec;
 mod delete;
 pub mod params;
+pub mod patch;
 mod read;
 mod write;
 
