@@ -2,6 +2,7 @@
 //! it links once.
 
 mod auth;
+mod bad_input;
 mod common;
 mod conformance;
 mod crud;
