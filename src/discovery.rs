@@ -114,10 +114,15 @@ pub async fn group(
 
 #[derive(Serialize)]
 struct ApiResource {
-    name: &'static str,
+    name: String,
     #[serde(rename = "singularName")]
     singular_name: &'static str,
     namespaced: bool,
+    /// Set only where the answer's group differs from the list's (the scale subresource).
+    #[serde(skip_serializing_if = "str::is_empty")]
+    group: &'static str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    version: &'static str,
     kind: &'static str,
     verbs: &'static [&'static str],
     #[serde(rename = "shortNames", skip_serializing_if = "<[_]>::is_empty")]
@@ -134,6 +139,45 @@ pub fn storage_version_hash(res: &ResourceInfo) -> String {
     base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
+/// What kube lists for every subresource of a custom resource.
+const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
+
+/// A kind's discovery entry followed by its subresources' (`<plural>/status` with the kind,
+/// `<plural>/scale` answering `autoscaling/v1` Scale), as the CRD discovery controller lists them.
+fn api_resources(r: &ResourceInfo) -> Vec<ApiResource> {
+    let mut out = vec![ApiResource {
+        name: r.plural.to_string(),
+        singular_name: r.singular,
+        namespaced: r.namespaced,
+        group: "",
+        version: "",
+        kind: r.kind,
+        verbs: r.verbs,
+        short_names: r.short_names,
+        categories: r.categories,
+        storage_version_hash: if r.is_stored() { storage_version_hash(r) } else { String::new() },
+    }];
+    let sub = |name: &str, group, version, kind| ApiResource {
+        name: format!("{}/{name}", r.plural),
+        singular_name: "",
+        namespaced: r.namespaced,
+        group,
+        version,
+        kind,
+        verbs: SUBRESOURCE_VERBS,
+        short_names: &[],
+        categories: &[],
+        storage_version_hash: String::new(),
+    };
+    if r.status_subresource {
+        out.push(sub("status", "", "", r.kind));
+    }
+    if r.scale.is_some() {
+        out.push(sub("scale", "autoscaling", "v1", "Scale"));
+    }
+    out
+}
+
 /// `GET /apis/<group>/<version>`: the version's resources.
 pub async fn resources(
     _state: &AppState,
@@ -145,20 +189,7 @@ pub async fn resources(
     let resources: Vec<ApiResource> = RESOURCES
         .iter()
         .filter(|r| r.group == g.name && r.version == version)
-        .map(|r| ApiResource {
-            name: r.plural,
-            singular_name: r.singular,
-            namespaced: r.namespaced,
-            kind: r.kind,
-            verbs: r.verbs,
-            short_names: r.short_names,
-            categories: r.categories,
-            storage_version_hash: if r.is_stored() {
-                storage_version_hash(r)
-            } else {
-                String::new()
-            },
-        })
+        .flat_map(api_resources)
         .collect();
     respond(
         StatusCode::OK,
@@ -220,7 +251,29 @@ mod tests {
             verbs: &[],
             printer_columns: &[],
             token_field: None,
+            status_subresource: false,
+            scale: None,
         };
         assert_eq!(storage_version_hash(&res), "8aSe+NMegvE=");
+    }
+
+    #[test]
+    fn subresources_follow_their_kind() {
+        let rs = RESOURCES.iter().find(|r| r.scale.is_some()).expect("a kind with scale");
+        let entries = serde_json::to_value(api_resources(rs)).unwrap();
+        assert_eq!(
+            entries[1],
+            json!({"name": format!("{}/status", rs.plural), "singularName": "",
+                   "namespaced": rs.namespaced, "kind": rs.kind, "verbs": ["get", "patch", "update"]})
+        );
+        assert_eq!(
+            entries[2],
+            json!({"name": format!("{}/scale", rs.plural), "singularName": "",
+                   "namespaced": rs.namespaced, "group": "autoscaling", "version": "v1",
+                   "kind": "Scale", "verbs": ["get", "patch", "update"]})
+        );
+        assert!(entries[0].get("group").is_none());
+        let plain = RESOURCES.iter().find(|r| !r.status_subresource).expect("a kind without");
+        assert_eq!(api_resources(plain).len(), 1);
     }
 }

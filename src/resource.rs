@@ -33,6 +33,22 @@ pub struct ResourceInfo {
     /// Set for kinds that are answered, not stored (create-only token requests): the dotted path of
     /// the spec field the signed token names, e.g. `spec.pvcName`.
     pub token_field: Option<&'static str>,
+    /// Whether the kind has a `status` subresource: its main endpoint then ignores `status`, and
+    /// `/status` writes change nothing else (B.2).
+    pub status_subresource: bool,
+    /// Set when the kind has a `scale` subresource: where the Scale's numbers live.
+    pub scale: Option<ScaleInfo>,
+}
+
+/// A CRD's `subresources.scale`: simple JSON paths into the object, such as `.spec.replicas`.
+#[derive(Debug)]
+pub struct ScaleInfo {
+    /// Under `.spec`: read and written as the Scale's `spec.replicas`.
+    pub spec_replicas_path: &'static str,
+    /// Under `.status`: read as the Scale's `status.replicas`.
+    pub status_replicas_path: &'static str,
+    /// A string field holding a label selector: read as the Scale's `status.selector`.
+    pub label_selector_path: Option<&'static str>,
 }
 
 /// A CRD-style additional printer column.

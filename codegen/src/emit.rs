@@ -8,7 +8,7 @@
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
 
-use crate::model::{Action, Api, Handler, Operation, OperationKind, Resource, Route};
+use crate::model::{Action, Api, Handler, Operation, OperationKind, Resource, Route, Subresource};
 use crate::swagger::Method;
 
 /// The formatted module, as `prettyplease` prints it.
@@ -78,6 +78,8 @@ fn resource(r: &Resource) -> TokenStream {
         verbs,
         printer_columns,
         token_field,
+        status_subresource,
+        scale,
         definition: _,
     } = r;
     let columns = printer_columns.iter().map(|c| {
@@ -101,6 +103,17 @@ fn resource(r: &Resource) -> TokenStream {
         }
     });
     let token_field = option(token_field.as_deref().map(|f| quote!(#f)));
+    let scale = option(scale.as_ref().map(|s| {
+        let (spec, status) = (&s.spec_replicas, &s.status_replicas);
+        let selector = option(s.label_selector.as_deref().map(|p| quote!(#p)));
+        quote! {
+            crate::resource::ScaleInfo {
+                spec_replicas_path: #spec,
+                status_replicas_path: #status,
+                label_selector_path: #selector,
+            }
+        }
+    }));
     quote! {
         crate::resource::ResourceInfo {
             group: #group,
@@ -116,6 +129,8 @@ fn resource(r: &Resource) -> TokenStream {
             verbs: &[#(#verbs),*],
             printer_columns: &[#(#columns),*],
             token_field: #token_field,
+            status_subresource: #status_subresource,
+            scale: #scale,
         }
     }
 }
@@ -179,21 +194,28 @@ fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
         )
     };
     let (body_arg, call) = match &op.kind {
-        OperationKind::Resource { action, resource, namespace, name } => {
+        OperationKind::Resource { action, resource, namespace, name, subresource } => {
             let namespace = option(namespace.then(|| quote!(namespace)));
             let name = option(name.then(|| quote!(name)));
             let target = quote!(crate::api::Target::new(#namespace, #name));
             let index = Literal::usize_unsuffixed(*resource);
             let res = quote!(&RESOURCES[#index]);
-            let func = ident(match action {
-                Action::List => "list",
-                Action::Get => "get",
-                Action::Watch | Action::WatchList => "watch",
-                Action::Post => "create",
-                Action::Put => "update",
-                Action::Patch => "patch",
-                Action::Delete => "delete",
-                Action::DeleteCollection => "delete_collection",
+            let func = ident(match (subresource, action) {
+                (None, Action::List) => "list",
+                (None, Action::Get) => "get",
+                (None, Action::Watch | Action::WatchList) => "watch",
+                (None, Action::Post) => "create",
+                (None, Action::Put) => "update",
+                (None, Action::Patch) => "patch",
+                (None, Action::Delete) => "delete",
+                (None, Action::DeleteCollection) => "delete_collection",
+                (Some(Subresource::Status), Action::Get) => "get_status",
+                (Some(Subresource::Status), Action::Put) => "update_status",
+                (Some(Subresource::Status), Action::Patch) => "patch_status",
+                (Some(Subresource::Scale), Action::Get) => "get_scale",
+                (Some(Subresource::Scale), Action::Put) => "update_scale",
+                (Some(Subresource::Scale), Action::Patch) => "patch_scale",
+                (Some(s), a) => unreachable!("lowering rejects {} on {}", a.as_str(), s.as_str()),
             });
             if matches!(action, Action::List | Action::Get | Action::Watch | Action::WatchList) {
                 (None, quote!(crate::api::#func(&state, #res, #target, &req)))

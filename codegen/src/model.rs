@@ -10,8 +10,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::swagger::{
-    self, Document, Location, Method, Parameter, ParameterOrRef, VirtResource, DEFINITIONS_REF,
-    PARAMETERS_REF,
+    self, Document, GroupVersionKind, Location, Method, Parameter, ParameterOrRef, VirtResource,
+    DEFINITIONS_REF, PARAMETERS_REF,
 };
 
 /// The whole API, validated.
@@ -52,8 +52,20 @@ pub struct Resource {
     pub verbs: Vec<&'static str>,
     pub printer_columns: Vec<PrinterColumn>,
     pub token_field: Option<String>,
+    /// Whether `/status` paths serve the kind: its main endpoint then leaves status alone.
+    pub status_subresource: bool,
+    /// Set when `/scale` paths serve the kind: where the Scale's numbers live in the object.
+    pub scale: Option<ScalePaths>,
     /// Name of the kind's definition.
     pub definition: String,
+}
+
+/// `x-virt-resource.scale`, validated: simple JSON paths such as `.spec.replicas`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,8 +104,15 @@ pub struct Operation {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OperationKind {
-    /// A generic verb on `RESOURCES[resource]`; `namespace`/`name` say which path parameters exist.
-    Resource { action: Action, resource: usize, namespace: bool, name: bool },
+    /// A generic verb on `RESOURCES[resource]`, or on one of its subresources;
+    /// `namespace`/`name` say which path parameters exist.
+    Resource {
+        action: Action,
+        resource: usize,
+        namespace: bool,
+        name: bool,
+        subresource: Option<Subresource>,
+    },
     /// A hand-written non-resource handler.
     Handler(Handler),
 }
@@ -111,6 +130,36 @@ pub enum Action {
     Watch,
     WatchList,
 }
+
+/// The last segment of a subresource path (`…/{name}/status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Subresource {
+    /// The object's `status`, written apart from the rest (B.2).
+    Status,
+    /// The object's replica count as an `autoscaling/v1` Scale.
+    Scale,
+}
+
+impl Subresource {
+    pub const ALL: [Subresource; 2] = [Subresource::Status, Subresource::Scale];
+
+    pub fn parse(s: &str) -> Option<Subresource> {
+        Subresource::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+        }
+    }
+}
+
+/// What every subresource serves, as a CRD's always do: read, replace and patch.
+pub const SUBRESOURCE_ACTIONS: [Action; 3] = [Action::Get, Action::Put, Action::Patch];
+
+/// The GVK `scale` operations carry, whatever the kind: (group, version, kind).
+pub const SCALE_GVK: (&str, &str, &str) = ("autoscaling", "v1", "Scale");
 
 /// Discovery verbs in the order kube-apiserver lists them for custom resources.
 pub const VERB_ORDER: [&str; 8] =
@@ -316,7 +365,8 @@ pub fn path_params(path: &str) -> Result<Vec<String>, String> {
     Ok(params)
 }
 
-/// A resource path taken apart: `/apis/<group>/<version>/[watch/][namespaces/{namespace}/]<plural>[/{name}]`.
+/// A resource path taken apart:
+/// `/apis/<group>/<version>/[watch/][namespaces/{namespace}/]<plural>[/{name}[/<subresource>]]`.
 #[derive(Debug, PartialEq, Eq)]
 struct ResourcePath<'a> {
     group: &'a str,
@@ -325,10 +375,12 @@ struct ResourcePath<'a> {
     namespaced: bool,
     plural: &'a str,
     named: bool,
+    /// The segment after `{name}`, not yet checked against the known subresources.
+    subresource: Option<&'a str>,
 }
 
 const RESOURCE_PATH_SHAPE: &str =
-    "/apis/<group>/<version>/[watch/][namespaces/{namespace}/]<plural>[/{name}]";
+    "/apis/<group>/<version>/[watch/][namespaces/{namespace}/]<plural>[/{name}[/<subresource>]]";
 
 fn parse_resource_path(path: &str) -> Option<ResourcePath<'_>> {
     let segs: Vec<&str> = path.strip_prefix("/apis/")?.split('/').collect();
@@ -347,9 +399,11 @@ fn parse_resource_path(path: &str) -> Option<ResourcePath<'_>> {
         }
         rest = &rest[2..];
     }
-    let (plural, named) = match rest {
-        [p] => (*p, false),
-        [p, "{name}"] => (*p, true),
+    let (plural, named, subresource) = match rest {
+        [p] => (*p, false, None),
+        [p, "{name}"] => (*p, true, None),
+        // Subresources have no watch paths.
+        [p, "{name}", s] if !watch => (*p, true, Some(*s)),
         _ => return None,
     };
     let literal = |s: &str| {
@@ -357,10 +411,11 @@ fn parse_resource_path(path: &str) -> Option<ResourcePath<'_>> {
             && s.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
     };
-    if !literal(group) || !literal(version) || !literal(plural) {
+    if !literal(group) || !literal(version) || !literal(plural) || !subresource.is_none_or(literal)
+    {
         return None;
     }
-    Some(ResourcePath { group, version, watch, namespaced, plural, named })
+    Some(ResourcePath { group, version, watch, namespaced, plural, named, subresource })
 }
 
 /// Lowers `doc`, or returns every problem found.
@@ -405,7 +460,13 @@ struct OpDraft {
 }
 
 enum DraftKind {
-    Resource { action: Action, def: usize, namespace: bool, name: bool },
+    Resource {
+        action: Action,
+        def: usize,
+        namespace: bool,
+        name: bool,
+        subresource: Option<Subresource>,
+    },
     Handler(DraftHandler),
 }
 
@@ -651,6 +712,29 @@ impl<'d> Lowering<'d> {
                 self.problem(ctx, format!("tokenRequest.field `{}` is not a dotted path", t.field));
             }
         }
+        if let Some(s) = &r.scale {
+            // The CRD rules: simple JSON paths (no array notation) under the given roots.
+            let paths = [
+                ("specReplicasPath", Some(&s.spec_replicas_path), &["spec"][..]),
+                ("statusReplicasPath", Some(&s.status_replicas_path), &["status"][..]),
+                ("labelSelectorPath", s.label_selector_path.as_ref(), &["spec", "status"][..]),
+            ];
+            for (field, path, roots) in paths {
+                let Some(path) = path else { continue };
+                let segs: Vec<&str> = path.strip_prefix('.').unwrap_or("").split('.').collect();
+                let simple = segs.len() >= 2
+                    && roots.contains(&segs[0])
+                    && segs.iter().all(|s| !s.is_empty() && !s.contains(['[', ']', '*', ' ']));
+                if !simple {
+                    let under: Vec<String> = roots.iter().map(|r| format!(".{r}")).collect();
+                    let msg = format!(
+                        "scale.{field} `{path}` is not a simple JSON path under {}",
+                        under.join(" or ")
+                    );
+                    self.problem(ctx, msg);
+                }
+            }
+        }
     }
 
     /// Every `$ref` in the document must point at something that exists.
@@ -823,6 +907,9 @@ impl<'d> Lowering<'d> {
             self.problem(ctx, "resource operation without x-kubernetes-group-version-kind");
             return None;
         };
+        if let Some(rp) = parse_resource_path(path).filter(|rp| rp.subresource.is_some()) {
+            return self.subresource_op(ctx, action, gvk, &rp, defs, ok);
+        }
         let gvk_str = format!("{}/{} {}", gvk.group, gvk.version, gvk.kind);
         if !self.doc.api_groups.contains(&gvk.group) {
             self.problem(ctx, format!("group `{}` is not in x-virt-api-groups", gvk.group));
@@ -891,7 +978,96 @@ impl<'d> Lowering<'d> {
             self.problem(ctx, msg);
             ok = false;
         }
-        ok.then_some(DraftKind::Resource { action, def, namespace: rp.namespaced, name: rp.named })
+        ok.then_some(DraftKind::Resource {
+            action,
+            def,
+            namespace: rp.namespaced,
+            name: rp.named,
+            subresource: None,
+        })
+    }
+
+    /// An operation on `…/{name}/<subresource>`. The path names the kind (scale operations carry
+    /// autoscaling's GVK, not the kind's), as a CRD's subresources belong to the CRD.
+    fn subresource_op(
+        &mut self,
+        ctx: &str,
+        action: Action,
+        gvk: &GroupVersionKind,
+        rp: &ResourcePath<'_>,
+        defs: &[KindDef<'d>],
+        mut ok: bool,
+    ) -> Option<DraftKind> {
+        let raw = rp.subresource.expect("a subresource path");
+        let Some(sub) = Subresource::parse(raw) else {
+            let known: Vec<_> = Subresource::ALL.iter().map(|s| s.as_str()).collect();
+            self.problem(ctx, format!("unknown subresource `{raw}` (known: {})", known.join(", ")));
+            return None;
+        };
+        let found = defs.iter().position(|d| {
+            (d.group.as_str(), d.version.as_str()) == (rp.group, rp.version)
+                && d.resource.as_ref().is_some_and(|r| r.plural == rp.plural)
+        });
+        let Some(def) = found else {
+            let msg = format!("no kind of {}/{} has plural `{}`", rp.group, rp.version, rp.plural);
+            self.problem(ctx, msg);
+            return None;
+        };
+        let d = &defs[def];
+        let res = d.resource.as_ref().expect("found by its x-virt-resource");
+        let want = match sub {
+            Subresource::Status => (d.group.as_str(), d.version.as_str(), d.kind.as_str()),
+            Subresource::Scale => SCALE_GVK,
+        };
+        if (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()) != want {
+            let msg = format!(
+                "`{}` operations carry the GVK {}/{} {}, not {}/{} {}",
+                sub.as_str(),
+                want.0,
+                want.1,
+                want.2,
+                gvk.group,
+                gvk.version,
+                gvk.kind
+            );
+            self.problem(ctx, msg);
+            ok = false;
+        }
+        if !SUBRESOURCE_ACTIONS.contains(&action) {
+            let msg = format!(
+                "the `{}` subresource serves only get, put and patch, not `{}`",
+                sub.as_str(),
+                action.as_str()
+            );
+            self.problem(ctx, msg);
+            ok = false;
+        }
+        if sub == Subresource::Scale && res.scale.is_none() {
+            self.problem(ctx, format!("`scale` needs x-virt-resource.scale on {}", d.name));
+            ok = false;
+        }
+        if res.token_request.is_some() {
+            let msg = format!("{} is a create-only token request; only `post` is allowed", d.kind);
+            self.problem(ctx, msg);
+            ok = false;
+        }
+        if rp.namespaced && !res.namespaced {
+            let msg = format!("{} is cluster-scoped but the path has a namespace", d.kind);
+            self.problem(ctx, msg);
+            ok = false;
+        }
+        if !rp.namespaced && res.namespaced {
+            let msg = format!("{} is namespaced but the path has no namespace", d.kind);
+            self.problem(ctx, msg);
+            ok = false;
+        }
+        ok.then_some(DraftKind::Resource {
+            action,
+            def,
+            namespace: rp.namespaced,
+            name: true,
+            subresource: Some(sub),
+        })
     }
 
     fn handler_op(
@@ -1021,10 +1197,15 @@ impl<'d> Lowering<'d> {
         groups: &[Group],
         routes: &[RouteDraft<'d>],
     ) -> (Vec<Resource>, HashMap<usize, usize>) {
+        // Discovery verbs come from the main resource's actions only.
         let mut actions: HashMap<usize, HashSet<Action>> = HashMap::new();
+        let mut sub_actions: HashMap<(usize, Subresource), HashSet<Action>> = HashMap::new();
         for op in routes.iter().flat_map(|r| &r.ops) {
-            if let DraftKind::Resource { action, def, .. } = op.kind {
-                actions.entry(def).or_default().insert(action);
+            if let DraftKind::Resource { action, def, subresource, .. } = op.kind {
+                match subresource {
+                    None => actions.entry(def).or_default().insert(action),
+                    Some(s) => sub_actions.entry((def, s)).or_default().insert(action),
+                };
             }
         }
         for (i, d) in defs.iter().enumerate() {
@@ -1032,6 +1213,35 @@ impl<'d> Lowering<'d> {
                 self.problem(
                     &format!("definition {}", d.name),
                     "has x-virt-resource but no path serves it",
+                );
+            }
+        }
+        let mut served: Vec<_> = sub_actions.iter().collect();
+        served.sort_by_key(|(k, _)| **k);
+        for ((def, sub), acts) in served {
+            let missing: Vec<_> = SUBRESOURCE_ACTIONS
+                .iter()
+                .filter(|a| !acts.contains(a))
+                .map(|a| a.as_str())
+                .collect();
+            if !missing.is_empty() {
+                let msg = format!(
+                    "the `{}` subresource must serve get, put and patch; missing: {}",
+                    sub.as_str(),
+                    missing.join(", ")
+                );
+                self.problem(&format!("definition {}", defs[*def].name), msg);
+            }
+        }
+        for (i, d) in defs.iter().enumerate() {
+            let declares_scale = d.resource.as_ref().is_some_and(|r| r.scale.is_some());
+            if declares_scale
+                && actions.contains_key(&i)
+                && !sub_actions.contains_key(&(i, Subresource::Scale))
+            {
+                self.problem(
+                    &format!("definition {}", d.name),
+                    "has x-virt-resource.scale but no path serves its `scale` subresource",
                 );
             }
         }
@@ -1085,6 +1295,16 @@ impl<'d> Lowering<'d> {
                             })
                             .collect(),
                         token_field: r.token_request.as_ref().map(|t| t.field.clone()),
+                        status_subresource: sub_actions.contains_key(&(i, Subresource::Status)),
+                        scale: r
+                            .scale
+                            .as_ref()
+                            .filter(|_| sub_actions.contains_key(&(i, Subresource::Scale)))
+                            .map(|s| ScalePaths {
+                                spec_replicas: s.spec_replicas_path.clone(),
+                                status_replicas: s.status_replicas_path.clone(),
+                                label_selector: s.label_selector_path.clone(),
+                            }),
                         definition: d.name.to_string(),
                     });
                 }
@@ -1110,6 +1330,17 @@ impl<'d> Lowering<'d> {
                 {
                     let msg = format!(
                         "plural, singular, scope and tokenRequest must match {} (same kind)",
+                        other.definition
+                    );
+                    self.problem(&ctx, msg);
+                    break;
+                }
+                if same_kind
+                    && (other.status_subresource != r.status_subresource || other.scale != r.scale)
+                {
+                    // The versions share storage, so they must agree on who may write status.
+                    let msg = format!(
+                        "status and scale subresources must match {} (same kind)",
                         other.definition
                     );
                     self.problem(&ctx, msg);
@@ -1149,10 +1380,16 @@ impl<'d> Lowering<'d> {
             let mut discovery_root = false;
             for op in draft.ops {
                 let kind = match op.kind {
-                    DraftKind::Resource { action, def, namespace, name } => {
+                    DraftKind::Resource { action, def, namespace, name, subresource } => {
                         let Some(&r) = def_to_resource.get(&def) else { continue };
                         resource = Some(r);
-                        OperationKind::Resource { action, resource: r, namespace, name }
+                        OperationKind::Resource {
+                            action,
+                            resource: r,
+                            namespace,
+                            name,
+                            subresource,
+                        }
                     }
                     DraftKind::Handler(DraftHandler::Plain(h)) => {
                         discovery_root |= matches!(h, Handler::Api | Handler::Apis);
@@ -1306,12 +1543,18 @@ mod tests {
                 watch: true,
                 namespaced: true,
                 plural: "things",
-                named: true
+                named: true,
+                subresource: None,
             }
         );
         let p = parse_resource_path("/apis/g.io/v1/things").unwrap();
         assert!(!p.watch && !p.namespaced && !p.named);
-        assert!(parse_resource_path("/apis/g.io/v1/things/{name}/status").is_none());
+        let p = parse_resource_path("/apis/g.io/v1/namespaces/{namespace}/things/{name}/scale")
+            .unwrap();
+        assert!(p.namespaced && p.named && p.subresource == Some("scale"));
+        assert!(parse_resource_path("/apis/g.io/v1/watch/things/{name}/status").is_none());
+        assert!(parse_resource_path("/apis/g.io/v1/things/{name}/status/x").is_none());
+        assert!(parse_resource_path("/apis/g.io/v1/things/{name}/{x}").is_none());
         assert!(parse_resource_path("/apis/g.io/v1/namespaces/{ns}/things").is_none());
         assert!(parse_resource_path("/api/v1/things").is_none());
     }
@@ -1362,7 +1605,8 @@ mod tests {
                     action: Action::Get,
                     resource: 2,
                     namespace: true,
-                    name: true
+                    name: true,
+                    subresource: None,
                 }
             )
         );
@@ -1376,6 +1620,145 @@ mod tests {
         assert_eq!(apis.patterns, ["/apis", "/apis/"]);
         let root = api.routes.iter().find(|r| r.path == "/").unwrap();
         assert_eq!(root.patterns, ["/"]);
+    }
+
+    #[test]
+    fn lowers_subresources() {
+        let mut d = TestDoc::new(&["a.io"]);
+        for v in ["v1", "v1beta1"] {
+            d.kind("a.io", v, "Thing", "things", true);
+            d.status("a.io", v, "Thing", "things", true);
+            d.scale("a.io", v, "Thing", "things", true);
+        }
+        d.kind("a.io", "v1", "Gizmo", "gizmos", false);
+        d.status("a.io", "v1", "Gizmo", "gizmos", false);
+        d.kind("a.io", "v1", "Widget", "widgets", true);
+        let api = lower_json(d.build()).unwrap();
+        let summary: Vec<_> = api
+            .resources
+            .iter()
+            .map(|r| (r.version.as_str(), r.kind.as_str(), r.status_subresource, r.scale.is_some()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("v1", "Thing", true, true),
+                ("v1", "Gizmo", true, false),
+                ("v1", "Widget", false, false),
+                ("v1beta1", "Thing", true, true)
+            ]
+        );
+        assert_eq!(
+            api.resources[0].scale,
+            Some(ScalePaths {
+                spec_replicas: ".spec.replicas".into(),
+                status_replicas: ".status.replicas".into(),
+                label_selector: Some(".status.labelSelector".into()),
+            })
+        );
+        // Subresource operations grant no discovery verbs of their own.
+        assert!(api.resources.iter().all(|r| r.verbs == VERB_ORDER));
+        let route = |p: &str| api.routes.iter().find(|r| r.path == p).unwrap();
+        let scale = route("/apis/a.io/v1beta1/namespaces/{namespace}/things/{name}/scale");
+        assert_eq!(scale.resource, Some(3));
+        assert_eq!(scale.params, ["namespace", "name"]);
+        let ops: Vec<_> =
+            scale.operations.iter().map(|o| (o.method, o.fn_name.as_str(), &o.kind)).collect();
+        let kind = |action| OperationKind::Resource {
+            action,
+            resource: 3,
+            namespace: true,
+            name: true,
+            subresource: Some(Subresource::Scale),
+        };
+        assert_eq!(
+            ops,
+            [
+                (Method::Get, "read_a_io_v1beta1_namespaced_thing_scale", &kind(Action::Get)),
+                (Method::Put, "replace_a_io_v1beta1_namespaced_thing_scale", &kind(Action::Put)),
+                (Method::Patch, "patch_a_io_v1beta1_namespaced_thing_scale", &kind(Action::Patch)),
+            ]
+        );
+        let status = route("/apis/a.io/v1/gizmos/{name}/status");
+        assert_eq!(
+            status.operations[0].kind,
+            OperationKind::Resource {
+                action: Action::Get,
+                resource: 1,
+                namespace: false,
+                name: true,
+                subresource: Some(Subresource::Status),
+            }
+        );
+    }
+
+    #[test]
+    fn checks_subresources() {
+        let mut d = TestDoc::new(&["a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.kind("a.io", "v1beta1", "Thing", "things", true);
+        d.status("a.io", "v1", "Thing", "things", true);
+        d.kind("a.io", "v1", "Gizmo", "gizmos", false);
+        d.status("a.io", "v1", "Gizmo", "gizmos", false);
+        d.scale("a.io", "v1", "Gizmo", "gizmos", false);
+        d.kind("a.io", "v1", "Widget", "widgets", true);
+        d.scale("a.io", "v1", "Widget", "widgets", true);
+        d.kind("a.io", "v1", "Doohickey", "doohickeys", true);
+        d.scale("a.io", "v1", "Doohickey", "doohickeys", true);
+        let status = "/apis/a.io/v1/namespaces/{namespace}/things/{name}/status";
+        d.set(
+            status,
+            "get",
+            "x-kubernetes-group-version-kind",
+            serde_json::json!({"group": "a.io", "version": "v1", "kind": "Gizmo"}),
+        );
+        d.set(status, "patch", "x-kubernetes-action", "delete".into());
+        d.set(status, "patch", "operationId", "deleteThingStatus".into());
+        d.remove_op("/apis/a.io/v1/gizmos/{name}/status", "put");
+        d.set(
+            "/apis/a.io/v1/gizmos/{name}/scale",
+            "get",
+            "x-kubernetes-group-version-kind",
+            serde_json::json!({"group": "a.io", "version": "v1", "kind": "Gizmo"}),
+        );
+        d.remove_path("/apis/a.io/v1/namespaces/{namespace}/widgets/{name}/scale");
+        let mut doc = d.build();
+        let scale = &mut doc["definitions"]["io.a.v1.Doohickey"]["x-virt-resource"]["scale"];
+        scale["specReplicasPath"] = ".status.replicas".into();
+        scale["labelSelectorPath"] = ".spec.selector[0]".into();
+        let paths = doc["paths"].as_object_mut().unwrap();
+        let mut extra = paths["/apis/a.io/v1/gizmos/{name}/status"].clone();
+        extra.as_object_mut().unwrap().retain(|k, _| k == "parameters" || k == "get");
+        extra["get"]["operationId"] = "readGizmoFoo".into();
+        paths.insert("/apis/a.io/v1/gizmos/{name}/foo".into(), extra.clone());
+        extra["get"]["operationId"] = "readStuffStatus".into();
+        paths.insert("/apis/a.io/v1/stuff/{name}/status".into(), extra.clone());
+        extra["get"]["operationId"] = "readNamespacedGizmoStatus".into();
+        extra["parameters"] = serde_json::json!([{"$ref": "#/parameters/namespace"},
+                                                 {"$ref": "#/parameters/name"}]);
+        paths.insert("/apis/a.io/v1/namespaces/{namespace}/gizmos/{name}/status".into(), extra);
+        let problems = lower_json(doc).unwrap_err();
+        let expected = [
+            "(readAIoV1NamespacedThingStatus): `status` operations carry the GVK a.io/v1 Thing, not a.io/v1 Gizmo",
+            "(deleteThingStatus): action `delete` needs method DELETE",
+            "(deleteThingStatus): the `status` subresource serves only get, put and patch, not `delete`",
+            "(readAIoV1GizmoScale): `scale` operations carry the GVK autoscaling/v1 Scale, not a.io/v1 Gizmo",
+            "(readGizmoFoo): unknown subresource `foo` (known: status, scale)",
+            "(readStuffStatus): no kind of a.io/v1 has plural `stuff`",
+            "(readNamespacedGizmoStatus): Gizmo is cluster-scoped but the path has a namespace",
+            // The two rejected operations above leave the subresource incomplete.
+            "definition io.a.v1.Thing: the `status` subresource must serve get, put and patch; missing: get, patch",
+            "definition io.a.v1.Gizmo: the `status` subresource must serve get, put and patch; missing: put",
+            "definition io.a.v1.Gizmo: the `scale` subresource must serve get, put and patch; missing: get",
+            "definition io.a.v1.Widget: has x-virt-resource.scale but no path serves its `scale` subresource",
+            "definition io.a.v1.Doohickey: scale.specReplicasPath `.status.replicas` is not a simple JSON path under .spec",
+            "definition io.a.v1.Doohickey: scale.labelSelectorPath `.spec.selector[0]` is not a simple JSON path under .spec or .status",
+            "definition io.a.v1beta1.Thing: status and scale subresources must match io.a.v1.Thing (same kind)",
+        ];
+        for e in expected {
+            assert_problem(&problems, e);
+        }
+        assert_eq!(problems.len(), expected.len(), "{}", problems.join("\n"));
     }
 
     #[test]

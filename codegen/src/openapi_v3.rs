@@ -383,6 +383,36 @@ mod tests {
     }
 
     #[test]
+    fn subresource_paths_join_their_kinds_document() {
+        let mut d = TestDoc::new(&["a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.status("a.io", "v1", "Thing", "things", true);
+        d.scale("a.io", "v1", "Thing", "things", true);
+        let docs = derive(&d);
+        let (_, v1) = &docs[0];
+        let base = "/apis/a.io/v1/namespaces/{namespace}/things/{name}";
+        let status = &v1["paths"][format!("{base}/status")]["patch"];
+        assert_eq!(
+            status["x-kubernetes-group-version-kind"],
+            json!({"group": "a.io", "version": "v1", "kind": "Thing"})
+        );
+        let names: Vec<_> =
+            status["parameters"].as_array().unwrap().iter().map(|p| &p["name"]).collect();
+        assert_eq!(names, ["namespace", "name", "fieldValidation"]);
+        let scale = &v1["paths"][format!("{base}/scale")]["put"];
+        assert_eq!(
+            scale["x-kubernetes-group-version-kind"],
+            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+        );
+        assert_eq!(
+            scale["responses"]["200"]["content"]["application/json"]["schema"],
+            json!({"$ref": "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"})
+        );
+        let schema = &v1["components"]["schemas"]["io.k8s.api.autoscaling.v1.Scale"];
+        assert_eq!(schema["x-kubernetes-group-version-kind"][0]["kind"], "Scale");
+    }
+
+    #[test]
     fn converts_operations() {
         let mut d = TestDoc::new(&["a.io"]);
         d.kind("a.io", "v1", "Thing", "things", true);

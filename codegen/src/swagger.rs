@@ -222,6 +222,9 @@ pub struct VirtResource {
     pub printer_columns: Vec<PrinterColumn>,
     /// Only on create-only token request kinds: answered, never stored.
     pub token_request: Option<TokenRequest>,
+    /// Where the `scale` subresource reads and writes its numbers, as a CRD's
+    /// `subresources.scale` says; required by (and only with) `/scale` paths.
+    pub scale: Option<Scale>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -244,6 +247,18 @@ pub struct PrinterColumn {
 pub struct TokenRequest {
     /// Dotted path of the spec field the signed token names, e.g. `spec.claimName`.
     pub field: String,
+}
+
+/// A CRD's `subresources.scale`: simple JSON paths (`.spec.replicas`) into the object.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scale {
+    /// Under `.spec`: the Scale's `spec.replicas`.
+    pub spec_replicas_path: String,
+    /// Under `.status`: the Scale's `status.replicas`.
+    pub status_replicas_path: String,
+    /// Under `.spec` or `.status`, a string: the Scale's `status.selector`.
+    pub label_selector_path: Option<String>,
 }
 
 /// Prefix of references into `definitions`.

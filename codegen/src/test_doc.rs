@@ -5,6 +5,9 @@
 
 use serde_json::{json, Map, Value};
 
+/// The definition scale operations use.
+pub const SCALE_DEF: &str = "io.k8s.api.autoscaling.v1.Scale";
+
 pub struct TestDoc {
     doc: Value,
 }
@@ -175,6 +178,62 @@ impl TestDoc {
             paths.insert(format!("{base}/watch/{plural}"), watch_coll);
             paths.insert(format!("{base}/watch/{plural}/{{name}}"), watch_item);
         }
+    }
+
+    /// The `status` subresource of a kind added with [`TestDoc::kind`].
+    pub fn status(&mut self, group: &str, version: &str, kind: &str, plural: &str, ns: bool) {
+        self.subresource(group, version, kind, plural, ns, "status");
+    }
+
+    /// The `scale` subresource of a kind added with [`TestDoc::kind`]: its paths, its
+    /// `x-virt-resource.scale` and the Scale definition.
+    pub fn scale(&mut self, group: &str, version: &str, kind: &str, plural: &str, ns: bool) {
+        let name = format!("{}.{version}.{kind}", reverse_dns(group));
+        self.doc["definitions"][&name]["x-virt-resource"]["scale"] = json!({
+            "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.labelSelector"});
+        self.doc["definitions"].as_object_mut().unwrap().insert(
+            SCALE_DEF.into(),
+            json!({"type": "object", "properties": {"spec": {"type": "object"}},
+                   "x-kubernetes-group-version-kind": [{"group": "autoscaling", "version": "v1", "kind": "Scale"}]}),
+        );
+        self.subresource(group, version, kind, plural, ns, "scale");
+    }
+
+    fn subresource(
+        &mut self,
+        group: &str,
+        version: &str,
+        kind: &str,
+        plural: &str,
+        namespaced: bool,
+        sub: &str,
+    ) {
+        let (gvk, obj) = if sub == "scale" {
+            (json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}), SCALE_DEF.into())
+        } else {
+            (
+                json!({"group": group, "version": version, "kind": kind}),
+                format!("{}.{version}.{kind}", reverse_dns(group)),
+            )
+        };
+        let x = gv_infix(group, version);
+        let ns = if namespaced { "Namespaced" } else { "" };
+        let ns_seg = if namespaced { "/namespaces/{namespace}" } else { "" };
+        let mut params = vec![];
+        if namespaced {
+            params.push(json!({"$ref": "#/parameters/namespace"}));
+        }
+        params.push(json!({"$ref": "#/parameters/name"}));
+        let suffix = capitalize(sub);
+        let item = json!({
+            "parameters": params,
+            "get": self.op(format!("read{x}{ns}{kind}{suffix}"), "get", &gvk, &obj),
+            "put": self.op(format!("replace{x}{ns}{kind}{suffix}"), "put", &gvk, &obj),
+            "patch": self.op(format!("patch{x}{ns}{kind}{suffix}"), "patch", &gvk, &obj),
+        });
+        self.paths()
+            .insert(format!("/apis/{group}/{version}{ns_seg}/{plural}/{{name}}/{sub}"), item);
     }
 
     /// A create-only, never stored, namespaced token request kind.

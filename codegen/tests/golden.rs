@@ -98,8 +98,13 @@ fn mini_openapi_v3_documents() {
             .collect();
         match key.as_str() {
             "apis/zoo.example.io/v1" => {
-                assert_eq!(patches, 2);
-                assert_eq!(kinds, ["Animal", "AnimalList", "Enclosure", "EnclosureList"]);
+                // Animal, Enclosure, Enclosure's status and scale.
+                assert_eq!(patches, 4);
+                assert_eq!(kinds, ["Animal", "AnimalList", "Enclosure", "EnclosureList", "Scale"]);
+                let scale = &doc["paths"]["/apis/zoo.example.io/v1/enclosures/{name}/scale"];
+                assert_eq!(scale["get"]["x-kubernetes-group-version-kind"]["group"], "autoscaling");
+                let status = &doc["paths"]["/apis/zoo.example.io/v1/enclosures/{name}/status"];
+                assert_eq!(status["put"]["x-kubernetes-group-version-kind"]["kind"], "Enclosure");
             }
             "apis/zoo.example.io/v1beta1" => {
                 assert_eq!(patches, 1);

@@ -135,6 +135,58 @@ mod api {
     ) -> Answer {
         line("deletecollection", res, &t, Some(&b))
     }
+    pub async fn get_status(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+    ) -> Answer {
+        line("get_status", res, &t, None)
+    }
+    pub async fn update_status(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("update_status", res, &t, Some(&b))
+    }
+    pub async fn patch_status(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("patch_status", res, &t, Some(&b))
+    }
+    pub async fn get_scale(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+    ) -> Answer {
+        line("get_scale", res, &t, None)
+    }
+    pub async fn update_scale(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("update_scale", res, &t, Some(&b))
+    }
+    pub async fn patch_scale(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("patch_scale", res, &t, Some(&b))
+    }
     pub fn method_not_allowed(res: &'static ResourceInfo, req: &HttpRequest) -> Answer {
         answer(format!("405 {} {}/{} {}", req.method(), res.group, res.version, res.kind))
     }
@@ -268,6 +320,42 @@ async fn routes_reach_the_expected_calls() {
         ("GET", format!("{zoo}/v1/watch/animals"), "watch zoo.example.io/v1 Animal - -"),
         ("GET", format!("{zoo}/v1/enclosures/e"), "get zoo.example.io/v1 Enclosure - e"),
         ("GET", format!("{zoo}/v1/watch/enclosures/e"), "watch zoo.example.io/v1 Enclosure - e"),
+        (
+            "GET",
+            format!("{zoo}/v1/enclosures/e/status"),
+            "get_status zoo.example.io/v1 Enclosure - e",
+        ),
+        (
+            "PUT",
+            format!("{zoo}/v1/enclosures/e/status"),
+            "update_status zoo.example.io/v1 Enclosure - e body=2",
+        ),
+        (
+            "PATCH",
+            format!("{zoo}/v1/enclosures/e/status"),
+            "patch_status zoo.example.io/v1 Enclosure - e body=2",
+        ),
+        (
+            "GET",
+            format!("{zoo}/v1/enclosures/e/scale"),
+            "get_scale zoo.example.io/v1 Enclosure - e",
+        ),
+        (
+            "PUT",
+            format!("{zoo}/v1/enclosures/e/scale"),
+            "update_scale zoo.example.io/v1 Enclosure - e body=2",
+        ),
+        (
+            "PATCH",
+            format!("{zoo}/v1/enclosures/e/scale"),
+            "patch_scale zoo.example.io/v1 Enclosure - e body=2",
+        ),
+        (
+            "DELETE",
+            format!("{zoo}/v1/enclosures/e/status"),
+            "405 DELETE zoo.example.io/v1 Enclosure",
+        ),
+        ("POST", format!("{zoo}/v1/enclosures/e/scale"), "405 POST zoo.example.io/v1 Enclosure"),
         ("PUT", format!("{zoo}/v1/namespaces/ns1/animals"), "405 PUT zoo.example.io/v1 Animal"),
         ("POST", format!("{zoo}/v1/enclosures/e"), "405 POST zoo.example.io/v1 Enclosure"),
         (
@@ -303,6 +391,14 @@ fn statics_hold_the_fixture() {
             ("v1beta1", "Animal"),
             ("v1alpha1", "TicketRequest")
         ]
+    );
+    let subresources: Vec<_> = generated::RESOURCES
+        .iter()
+        .map(|r| (r.status_subresource, r.scale.as_ref().map(|s| s.spec_replicas_path)))
+        .collect();
+    assert_eq!(
+        subresources,
+        [(false, None), (true, Some(".spec.replicas")), (false, None), (false, None)]
     );
     assert!(generated::RESOURCES.iter().all(|r| r.storage_version
         == generated::GROUPS.iter().find(|g| g.name == r.group).unwrap().versions[0]));

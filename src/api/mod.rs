@@ -6,6 +6,7 @@ mod delete;
 pub mod params;
 pub mod patch;
 mod read;
+mod subresource;
 mod write;
 
 use actix_web::{HttpRequest, HttpResponse};
@@ -17,19 +18,35 @@ use crate::resource::ResourceInfo;
 pub(crate) use delete::delete_one;
 pub use delete::{delete, delete_collection};
 pub use read::{get, list, watch};
+pub use subresource::{
+    get_scale, get_status, patch_scale, patch_status, update_scale, update_status,
+};
 pub use write::{create, patch, update};
 
-/// Where a request points: a collection (namespace or all/cluster) or one named object.
+/// Where a request points: a collection (namespace or all/cluster) or one named object, and
+/// which part of it a write may change.
 #[derive(Debug, Clone, Default)]
 pub struct Target {
     /// The path's namespace; `None` on cluster kinds and all-namespace paths.
     pub namespace: Option<String>,
     pub name: Option<String>,
+    /// `Main` for the resource's own paths, `Status` for `/status`.
+    pub part: Part,
+}
+
+/// Which part of an object a write may change (B.2, AX strategy.go and status_strategy.go).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Part {
+    /// The main endpoint: everything, except `status` on kinds with a status subresource.
+    #[default]
+    Main,
+    /// `/status`: only `status` (and `metadata.managedFields`, which track the write).
+    Status,
 }
 
 impl Target {
     pub fn new(namespace: Option<String>, name: Option<String>) -> Target {
-        Target { namespace, name }
+        Target { namespace, name, part: Part::Main }
     }
 
     fn ns(&self) -> &str {

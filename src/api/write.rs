@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::codec::{content_type, decode_object, negotiate, respond};
 use super::params::Query;
-use super::{for_version, meta_str, object_key, stored_revision, Target};
+use super::{for_version, meta_str, object_key, stored_revision, subresource, Part, Target};
 use crate::error::{ApiError, Cause};
 use crate::meta;
 use crate::resource::ResourceInfo;
@@ -60,6 +60,7 @@ pub async fn create(
     meta.insert("creationTimestamp".into(), Value::String(meta::now_rfc3339()));
     meta.insert("generation".into(), Value::from(1));
     set_storage_version(res, &mut obj);
+    subresource::prepare_create(res, &mut obj, &name)?;
     check_size(&obj)?;
     if dry_run {
         return respond(StatusCode::CREATED, format, &for_version(res, &obj));
@@ -147,7 +148,7 @@ pub async fn update(
     if rv != meta_str(&current, "resourceVersion") {
         return Err(ApiError::optimistic_lock(res, name));
     }
-    let (code, out) = commit_update(state, res, &key, &current, obj, dry_run).await?;
+    let (code, out) = commit_update(state, res, &key, &current, obj, target.part, dry_run).await?;
     respond(code, format, &for_version(res, &out))
 }
 
@@ -206,7 +207,7 @@ pub async fn patch(
         if conditional && !wanted_rv.is_empty() {
             return Err(ApiError::optimistic_lock(res, name));
         }
-        match commit_update(state, res, &key, &current, patched, dry_run).await {
+        match commit_update(state, res, &key, &current, patched, target.part, dry_run).await {
             Err(ApiError::Conflict { .. }) if !conditional => continue,
             Err(e) => return Err(e),
             Ok((code, out)) => return respond(code, format, &for_version(res, &out)),
@@ -220,17 +221,20 @@ enum PatchKind {
     Merge(Value),
 }
 
-/// Applies kube's update rules to `new` against `current` and writes it: server-owned fields kept,
-/// generation bumped on non-metadata changes, no-ops short-circuited, and an object that is being
-/// deleted and lost its last finalizer removed.
+/// Applies kube's update rules to `new` against `current` and writes it: only the `part` the
+/// endpoint may change taken from `new`, server-owned fields kept, generation bumped on
+/// non-metadata changes, no-ops short-circuited, and an object that is being deleted and lost its
+/// last finalizer removed.
 pub(crate) async fn commit_update(
     state: &AppState,
     res: &'static ResourceInfo,
     key: &str,
     current: &Value,
-    mut new: Value,
+    new: Value,
+    part: Part,
     dry_run: bool,
 ) -> Result<(StatusCode, Value), ApiError> {
+    let mut new = subresource::confine(res, part, current, new);
     let name = meta_str(current, "name").to_string();
     let old_meta = super::metadata(current).cloned().unwrap_or_default();
     let mut causes = Vec::new();
@@ -300,11 +304,13 @@ pub(crate) async fn commit_update(
         );
         causes.extend(meta::validate(meta, res.namespaced));
     }
+    causes.extend(subresource::validate(res, &new));
     if !causes.is_empty() {
         return Err(ApiError::invalid(res, &name, causes));
     }
     set_storage_version(res, &mut new);
-    if spec_changed(current, &new) {
+    // Status writes never bump generation (AX status_strategy.go).
+    if part == Part::Main && spec_changed(current, &new) {
         let g = current.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
         new["metadata"]["generation"] = Value::from(g + 1);
     }

@@ -16,6 +16,9 @@ const VM1: &str = "/apis/kubevirt.io/v1/namespaces/bad/virtualmachines/vm1";
 const ALL_VMS: &str = "/apis/kubevirt.io/v1/virtualmachines";
 const CLONES: &str = "/apis/clone.kubevirt.io/v1alpha1/virtualmachineclones";
 const TOKENS: &str = "/apis/upload.cdi.kubevirt.io/v1beta1/namespaces/bad/uploadtokenrequests";
+const VM1_STATUS: &str = "/apis/kubevirt.io/v1/namespaces/bad/virtualmachines/vm1/status";
+const RS1_SCALE: &str =
+    "/apis/kubevirt.io/v1/namespaces/bad/virtualmachineinstancereplicasets/rs1/scale";
 
 const JSON: &str = "application/json";
 const YAML: &str = "application/yaml";
@@ -53,6 +56,10 @@ fn server() -> TestServer {
         ..Default::default()
     });
     let r = s.post(VMS, &vm("vm1"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let rs = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceReplicaSet",
+                    "metadata": {"name": "rs1"}, "spec": {"replicas": 1}});
+    let r = s.post("/apis/kubevirt.io/v1/namespaces/bad/virtualmachineinstancereplicasets", &rs);
     assert_eq!(r.status, 201, "{}", r.text());
     s
 }
@@ -373,6 +380,35 @@ fn patch_cases() -> Vec<Case> {
             .body("application/apply-patch+yaml", nested_yaml(512)),
     );
     out.push(case("patch a missing object", "PATCH", format!("{VMS}/nope")).body(MERGE, "{}"));
+    // The subresources decode and patch through their own paths.
+    for (what, path) in [("status", VM1_STATUS), ("scale", RS1_SCALE)] {
+        out.push(case(format!("{what} put broken"), "PUT", path).body(JSON, "{"));
+        out.push(case(format!("{what} put a list"), "PUT", path).body(JSON, "[]"));
+        out.push(case(format!("{what} put nested"), "PUT", path).body(JSON, nested_json(512)));
+        out.push(case(format!("{what} put YAML bomb"), "PUT", path).body(YAML, yaml_bomb()));
+        out.push(case(format!("{what} merge broken"), "PATCH", path).body(MERGE, "{"));
+        out.push(case(format!("{what} merge null"), "PATCH", path).body(MERGE, "null"));
+        out.push(
+            case(format!("{what} json patch doubling"), "PATCH", path)
+                .body(JSONPATCH, doubling_copies_patch()),
+        );
+        out.push(
+            case(format!("{what} json patch nesting"), "PATCH", path)
+                .body(JSONPATCH, growing_nesting_patch()),
+        );
+        out.push(
+            case(format!("{what} replicas a string"), "PATCH", path)
+                .body(MERGE, r#"{"spec":{"replicas":"many"}}"#),
+        );
+        out.push(
+            case(format!("{what} replicas huge"), "PATCH", path)
+                .body(MERGE, r#"{"spec":{"replicas":99999999999999999999}}"#),
+        );
+        out.push(
+            case(format!("{what} replicas negative"), "PATCH", path)
+                .body(MERGE, r#"{"spec":{"replicas":-5}}"#),
+        );
+    }
     out
 }
 

@@ -12,6 +12,7 @@ mod health;
 mod lists;
 mod openapi;
 mod seed_ops;
+mod subresources;
 mod tls;
 mod token;
 mod watch;

@@ -51,6 +51,8 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
             },
         ],
         token_field: ::std::option::Option::None,
+        status_subresource: false,
+        scale: ::std::option::Option::None,
     },
     crate::resource::ResourceInfo {
         group: "zoo.example.io",
@@ -84,6 +86,12 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
             },
         ],
         token_field: ::std::option::Option::None,
+        status_subresource: true,
+        scale: ::std::option::Option::Some(crate::resource::ScaleInfo {
+            spec_replicas_path: ".spec.replicas",
+            status_replicas_path: ".status.replicas",
+            label_selector_path: ::std::option::Option::Some(".status.labelSelector"),
+        }),
     },
     crate::resource::ResourceInfo {
         group: "zoo.example.io",
@@ -125,6 +133,8 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
             },
         ],
         token_field: ::std::option::Option::None,
+        status_subresource: false,
+        scale: ::std::option::Option::None,
     },
     crate::resource::ResourceInfo {
         group: "tickets.example.io",
@@ -140,6 +150,8 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
         verbs: &["create"],
         printer_columns: &[],
         token_field: ::std::option::Option::Some("spec.animalName"),
+        status_subresource: false,
+        scale: ::std::option::Option::None,
     },
 ];
 /// The OpenAPI v2 document, byte for byte as checked in.
@@ -434,6 +446,32 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
             .route(::actix_web::web::put().to(replace_zoo_example_io_v1_enclosure))
             .route(::actix_web::web::patch().to(patch_zoo_example_io_v1_enclosure))
             .route(::actix_web::web::delete().to(delete_zoo_example_io_v1_enclosure))
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[1], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1/enclosures/{name}/status")
+            .route(::actix_web::web::get().to(read_zoo_example_io_v1_enclosure_status))
+            .route(
+                ::actix_web::web::put().to(replace_zoo_example_io_v1_enclosure_status),
+            )
+            .route(
+                ::actix_web::web::patch().to(patch_zoo_example_io_v1_enclosure_status),
+            )
+            .default_service(
+                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                    crate::api::method_not_allowed(&RESOURCES[1], &req)
+                }),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1/enclosures/{name}/scale")
+            .route(::actix_web::web::get().to(read_zoo_example_io_v1_enclosure_scale))
+            .route(::actix_web::web::put().to(replace_zoo_example_io_v1_enclosure_scale))
+            .route(::actix_web::web::patch().to(patch_zoo_example_io_v1_enclosure_scale))
             .default_service(
                 ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
                     crate::api::method_not_allowed(&RESOURCES[1], &req)
@@ -1116,6 +1154,122 @@ async fn delete_zoo_example_io_v1_enclosure(
 ) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
     let (name,) = path.into_inner();
     crate::api::delete(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `readZooExampleIoV1EnclosureStatus`: `GET /apis/zoo.example.io/v1/enclosures/{name}/status`
+async fn read_zoo_example_io_v1_enclosure_status(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::get_status(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+        )
+        .await
+}
+/// `replaceZooExampleIoV1EnclosureStatus`: `PUT /apis/zoo.example.io/v1/enclosures/{name}/status`
+async fn replace_zoo_example_io_v1_enclosure_status(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::update_status(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `patchZooExampleIoV1EnclosureStatus`: `PATCH /apis/zoo.example.io/v1/enclosures/{name}/status`
+async fn patch_zoo_example_io_v1_enclosure_status(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::patch_status(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `readZooExampleIoV1EnclosureScale`: `GET /apis/zoo.example.io/v1/enclosures/{name}/scale`
+async fn read_zoo_example_io_v1_enclosure_scale(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::get_scale(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+        )
+        .await
+}
+/// `replaceZooExampleIoV1EnclosureScale`: `PUT /apis/zoo.example.io/v1/enclosures/{name}/scale`
+async fn replace_zoo_example_io_v1_enclosure_scale(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::update_scale(
+            &state,
+            &RESOURCES[1],
+            crate::api::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `patchZooExampleIoV1EnclosureScale`: `PATCH /apis/zoo.example.io/v1/enclosures/{name}/scale`
+async fn patch_zoo_example_io_v1_enclosure_scale(
+    state: ::actix_web::web::Data<crate::server::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+    let (name,) = path.into_inner();
+    crate::api::patch_scale(
             &state,
             &RESOURCES[1],
             crate::api::Target::new(
