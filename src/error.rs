@@ -93,6 +93,12 @@ pub enum ApiError {
         name: String,
         message: String,
     },
+    /// 409 `Conflict` of server-side apply: the conflicting fields as `FieldManagerConflict`
+    /// causes and no object details (kube's `NewApplyConflict`).
+    ApplyConflict {
+        message: String,
+        causes: Vec<Cause>,
+    },
     /// 422 `Invalid`: `<qualified> "<name>" is invalid: <causes>`.
     Invalid {
         group: String,
@@ -229,6 +235,12 @@ impl ApiError {
                 "Conflict",
                 message.clone(),
                 Some(Details::named(name, group, plural)),
+            ),
+            ApplyConflict { message, causes } => (
+                StatusCode::CONFLICT,
+                "Conflict",
+                message.clone(),
+                Some(Details { causes: causes.clone(), ..Details::default() }),
             ),
             Invalid { group, details_kind, qualified, name, causes } => {
                 let errs: Vec<String> = causes
@@ -495,6 +507,23 @@ mod tests {
         assert_eq!(s["details"]["causes"][1]["reason"], "FieldValueRequired");
         assert_eq!(s["code"], 422);
         assert_eq!(s["metadata"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn apply_conflicts_carry_only_causes() {
+        let err = ApiError::ApplyConflict {
+            message: "Apply failed with 1 conflict: conflict with \"m\" using kubevirt.io/v1: .spec.running".into(),
+            causes: vec![Cause {
+                reason: "FieldManagerConflict",
+                message: "conflict with \"m\" using kubevirt.io/v1".into(),
+                field: ".spec.running".into(),
+            }],
+        };
+        let s = serde_json::to_string(&err.to_status()).unwrap();
+        assert_eq!(
+            s,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Apply failed with 1 conflict: conflict with \"m\" using kubevirt.io/v1: .spec.running","reason":"Conflict","details":{"causes":[{"reason":"FieldManagerConflict","message":"conflict with \"m\" using kubevirt.io/v1","field":".spec.running"}]},"code":409}"#
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod generated;
 pub mod health;
 pub mod kubeconfig;
 pub mod limits;
+pub mod managed_fields;
 pub mod meta;
 pub mod openapi;
 pub mod recover;

@@ -2,14 +2,15 @@
 
 use std::io::Write;
 use std::net::TcpListener;
+use std::time::Duration;
 
 use clap::Parser;
 use virt_apiserver::authn::TokenFile;
 use virt_apiserver::authz::Abac;
 use virt_apiserver::filters::Filters;
 use virt_apiserver::kubeconfig::KubeconfigArgs;
-use virt_apiserver::server::{self, AppState, ServeOptions};
-use virt_apiserver::store::{Store, StoreConfig};
+use virt_apiserver::server::{self, AppState, ServeOptions, WatchConfig};
+use virt_apiserver::store::{QueueLimits, RetentionConfig, Store, StoreConfig};
 use virt_apiserver::tls::TlsFiles;
 
 /// A Kubernetes-style API server for the KubeVirt family of resources, on embedded SQLite.
@@ -31,6 +32,25 @@ struct Args {
     /// Seconds between garbage-collection passes when no write asks for one.
     #[arg(long, default_value_t = 30)]
     gc_interval: u64,
+    /// How long history stays readable: older continue tokens, list and watch resourceVersions
+    /// get 410 Expired. Seconds, or a duration such as `5m`, `90s`, `1m30s`, `500ms`.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    history_window: Duration,
+    /// The newest revisions always kept, however old.
+    #[arg(long, default_value_t = 1000)]
+    compaction_min_retain: u64,
+    /// How often the retention check runs (a token lives up to window + interval).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    compaction_interval: Duration,
+    /// Between periodic BOOKMARK events of watches with allowWatchBookmarks.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    bookmark_interval: Duration,
+    /// Unread events a watcher may have queued before it is ended with 410 Expired.
+    #[arg(long, default_value_t = QueueLimits::default().events)]
+    watch_queue_events: usize,
+    /// Bytes of unread events a watcher may have queued before it is ended with 410 Expired.
+    #[arg(long, default_value_t = QueueLimits::default().bytes)]
+    watch_queue_bytes: usize,
     /// Bearer tokens, in kube-apiserver's CSV format: token,user,uid,"group1,group2".
     #[arg(long)]
     token_auth_file: Option<String>,
@@ -76,6 +96,37 @@ fn tls(args: &Args) -> Option<std::sync::Arc<rustls::ServerConfig>> {
     let (cert_file, key_file) = (args.tls_cert_file.clone()?, args.tls_private_key_file.clone()?);
     let files = TlsFiles { cert_file, key_file, client_ca_file: args.client_ca_file.clone() };
     Some(virt_apiserver::tls::server_config(&files).unwrap_or_else(|e| fail(e)))
+}
+
+/// Seconds (`300`), or a sum of numbers with units ms, s, m, h (`5m`, `1m30s`, `1.5s`).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let bad = || format!("invalid duration {text:?}: use seconds or e.g. 5m, 90s, 1m30s, 500ms");
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let split = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+        let (number, tail) = rest.split_at(split);
+        let number: f64 = number.parse().map_err(|_| bad())?;
+        let unit_len = tail.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        let scale = match unit {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += Duration::try_from_secs_f64(number * scale).map_err(|_| bad())?;
+        rest = tail;
+    }
+    Ok(total)
 }
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -124,7 +175,16 @@ fn main() -> std::io::Result<()> {
         print!("{yaml}");
         return Ok(());
     }
-    let store = match Store::open(StoreConfig { path: args.database.clone() }) {
+    let cfg = StoreConfig {
+        path: args.database.clone(),
+        retention: RetentionConfig {
+            window: args.history_window,
+            min_revisions: args.compaction_min_retain,
+            interval: args.compaction_interval.max(Duration::from_millis(10)),
+        },
+        watch_queue: QueueLimits { events: args.watch_queue_events, bytes: args.watch_queue_bytes },
+    };
+    let store = match Store::open(cfg) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: cannot open database {}: {e:?}", args.database);
@@ -137,7 +197,8 @@ fn main() -> std::io::Result<()> {
     let opts = ServeOptions { tls: tls(&args), debug_panic_path: args.debug_panic_path.clone() };
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     actix_web::rt::System::new().block_on(async move {
-        let state = AppState { store };
+        let watch = WatchConfig { bookmark_interval: args.bookmark_interval };
+        let state = AppState { store, watch };
         let server = server::run_with(listener, state.clone(), filters, opts)?;
         // Tests and scripts read the bound address from this first line.
         let mut out = std::io::stdout().lock();
@@ -145,6 +206,7 @@ fn main() -> std::io::Result<()> {
         out.flush()?;
         drop(out);
         // Background work starts only once the server is listening.
+        state.store.start_compaction();
         if args.enable_garbage_collector {
             virt_apiserver::gc::spawn(
                 state,
@@ -153,4 +215,23 @@ fn main() -> std::io::Result<()> {
         }
         server.await
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let ok = |t: &str| parse_duration(t).unwrap();
+        assert_eq!(ok("300"), Duration::from_secs(300));
+        assert_eq!(ok("5m"), Duration::from_secs(300));
+        assert_eq!(ok("1m30s"), Duration::from_secs(90));
+        assert_eq!(ok("500ms"), Duration::from_millis(500));
+        assert_eq!(ok("1.5s"), Duration::from_millis(1500));
+        assert_eq!(ok("2h"), Duration::from_secs(7200));
+        for bad in ["", "x", "5x", "m", "1.2.3s", "-1s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -4,23 +4,30 @@
 //! or the log after a revision) through the store thread, then follow the live events, dropping
 //! those at or below what was read. The store publishes each commit before running the next
 //! command, so every event is either in what was read or in the subscription: no gap, no
-//! duplicate. A watcher that falls behind the broadcast buffer and so loses an event it had not
-//! seen is ended with `Expired`, never resumed past the loss; the client re-lists (kube: 410).
+//! duplicate. A watcher that falls behind its queue limits is cut off by the store's hub and
+//! ends with `Expired`, never resumed past the loss; the client re-lists (kube: 410).
+//!
+//! A `Watch` is a plain value polled by the response body: no task is spawned per watch, so a
+//! watch whose client is gone is simply dropped, unsubscribing as it goes.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use futures_util::Stream;
 use serde_json::Value;
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast::error::RecvError;
 
-use crate::store::{Event, EventType, ListRequest, Store, StoreError};
+use crate::store::{Event, EventType, ListRequest, Store, StoreError, Subscription};
+
+/// Objects read per store call for a watch's initial state.
+const START_PAGE: usize = 1000;
 
 /// Where a watch starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
     /// A synthetic `Added` for every matching object at one consistent revision, then changes.
     Current,
+    /// Changes after the current revision only (`sendInitialEvents=false`).
+    Now,
     /// Every change with a revision above this one (`Expired` if compacted), then live ones.
     After(u64),
 }
@@ -35,68 +42,84 @@ pub struct WatchEvent {
     pub object: Arc<Value>,
 }
 
+/// What a watch yields.
+#[derive(Debug, Clone)]
+pub enum Item {
+    Event(WatchEvent),
+    /// Everything of the starting point has been yielded; it covers history up to this
+    /// revision. Comes once, before any live event (the end of a watch-list's initial events).
+    Synced(u64),
+}
+
+/// Why a watch ended early; either way the client must re-list (410).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchError {
+    /// Reading the starting point failed, e.g. `Expired` for a compacted revision.
+    Store(StoreError),
+    /// Cut off for falling too far behind; every change up to `reached` was delivered.
+    TooSlow { reached: u64 },
+}
+
+impl From<StoreError> for WatchError {
+    fn from(e: StoreError) -> WatchError {
+        WatchError::Store(e)
+    }
+}
+
 /// Label and field selectors, judged on a whole object.
 pub type Predicate = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 
-/// Watches the keys under `prefix` from `start`, applying `predicate` with kube's selector
-/// transitions (B.5).
-///
-/// `prefix` is a collection prefix ending in `/`; a watch of one object passes its collection
-/// and matches the name in `predicate` (a full key would also match longer names). The stream
-/// ends after its first error, or when the store closes; otherwise the caller bounds it
-/// (timeoutSeconds, client gone).
-pub fn watch(
-    store: &Store,
-    prefix: String,
-    start: Start,
-    predicate: Predicate,
-) -> impl Stream<Item = Result<WatchEvent, StoreError>> + Send + 'static {
-    // Subscribing now, before the stream is first polled (and so before the read), is what
-    // makes the hand-over gap-free.
-    let watcher = Watcher {
-        live: store.subscribe(),
-        store: Some(store.clone()),
-        prefix,
-        predicate,
-        start: Some(start),
-        backlog: VecDeque::new(),
-        seen: 0,
-        lagged: false,
-        done: false,
-    };
-    futures_util::stream::unfold(watcher, |mut w| async move {
-        let item = w.next().await?;
-        Some((item, w))
-    })
-}
-
-struct Watcher {
-    live: broadcast::Receiver<Arc<Event>>,
+/// A watch of the keys under one collection prefix, with kube's selector transitions (B.5).
+pub struct Watch {
+    live: Subscription,
     /// Dropped once the starting point is read: a running watch must not keep the store open.
     store: Option<Store>,
     prefix: String,
     predicate: Predicate,
-    /// Taken when the starting point is read, on the first poll.
+    /// Cleared once the starting point has been read.
     start: Option<Start>,
-    /// Events read from the starting point, not yet handed out.
-    backlog: VecDeque<WatchEvent>,
-    /// Live events at or below this revision were already covered by the starting point.
+    /// Items read from the starting point, not yet handed out.
+    backlog: VecDeque<Item>,
+    /// Live events at or below this revision were already covered.
     seen: u64,
-    /// The subscription overflowed and skipped events; see `next`.
-    lagged: bool,
     done: bool,
 }
 
-impl Watcher {
-    async fn next(&mut self) -> Option<Result<WatchEvent, StoreError>> {
+impl Watch {
+    /// Watches the keys under `prefix` from `start`, applying `predicate`.
+    ///
+    /// `prefix` is a collection prefix ending in `/`; a watch of one object passes its
+    /// collection and matches the name in `predicate` (a full key would also match longer
+    /// names). Subscribes at once, before the starting point is read, which is what makes the
+    /// hand-over gap-free.
+    pub fn new(store: &Store, prefix: String, start: Start, predicate: Predicate) -> Watch {
+        Watch {
+            live: store.watch_events(&prefix),
+            store: Some(store.clone()),
+            prefix,
+            predicate,
+            start: Some(start),
+            backlog: VecDeque::new(),
+            seen: 0,
+            done: false,
+        }
+    }
+
+    /// The next item; `None` once the watch has ended (after its one error, or when the store
+    /// closed). The caller bounds it in time (timeoutSeconds, client gone).
+    ///
+    /// Cancel-safe: dropping the future loses nothing (a start read is redone, an event is
+    /// taken from the subscription only by a call that returns it), so callers may race it
+    /// against timers.
+    pub async fn next(&mut self) -> Option<Result<Item, WatchError>> {
         loop {
-            if let Some(event) = self.backlog.pop_front() {
-                return Some(Ok(event));
+            if let Some(item) = self.backlog.pop_front() {
+                return Some(Ok(item));
             }
             if self.done {
                 return None;
             }
-            if let Some(start) = self.start.take() {
+            if let Some(start) = self.start {
                 if let Err(e) = self.read_start(start).await {
                     return self.fail(e);
                 }
@@ -104,63 +127,93 @@ impl Watcher {
             }
             match self.live.recv().await {
                 Ok(event) => {
-                    // Every commit publishes one event and revisions have no gaps, so after a
-                    // lag the first event received shows whether anything unseen was lost.
-                    if std::mem::take(&mut self.lagged) && event.rev > self.seen + 1 {
-                        return self.fail(StoreError::Expired { compacted: self.seen });
-                    }
                     if event.rev <= self.seen {
                         continue;
                     }
                     self.seen = event.rev;
                     if let Some(out) = self.transform(&event) {
-                        return Some(Ok(out));
+                        return Some(Ok(Item::Event(out)));
                     }
                 }
-                // Only events the starting point already covered may have been dropped; the
-                // next one tells.
-                Err(RecvError::Lagged(_)) => self.lagged = true,
+                // The hub cut this watcher off: events it had not seen are lost.
+                Err(RecvError::Lagged(_)) => {
+                    return self.fail(WatchError::TooSlow { reached: self.seen })
+                }
                 // The store is gone: nothing more will ever happen.
-                Err(RecvError::Closed) => return None,
+                Err(RecvError::Closed) => {
+                    self.done = true;
+                    return None;
+                }
             }
         }
     }
 
-    fn fail(&mut self, e: StoreError) -> Option<Result<WatchEvent, StoreError>> {
+    /// A revision this watch has fully delivered: every matching change up to it has been
+    /// yielded. `None` until the starting point has been handed out, and after the end.
+    pub fn progress(&self) -> Option<u64> {
+        if self.start.is_some() || !self.backlog.is_empty() || self.done {
+            return None;
+        }
+        // Events the subscription has not handed over yet are all newer than this.
+        Some(self.seen.max(self.live.taken_through().unwrap_or(0)))
+    }
+
+    fn fail(&mut self, e: impl Into<WatchError>) -> Option<Result<Item, WatchError>> {
         self.done = true;
-        Some(Err(e))
+        Some(Err(e.into()))
     }
 
     /// Fills the backlog from the starting point and sets `seen` to the revision it covers.
+    /// Changes nothing until the read is complete, so a cancelled read is simply redone.
     async fn read_start(&mut self, start: Start) -> Result<(), StoreError> {
-        let Some(store) = self.store.take() else {
-            return Ok(());
+        let Some(store) = self.store.clone() else {
+            return Err(StoreError::Internal("watch started twice".into()));
         };
-        match start {
+        let mut backlog = VecDeque::new();
+        let seen = match start {
             Start::Current => {
-                let req = ListRequest { prefix: self.prefix.clone(), ..Default::default() };
-                let snapshot = store.list(req).await?;
-                self.seen = snapshot.revision;
-                for (_, object) in snapshot.items {
-                    if (self.predicate)(&object) {
-                        let rev = resource_version(&object)?;
-                        self.backlog.push_back(WatchEvent { kind: EventType::Added, rev, object });
+                // In pages at the first page's revision, so a large collection never holds up
+                // the store thread (and the writers queued behind it) for one long read.
+                let mut req = ListRequest {
+                    prefix: self.prefix.clone(),
+                    limit: Some(START_PAGE),
+                    ..Default::default()
+                };
+                loop {
+                    let page = store.list(req.clone()).await?;
+                    req.revision = Some(page.revision);
+                    req.start_after = page.items.last().map(|(k, _)| k.clone());
+                    for (_, object) in page.items {
+                        if (self.predicate)(&object) {
+                            let rev = resource_version(&object)?;
+                            let event = WatchEvent { kind: EventType::Added, rev, object };
+                            backlog.push_back(Item::Event(event));
+                        }
+                    }
+                    if !page.more {
+                        break page.revision;
                     }
                 }
             }
+            Start::Now => store.current_revision().await?,
             Start::After(rev) => {
                 let events = store.events_after(&self.prefix, rev).await?;
+                for event in &events {
+                    if let Some(out) = self.transform(event) {
+                        backlog.push_back(Item::Event(out));
+                    }
+                }
                 // Live events up to the last replayed one are either replayed or outside the
                 // prefix; with nothing replayed (`rev` may be in the future), none up to `rev`
                 // may be sent.
-                self.seen = events.last().map_or(rev, |e| e.rev);
-                for event in &events {
-                    if let Some(out) = self.transform(event) {
-                        self.backlog.push_back(out);
-                    }
-                }
+                events.last().map_or(rev, |e| e.rev)
             }
-        }
+        };
+        backlog.push_back(Item::Synced(seen));
+        self.seen = seen;
+        self.backlog = backlog;
+        self.start = None;
+        self.store = None;
         Ok(())
     }
 
@@ -212,19 +265,17 @@ fn resource_version(object: &Value) -> Result<u64, StoreError> {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-    use std::pin::Pin;
     use std::time::Duration;
 
-    use futures_util::StreamExt;
     use serde_json::json;
 
     use super::*;
-    use crate::store::{StoreConfig, EVENT_BUFFER};
+    use crate::store::{QueueLimits, StoreConfig};
 
-    type Events = Pin<Box<dyn Stream<Item = Result<WatchEvent, StoreError>> + Send>>;
+    type Events = Watch;
 
     fn memory() -> Store {
-        Store::open(StoreConfig { path: ":memory:".into() }).unwrap()
+        Store::open(StoreConfig::new(":memory:")).unwrap()
     }
 
     fn all() -> Predicate {
@@ -236,16 +287,27 @@ mod tests {
     }
 
     fn start(s: &Store, prefix: &str, from: Start, p: Predicate) -> Events {
-        Box::pin(watch(s, prefix.into(), from, p))
+        Watch::new(s, prefix.into(), from, p)
     }
 
-    async fn next(w: &mut Events) -> Option<Result<WatchEvent, StoreError>> {
-        tokio::time::timeout(Duration::from_secs(10), w.next()).await.expect("watch stalled")
+    /// The next event, skipping the end-of-start marker.
+    async fn next(w: &mut Events) -> Option<Result<WatchEvent, WatchError>> {
+        loop {
+            let item = tokio::time::timeout(Duration::from_secs(10), w.next())
+                .await
+                .expect("watch stalled");
+            match item {
+                Some(Ok(Item::Synced(_))) => continue,
+                Some(Ok(Item::Event(e))) => return Some(Ok(e)),
+                Some(Err(e)) => return Some(Err(e)),
+                None => return None,
+            }
+        }
     }
 
-    /// Polls once with nothing to deliver: the watch reads its starting point and waits.
+    /// Polls with nothing to deliver: the watch reads its starting point and waits.
     async fn idle(w: &mut Events) {
-        assert!(tokio::time::timeout(Duration::from_millis(50), w.next()).await.is_err());
+        assert!(tokio::time::timeout(Duration::from_millis(50), next(w)).await.is_err());
     }
 
     fn summary(e: &WatchEvent) -> (EventType, u64, String) {
@@ -379,7 +441,7 @@ mod tests {
         let mut old = start(&s, "g/p/ns/", Start::After(2), all());
         assert_eq!(
             next(&mut old).await.unwrap().unwrap_err(),
-            StoreError::Expired { compacted: 3 }
+            WatchError::Store(StoreError::Expired { compacted: 3 })
         );
         assert!(next(&mut old).await.is_none());
     }
@@ -434,31 +496,136 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_lagging_watcher_ends_with_expired() {
-        let s = memory();
-        let mut w = start(&s, "g/p/ns/", Start::Current, all());
+    async fn a_lagging_watcher_is_cut_off_and_others_go_on() {
+        let mut cfg = StoreConfig::new(":memory:");
+        cfg.watch_queue = QueueLimits { events: 16, bytes: 1 << 20 };
+        let s = Store::open(cfg).unwrap();
+        let mut slow = start(&s, "g/p/ns/", Start::Current, all());
+        let mut fast = start(&s, "g/p/ns/", Start::Current, all());
+        // Another collection's watcher never sees these writes queued, so it is never behind.
+        let mut other = start(&s, "g/q/", Start::Current, all());
+        idle(&mut slow).await;
+        idle(&mut fast).await;
+        idle(&mut other).await;
+        assert_eq!(s.watch_stats().watchers, 3);
         let key = "g/p/ns/a";
         let o = json!({"metadata": {"name": "a"}});
-        // Writes before the first poll are covered by the snapshot, so a lag over them is harmless.
         let mut rev = rv(&s.create(key, o.clone()).await.unwrap());
-        for _ in 0..EVENT_BUFFER + 10 {
+        for _ in 0..40 {
+            // The fast watcher keeps up; the slow one never reads.
+            assert_eq!(next(&mut fast).await.unwrap().unwrap().rev, rev);
             rev = rv(&s.update(key, rev, o.clone()).await.unwrap());
         }
-        assert_eq!(next(&mut w).await.unwrap().unwrap().rev, rev);
-        rev = rv(&s.update(key, rev, o.clone()).await.unwrap());
-        let e = next(&mut w).await.unwrap().unwrap();
-        assert_eq!((e.kind, e.rev), (EventType::Modified, rev));
+        assert_eq!(next(&mut fast).await.unwrap().unwrap().rev, rev);
+        // Cut off as soon as it overflowed, before it is ever polled again.
+        let stats = s.watch_stats();
+        assert_eq!((stats.watchers, stats.terminated), (2, 1));
+        // It had seen nothing but the (empty) snapshot.
+        let err = next(&mut slow).await.unwrap().unwrap_err();
+        assert_eq!(err, WatchError::TooSlow { reached: 0 });
+        assert!(next(&mut slow).await.is_none());
+        assert_eq!(other.progress(), Some(rev));
 
-        // Falling behind on events it has not seen ends the watch.
-        let reached = rev;
-        for _ in 0..EVENT_BUFFER + 10 {
-            rev = rv(&s.update(key, rev, o.clone()).await.unwrap());
+        // A single event larger than the byte budget still reaches a watcher with nothing queued.
+        let mut cfg = StoreConfig::new(":memory:");
+        cfg.watch_queue = QueueLimits { events: 16, bytes: 100 };
+        let s = Store::open(cfg).unwrap();
+        let mut w = start(&s, "g/p/", Start::Current, all());
+        idle(&mut w).await;
+        s.create("g/p/ns/big", json!({"metadata": {"name": "big"}, "pad": "x".repeat(500)}))
+            .await
+            .unwrap();
+        assert_eq!(next(&mut w).await.unwrap().unwrap().rev, 1);
+    }
+
+    #[tokio::test]
+    async fn progress_covers_every_published_revision_once_idle() {
+        let s = memory();
+        s.create("g/p/ns/a", labelled("x")).await.unwrap(); // 1
+        let mut w = start(&s, "g/p/ns/", Start::Current, all());
+        assert_eq!(w.progress(), None, "nothing read yet");
+        let first = w.next().await.unwrap().unwrap();
+        assert!(matches!(first, Item::Event(WatchEvent { rev: 1, .. })));
+        assert_eq!(w.progress(), None, "the start is not fully handed out");
+        assert!(matches!(w.next().await.unwrap().unwrap(), Item::Synced(1)));
+        assert_eq!(w.progress(), Some(1));
+        // Writes elsewhere advance it without any event for this watch.
+        s.create("g/q/ns/b", labelled("x")).await.unwrap(); // 2
+        s.create("g/p/ns0/c", labelled("x")).await.unwrap(); // 3
+        assert_eq!(w.progress(), Some(3));
+        // A queued event holds it back until it is taken.
+        s.update("g/p/ns/a", 1, labelled("y")).await.unwrap(); // 4
+        s.create("g/q/ns/d", labelled("x")).await.unwrap(); // 5
+        assert_eq!(w.progress(), Some(3));
+        assert_eq!(next(&mut w).await.unwrap().unwrap().rev, 4);
+        assert_eq!(w.progress(), Some(5));
+
+        // A watch that only wants changes from now on starts at the current revision.
+        let mut now = start(&s, "g/p/", Start::Now, all());
+        assert!(matches!(now.next().await.unwrap().unwrap(), Item::Synced(5)));
+        s.update("g/p/ns/a", 4, labelled("z")).await.unwrap(); // 6
+        assert_eq!(next(&mut now).await.unwrap().unwrap().rev, 6);
+    }
+
+    #[tokio::test]
+    async fn a_large_initial_state_is_one_snapshot() {
+        let s = memory();
+        let n = START_PAGE * 2 + 500;
+        for i in 0..n {
+            s.create(&format!("g/p/ns/k{i:05}"), labelled("x")).await.unwrap();
         }
-        assert_eq!(
-            next(&mut w).await.unwrap().unwrap_err(),
-            StoreError::Expired { compacted: reached }
-        );
-        assert!(next(&mut w).await.is_none());
+        let mut w = start(&s, "g/p/ns/", Start::Current, all());
+        // Writes race the paged read; none may show in the snapshot or be lost after it.
+        let writer = {
+            let s = s.clone();
+            tokio::spawn(async move {
+                for i in 0..200u64 {
+                    let key = format!("g/p/ns/k{:05}", (i * 13) % n as u64);
+                    let cur = s.get(&key).await.unwrap().unwrap();
+                    s.update(&key, rv(&cur), labelled(&i.to_string())).await.unwrap();
+                }
+            })
+        };
+        let mut added = 0;
+        let synced = loop {
+            match w.next().await.unwrap().unwrap() {
+                Item::Event(e) => {
+                    assert_eq!(e.kind, EventType::Added);
+                    added += 1;
+                }
+                Item::Synced(rev) => break rev,
+            }
+        };
+        assert_eq!(added, n);
+        writer.await.unwrap();
+        let last = s.current_revision().await.unwrap();
+        let mut live = Vec::new();
+        while live.last().is_none_or(|&r| r < last) {
+            live.push(next(&mut w).await.unwrap().unwrap().rev);
+        }
+        assert_eq!(live, (synced + 1..=last).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_start_is_read_again() {
+        let s = memory();
+        s.create("g/p/ns/a", labelled("x")).await.unwrap();
+        let mut w = start(&s, "g/p/", Start::Current, all());
+        // Dropped (most likely) before the store answered: nothing may be lost.
+        match futures_util::FutureExt::now_or_never(w.next()) {
+            None => assert_eq!(next(&mut w).await.unwrap().unwrap().rev, 1),
+            Some(first) => assert!(matches!(first, Some(Ok(Item::Event(e))) if e.rev == 1)),
+        }
+    }
+
+    #[tokio::test]
+    async fn dropped_watches_unsubscribe() {
+        let s = memory();
+        let watches: Vec<Watch> =
+            (0..10).map(|_| start(&s, "g/p/", Start::Current, all())).collect();
+        assert_eq!(s.watch_stats().watchers, 10);
+        drop(watches);
+        assert_eq!(s.watch_stats(), crate::store::HubStats::default());
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
 //! The generic verbs every kind is served by: the generated handlers call these with the kind's
 //! `ResourceInfo` and the path's namespace and name.
 
+pub mod apply;
 pub mod codec;
 mod delete;
 pub mod params;

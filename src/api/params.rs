@@ -122,7 +122,9 @@ pub enum RvMatch {
 pub struct ListOptions {
     pub labels: LabelSelector,
     pub fields: FieldSelector,
+    /// Always `None` on a watch, which ignores it.
     pub limit: Option<usize>,
+    /// Always `None` on a watch, which ignores it.
     pub continue_token: Option<ContinueToken>,
     /// `resourceVersion` as given (validated to be an integer when not empty).
     pub resource_version: Option<String>,
@@ -134,131 +136,142 @@ pub struct ListOptions {
 }
 
 impl ListOptions {
+    /// Parses and validates in kube's order: selectors (400), then `ValidateListOptions` (422,
+    /// every cause at once), then what kube's storage checks (400: resource version, continue).
     pub fn parse(q: &Query, namespaced: bool) -> Result<ListOptions, ApiError> {
         let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or(""))
             .map_err(ApiError::BadRequest)?;
         let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""), namespaced)
             .map_err(ApiError::BadRequest)?;
-        let limit = match q.int("limit")? {
-            Some(n) if n > 0 => Some(n as usize),
-            _ => None,
-        };
+        let watch = q.flag("watch");
         let resource_version =
             q.get("resourceVersion").filter(|v| !v.is_empty()).map(str::to_string);
+        let rv_match = q.get("resourceVersionMatch").unwrap_or("");
+        let send_initial_events = q.opt_flag("sendInitialEvents");
+        let continue_raw = q.get("continue").filter(|c| !c.is_empty());
+        validate(watch, resource_version.as_deref(), rv_match, send_initial_events, continue_raw)?;
+
         if let Some(rv) = &resource_version {
             if rv.parse::<u64>().is_err() {
                 return Err(ApiError::bad_request(format!("invalid resource version: {rv}")));
             }
         }
-        let rv_match = match q.get("resourceVersionMatch") {
-            None | Some("") => None,
-            Some("NotOlderThan") => Some(RvMatch::NotOlderThan),
-            Some("Exact") => Some(RvMatch::Exact),
-            Some(other) => {
-                return Err(ApiError::invalid_options(
-                    "ListOptions",
-                    vec![Cause::not_supported(
-                        "resourceVersionMatch",
-                        other,
-                        &["Exact", "NotOlderThan", ""],
-                    )],
-                ))
-            }
+        // Decoded like every query parameter, then ignored by a watch (the seed: `limit` and
+        // `continue` are not supported there).
+        let limit = match q.int("limit")? {
+            Some(n) if n > 0 => Some(n as usize),
+            _ => None,
         };
-        let continue_token = match q.get("continue") {
-            None | Some("") => None,
-            Some(t) => Some(ContinueToken::decode(t)?),
+        let (limit, continue_token) = if watch {
+            (None, None)
+        } else {
+            let token = continue_raw.map(ContinueToken::decode).transpose()?;
+            if token.is_some() && resource_version.as_deref().is_some_and(|v| v != "0") {
+                return Err(ApiError::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                ));
+            }
+            (limit, token)
         };
         let timeout = match q.int("timeoutSeconds")? {
             // Capped: a deadline of i64::MAX seconds would overflow the clock.
             Some(n) if n > 0 => Some(Duration::from_secs((n as u64).min(MAX_TIMEOUT_SECONDS))),
             _ => None,
         };
-        let opts = ListOptions {
+        Ok(ListOptions {
             labels,
             fields,
             limit,
             continue_token,
             resource_version,
-            rv_match,
+            rv_match: match rv_match {
+                "NotOlderThan" => Some(RvMatch::NotOlderThan),
+                "Exact" => Some(RvMatch::Exact),
+                _ => None,
+            },
             timeout,
-            watch: q.flag("watch"),
+            watch,
             allow_bookmarks: q.flag("allowWatchBookmarks"),
-            send_initial_events: q.opt_flag("sendInitialEvents"),
-        };
-        opts.validate()?;
-        Ok(opts)
+            send_initial_events,
+        })
     }
 
-    /// The option combinations kube rejects (B.4, B.5).
-    fn validate(&self) -> Result<(), ApiError> {
-        let rv = self.resource_version.as_deref();
-        if self.continue_token.is_some() {
-            if rv.is_some_and(|v| v != "0") {
-                return Err(ApiError::bad_request(
-                    "specifying resource version is not allowed when using continue",
+    /// Whether a label or field selector narrows the result (no `remainingItemCount` then).
+    pub fn has_selector(&self) -> bool {
+        !self.labels.is_empty() || !self.fields.is_empty()
+    }
+}
+
+/// kube's `ValidateListOptions` with the WatchList feature on (AM internalversion/validation).
+fn validate(
+    watch: bool,
+    rv: Option<&str>,
+    rv_match: &str,
+    send_initial_events: Option<bool>,
+    continue_token: Option<&str>,
+) -> Result<(), ApiError> {
+    let field = "resourceVersionMatch";
+    let mut causes = Vec::new();
+    if watch {
+        if send_initial_events.is_some() && rv_match != "NotOlderThan" {
+            causes.push(Cause::forbidden(
+                field,
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if !rv_match.is_empty() {
+            if send_initial_events.is_none() {
+                causes.push(Cause::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
                 ));
             }
-            if self.rv_match.is_some() && !self.watch {
-                return Err(invalid_list(
-                    "resourceVersionMatch",
+            if rv_match != "NotOlderThan" {
+                causes.push(Cause::not_supported(field, rv_match, &["NotOlderThan"]));
+            }
+            if continue_token.is_some() {
+                causes.push(Cause::forbidden(
+                    field,
                     "resourceVersionMatch is forbidden when continue is provided",
                 ));
             }
         }
-        if self.watch {
-            match (self.send_initial_events, self.rv_match) {
-                (Some(true), Some(RvMatch::NotOlderThan)) => {}
-                (Some(true), _) => {
-                    return Err(invalid_list(
-                        "sendInitialEvents",
-                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                    ))
-                }
-                (_, Some(_)) => {
-                    return Err(invalid_list(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-                    ))
-                }
-                _ => {}
-            }
-        } else {
-            if self.send_initial_events.is_some() {
-                return Err(invalid_list(
-                    "sendInitialEvents",
-                    "sendInitialEvents is forbidden for list",
+    } else {
+        if !rv_match.is_empty() {
+            if rv.is_none() {
+                causes.push(Cause::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
                 ));
             }
-            match (rv, self.rv_match) {
-                (None, Some(_)) => {
-                    return Err(invalid_list(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
-                    ))
-                }
-                (Some("0"), Some(RvMatch::Exact)) => {
-                    return Err(invalid_list(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-                    ))
-                }
-                _ => {}
+            if continue_token.is_some() {
+                causes.push(Cause::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if rv_match != "Exact" && rv_match != "NotOlderThan" {
+                causes.push(Cause::not_supported(field, rv_match, &["Exact", "NotOlderThan", ""]));
+            }
+            if rv_match == "Exact" && rv == Some("0") {
+                causes.push(Cause::forbidden(
+                    field,
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
             }
         }
-        Ok(())
+        if send_initial_events.is_some() {
+            causes.push(Cause::forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
     }
-}
-
-fn invalid_list(field: &str, detail: &str) -> ApiError {
-    ApiError::invalid_options(
-        "ListOptions",
-        vec![Cause {
-            reason: "FieldValueForbidden",
-            message: format!("Forbidden: {detail}"),
-            field: field.into(),
-        }],
-    )
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_options("ListOptions", causes))
+    }
 }
 
 /// A decoded continue token (AS pkg/storage/continue.go).

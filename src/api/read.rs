@@ -6,17 +6,19 @@ use std::time::Duration;
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
-use futures_util::StreamExt;
+use base64::Engine;
+use futures_util::FutureExt;
 use serde_json::{json, Value};
+use tokio::time::Instant;
 
 use super::codec::{negotiate, respond};
 use super::params::{ContinueToken, ListOptions, Query, RvMatch};
 use super::{collection_prefix, for_version, object_key, Target};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
-use crate::server::AppState;
+use crate::server::{AppState, PeerSocket};
 use crate::store::{EventType, ListRequest, StoreError};
-use crate::watch::{self, Predicate, Start};
+use crate::watch::{Item, Predicate, Start, Watch, WatchError};
 
 /// How many rows one store read fetches while filling a page.
 const BATCH: usize = 500;
@@ -33,7 +35,7 @@ pub async fn get(
     let q = Query::parse(req)?;
     if q.flag("watch") {
         let opts = ListOptions::parse(&q, res.namespaced)?;
-        return watch_response(state, res, target, req, opts, true);
+        return watch_response(state, res, target, req, opts, true).await;
     }
     let format = negotiate(req, true)?;
     if let Some(rv) = q.get("resourceVersion").filter(|v| !v.is_empty() && *v != "0") {
@@ -110,7 +112,7 @@ pub async fn list(
     let q = Query::parse(req)?;
     let opts = ListOptions::parse(&q, res.namespaced)?;
     if opts.watch {
-        return watch_response(state, res, target, req, opts, true);
+        return watch_response(state, res, target, req, opts, true).await;
     }
     let format = negotiate(req, true)?;
     let page = list_page(state, res, target.namespace.as_deref(), &opts).await?;
@@ -122,19 +124,25 @@ pub(crate) struct Page {
     pub revision: u64,
     pub items: Vec<Arc<Value>>,
     pub continue_token: Option<String>,
+    /// Objects after this page at its revision; only with a continue token and no selector.
+    pub remaining: Option<u64>,
 }
 
 impl Page {
     fn into_json(self, res: &ResourceInfo) -> Value {
         let items: Vec<Value> = self.items.iter().map(|o| for_version(res, o)).collect();
+        let mut metadata = json!({
+            "continue": self.continue_token.unwrap_or_default(),
+            "resourceVersion": self.revision.to_string(),
+        });
+        if let Some(n) = self.remaining {
+            metadata["remainingItemCount"] = n.into();
+        }
         json!({
             "apiVersion": res.api_version(),
             "items": items,
             "kind": res.list_kind,
-            "metadata": {
-                "continue": self.continue_token.unwrap_or_default(),
-                "resourceVersion": self.revision.to_string(),
-            },
+            "metadata": metadata,
         })
     }
 }
@@ -170,19 +178,22 @@ pub(crate) async fn list_page(
             exact.then_some(n)
         }
     };
-    let expired = |compacted: u64| -> ApiError {
+    let expired = || -> ApiError {
         match &opts.continue_token {
             Some(tok) => ApiError::Expired {
                 message: "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.".into(),
                 continue_token: Some(ContinueToken::encode(-1, &tok.start)),
             },
-            None => {
-                let _ = compacted;
-                ApiError::Expired {
-                    message: "The resourceVersion for the provided list is too old.".into(),
-                    continue_token: None,
-                }
-            }
+            None => ApiError::Expired {
+                message: "The resourceVersion for the provided list is too old.".into(),
+                continue_token: None,
+            },
+        }
+    };
+    let map_err = |e: StoreError| -> ApiError {
+        match e {
+            StoreError::Expired { .. } => expired(),
+            other => ApiError::from(other),
         }
     };
 
@@ -200,10 +211,7 @@ pub(crate) async fn list_page(
                 limit: Some(want),
             })
             .await
-            .map_err(|e| match e {
-                StoreError::Expired { compacted } => expired(compacted),
-                other => ApiError::from(other),
-            })?;
+            .map_err(map_err)?;
         let rev = batch.revision;
         read_at = Some(rev);
         let n = batch.items.len();
@@ -214,15 +222,22 @@ pub(crate) async fn list_page(
             }
             if limit.is_some_and(|l| items.len() >= l) {
                 let more = i + 1 < n || batch.more;
+                let mut remaining = None;
                 if more {
                     let rel = &key[prefix.len()..];
                     continue_token = Some(ContinueToken::encode(rev as i64, &format!("{rel}\0")));
+                    // B.4: only unfiltered lists say how many remain (kube cannot count
+                    // what a selector would keep without reading it all).
+                    if !opts.has_selector() {
+                        let n = state.store.count_after(&prefix, &key, rev).await;
+                        remaining = Some(n.map_err(map_err)?);
+                    }
                 }
-                return Ok(Page { revision: rev, items, continue_token });
+                return Ok(Page { revision: rev, items, continue_token, remaining });
             }
         }
         if !batch.more {
-            return Ok(Page { revision: rev, items, continue_token });
+            return Ok(Page { revision: rev, items, continue_token, remaining: None });
         }
     }
 }
@@ -236,12 +251,21 @@ pub async fn watch(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     let opts = ListOptions::parse(&q, res.namespaced)?;
-    watch_response(state, res, target, req, opts, false)
+    watch_response(state, res, target, req, opts, false).await
 }
+
+/// How often a watch checks whether its client has gone away.
+const PEER_CHECK: Duration = Duration::from_secs(1);
+
+/// Kube waits this long before a watch's deadline to send a last bookmark (cache_watcher.go).
+const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
 
 /// Opens the event stream (B.5). `stream_type` marks the `?watch=true` form, whose content type
 /// carries `;stream=watch` (A.12).
-fn watch_response(
+///
+/// Failures found before the stream starts are plain error responses; once it has started,
+/// a failure is one ERROR event, then the end.
+async fn watch_response(
     state: &AppState,
     res: &'static ResourceInfo,
     target: Target,
@@ -257,21 +281,25 @@ fn watch_response(
             ));
         }
     }
-    if opts.send_initial_events == Some(true) {
-        // TODO-compat: the watch-list stream (initial-events-end bookmark) comes with the list/watch
-        // work; until then refuse it loudly so informers fall back to LIST.
-        return Err(ApiError::invalid_options(
-            "ListOptions",
-            vec![crate::error::Cause::forbidden(
-                "sendInitialEvents",
-                "sendInitialEvents is not supported by this server yet",
-            )],
-        ));
-    }
-    let start = match opts.resource_version.as_deref() {
-        None | Some("0") => Start::Current,
-        Some(rv) => Start::After(rv.parse().unwrap_or(0)),
+    let rv = opts.resource_version.as_deref().filter(|v| *v != "0");
+    let requested: Option<u64> = rv.map(|v| v.parse().unwrap_or(0));
+    let start = match (opts.send_initial_events, requested) {
+        // Legacy: unset and "0" get the current state first; N gets the changes after N.
+        (None, None) => Start::Current,
+        (None, Some(n)) => Start::After(n),
+        // The watch-list stream: the state at a revision not older than N, then changes.
+        (Some(true), None) => Start::Current,
+        (Some(true), Some(n)) => {
+            wait_for_revision(state, n).await?;
+            Start::Current
+        }
+        (Some(false), None) => Start::Now,
+        (Some(false), Some(n)) => Start::After(n),
     };
+    // The end-of-initial-events bookmark is sent only to clients that accept bookmarks
+    // (cacher.go `isListWatchRequest`).
+    let end_bookmark = opts.send_initial_events == Some(true) && opts.allow_bookmarks;
+
     let name = target.name.clone();
     let labels = opts.labels.clone();
     let fields = opts.fields.clone();
@@ -281,57 +309,30 @@ fn watch_response(
             && fields.matches(obj)
     });
     let prefix = collection_prefix(res, target.namespace.as_deref());
-    let events = watch::watch(&state.store, prefix, start, predicate);
-    let timeout = opts.timeout.unwrap_or_else(default_watch_timeout);
-    let requested = opts.resource_version.clone().unwrap_or_default();
-
-    struct Streaming<S> {
-        events: S,
-        deadline: tokio::time::Instant,
-        done: bool,
-    }
-    let state0 = Streaming {
-        events: Box::pin(events),
-        deadline: tokio::time::Instant::now() + timeout,
+    let now = Instant::now();
+    let deadline = now + opts.timeout.unwrap_or_else(default_watch_timeout);
+    let mut stream = WatchStream {
+        watch: Watch::new(&state.store, prefix, start, predicate),
+        res,
+        requested: opts.resource_version.clone().unwrap_or_default(),
+        deadline,
+        bookmarks: opts.allow_bookmarks.then_some(Bookmarks {
+            interval: state.watch.bookmark_interval,
+            next: None,
+            last_before_deadline: false,
+            due: false,
+        }),
+        end_bookmark,
+        peer: req.conn_data::<PeerSocket>().cloned(),
+        next_peer_check: now + PEER_CHECK,
         done: false,
     };
-    let body = futures_util::stream::unfold(state0, move |mut st| {
-        let requested = requested.clone();
-        async move {
-            if st.done {
-                return None;
-            }
-            let next = tokio::select! {
-                ev = st.events.next() => ev,
-                _ = tokio::time::sleep_until(st.deadline) => None,
-            };
-            let line = match next {
-                None => return None,
-                Some(Ok(ev)) => {
-                    let kind = match ev.kind {
-                        EventType::Added => "ADDED",
-                        EventType::Modified => "MODIFIED",
-                        EventType::Deleted => "DELETED",
-                    };
-                    json!({"type": kind, "object": for_version(res, &ev.object)})
-                }
-                Some(Err(err)) => {
-                    st.done = true;
-                    let status = match err {
-                        StoreError::Expired { compacted } => ApiError::Expired {
-                            message: format!("too old resource version: {requested} ({compacted})"),
-                            continue_token: None,
-                        },
-                        other => ApiError::from(other),
-                    }
-                    .to_status();
-                    json!({"type": "ERROR", "object": status})
-                }
-            };
-            let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
-            bytes.push(b'\n');
-            Some((Ok::<_, actix_web::Error>(Bytes::from(bytes)), st))
-        }
+    if let Some(b) = &mut stream.bookmarks {
+        b.schedule(now, deadline);
+    }
+    let body = futures_util::stream::unfold(stream, |mut st| async move {
+        let line = st.next_line().await?;
+        Some((Ok::<_, actix_web::Error>(line), st))
     });
     let content_type =
         if stream_type { "application/json;stream=watch" } else { "application/json" };
@@ -341,9 +342,224 @@ fn watch_response(
         .streaming(body))
 }
 
+/// One watch response body: events, bookmarks and the deadline, one JSON line at a time.
+struct WatchStream {
+    watch: Watch,
+    res: &'static ResourceInfo,
+    /// `resourceVersion` as requested, for the 410 message.
+    requested: String,
+    deadline: Instant,
+    /// `allowWatchBookmarks`.
+    bookmarks: Option<Bookmarks>,
+    /// Send the watch-list's end bookmark when the initial events are out.
+    end_bookmark: bool,
+    /// The connection, to end the watch (and drop its subscription) once the client is gone.
+    peer: Option<PeerSocket>,
+    next_peer_check: Instant,
+    done: bool,
+}
+
+/// When periodic bookmarks are due: every interval, and once about 2 s before the deadline.
+struct Bookmarks {
+    interval: Duration,
+    next: Option<Instant>,
+    last_before_deadline: bool,
+    /// The timer fired; the bookmark goes out once nothing is ready to send before it.
+    due: bool,
+}
+
+impl Bookmarks {
+    /// As kube's `nextBookmarkTime`: the next heartbeat, unless the deadline comes first, in
+    /// which case one last bookmark shortly before it.
+    fn schedule(&mut self, now: Instant, deadline: Instant) {
+        let heartbeat = now + self.interval;
+        self.next = if heartbeat < deadline {
+            Some(heartbeat)
+        } else if !self.last_before_deadline {
+            self.last_before_deadline = true;
+            Some(deadline.checked_sub(BOOKMARK_BEFORE_DEADLINE).unwrap_or(now).max(now))
+        } else {
+            None
+        };
+    }
+}
+
+impl WatchStream {
+    /// The next line to send; `None` ends the response.
+    async fn next_line(&mut self) -> Option<Bytes> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if self.bookmarks.as_ref().is_some_and(|b| b.due) {
+                // Send what is already there first, so the bookmark is as fresh as it can be.
+                if let Some(item) = self.watch.next().now_or_never() {
+                    match self.line_for(item) {
+                        Some(line) => return Some(line),
+                        None => continue,
+                    }
+                }
+                let now = Instant::now();
+                if let Some(b) = &mut self.bookmarks {
+                    b.due = false;
+                    b.schedule(now, self.deadline);
+                }
+                match self.watch.progress() {
+                    Some(rev) if rev > 0 => return Some(self.bookmark(rev, false)),
+                    _ => continue,
+                }
+            }
+            // A bookmark needs a revision the watch has fully delivered, so its timer runs only
+            // once the starting point is out.
+            let bookmark_at = match (&self.bookmarks, self.watch.progress()) {
+                (Some(b), Some(_)) => b.next,
+                _ => None,
+            };
+            tokio::select! {
+                item = self.watch.next() => {
+                    if let Some(line) = self.line_for(item) {
+                        return Some(line);
+                    }
+                }
+                _ = tokio::time::sleep_until(self.deadline) => {
+                    // timeoutSeconds: the stream simply ends, with no final event (B.5).
+                    self.done = true;
+                    return None;
+                }
+                _ = sleep_until_some(bookmark_at), if bookmark_at.is_some() => {
+                    if let Some(b) = &mut self.bookmarks {
+                        b.due = true;
+                    }
+                }
+                _ = tokio::time::sleep_until(self.next_peer_check), if self.peer.is_some() => {
+                    self.next_peer_check = Instant::now() + PEER_CHECK;
+                    if self.peer.as_ref().is_some_and(PeerSocket::closed) {
+                        self.done = true;
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The line for one item of the watch, if it is sent at all.
+    fn line_for(&mut self, item: Option<Result<Item, WatchError>>) -> Option<Bytes> {
+        let value = match item {
+            None => {
+                self.done = true;
+                return None;
+            }
+            Some(Ok(Item::Event(ev))) => {
+                let kind = match ev.kind {
+                    EventType::Added => "ADDED",
+                    EventType::Modified => "MODIFIED",
+                    EventType::Deleted => "DELETED",
+                };
+                json!({"type": kind, "object": for_version(self.res, &ev.object)})
+            }
+            Some(Ok(Item::Synced(rev))) => {
+                if !self.end_bookmark {
+                    return None;
+                }
+                return Some(self.bookmark(rev, true));
+            }
+            Some(Err(err)) => {
+                self.done = true;
+                let status = match err {
+                    // kube's watch-cache wording (B.5): the requested and the oldest-1 revision.
+                    WatchError::Store(StoreError::Expired { compacted }) => ApiError::Expired {
+                        message: format!(
+                            "too old resource version: {} ({compacted})",
+                            self.requested
+                        ),
+                        continue_token: None,
+                    },
+                    WatchError::Store(other) => ApiError::from(other),
+                    WatchError::TooSlow { reached } => ApiError::Expired {
+                        message: format!(
+                            "the watch fell too far behind after resource version {reached}; \
+                             list again and watch from the list's resourceVersion"
+                        ),
+                        continue_token: None,
+                    },
+                }
+                .to_status();
+                json!({"type": "ERROR", "object": status})
+            }
+        };
+        Some(line(&value))
+    }
+
+    /// A BOOKMARK: the watched kind with only a resourceVersion (B.5); the watch-list's end
+    /// bookmark also carries kube 1.32's annotations.
+    fn bookmark(&self, rev: u64, initial_events_end: bool) -> Bytes {
+        let mut metadata = json!({"resourceVersion": rev.to_string()});
+        if initial_events_end {
+            // An empty list in the requested encoding (always JSON for watches here), base64.
+            let blueprint = json!({
+                "apiVersion": self.res.api_version(),
+                "items": [],
+                "kind": self.res.list_kind,
+                "metadata": {},
+            });
+            let blueprint = base64::engine::general_purpose::STANDARD.encode(blueprint.to_string());
+            metadata["annotations"] = json!({
+                "k8s.io/initial-events-end": "true",
+                "kubernetes.io/initial-events-list-blueprint": blueprint,
+            });
+        }
+        let object = json!({
+            "apiVersion": self.res.api_version(),
+            "kind": self.res.kind,
+            "metadata": metadata,
+        });
+        line(&json!({"type": "BOOKMARK", "object": object}))
+    }
+}
+
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One watch event: compact JSON and a newline (clients split on newlines).
+fn line(value: &Value) -> Bytes {
+    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
 /// kube-apiserver's default: a random duration between 30 and 60 minutes.
 fn default_watch_timeout() -> Duration {
     let mut b = [0u8; 2];
     let _ = getrandom::getrandom(&mut b);
     Duration::from_secs(1800 + u64::from(u16::from_le_bytes(b)) % 1801)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bookmarks_every_interval_and_once_before_the_deadline() {
+        let now = Instant::now();
+        let secs = Duration::from_secs;
+        let mut b =
+            Bookmarks { interval: secs(60), next: None, last_before_deadline: false, due: false };
+        // A long watch: heartbeats.
+        b.schedule(now, now + secs(600));
+        assert_eq!(b.next, Some(now + secs(60)));
+        // The deadline comes before the next heartbeat: one bookmark 2 s before it, then none.
+        b.schedule(now + secs(560), now + secs(600));
+        assert_eq!(b.next, Some(now + secs(598)));
+        b.schedule(now + secs(598), now + secs(600));
+        assert_eq!(b.next, None);
+        // A deadline under 2 s away: at once.
+        let mut b =
+            Bookmarks { interval: secs(60), next: None, last_before_deadline: false, due: false };
+        b.schedule(now, now + secs(1));
+        assert_eq!(b.next, Some(now));
+    }
 }

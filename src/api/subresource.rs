@@ -13,9 +13,10 @@ use serde_json::{json, Map, Value};
 use super::codec::{content_type, decode_object, negotiate, respond};
 use super::params::Query;
 use super::patch::{apply_json_patch, apply_merge_patch, parse_json_patch};
-use super::write::commit_update;
+use super::write::{commit_update, Commit, Ownership};
 use super::{meta_str, metadata, object_key, Part, Target};
 use crate::error::{ApiError, Cause};
+use crate::managed_fields;
 use crate::resource::{ResourceInfo, ScaleInfo};
 use crate::server::AppState;
 
@@ -175,6 +176,7 @@ pub async fn update_scale(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     let (dry_run, _validation) = q.write_options("UpdateOptions")?;
+    let manager = managed_fields::manager_of(&q, req, "UpdateOptions")?;
     let format = negotiate(req, true)?;
     let scale = decode_object(req, &body, true)?;
     let kind = scale.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -200,7 +202,8 @@ pub async fn update_scale(
             target.ns()
         )));
     }
-    write_scale(state, res, &target, format, dry_run, ScaleChange::Replace(scale)).await
+    let change = ScaleChange::Replace(scale);
+    write_scale(state, res, &target, format, dry_run, &manager, change).await
 }
 
 /// `PATCH …/scale`: the patch applies to the Scale as `GET …/scale` shows it; its
@@ -240,7 +243,8 @@ pub async fn patch_scale(
             vec![Cause::forbidden("force", "may not be specified for non-apply patch")],
         ));
     }
-    write_scale(state, res, &target, format, dry_run, ScaleChange::Patch(patch)).await
+    let manager = managed_fields::manager_of(&q, req, "PatchOptions")?;
+    write_scale(state, res, &target, format, dry_run, &manager, ScaleChange::Patch(patch)).await
 }
 
 enum ScalePatch {
@@ -260,6 +264,7 @@ async fn write_scale(
     target: &Target,
     format: super::codec::Format,
     dry_run: bool,
+    manager: &str,
     change: ScaleChange,
 ) -> Result<HttpResponse, ApiError> {
     let info = scale_info(res)?;
@@ -300,7 +305,9 @@ async fn write_scale(
         let retry = rv.is_empty() || (patching && rv == current_rv);
         let mut obj = (*current).clone();
         set_nested(&mut obj, info.spec_replicas_path, Value::from(replicas))?;
-        match commit_update(state, res, &key, &current, obj, Part::Main, dry_run).await {
+        let owner = Ownership::Update { manager, subresource: "scale" };
+        let how = Commit { part: Part::Main, dry_run, owner };
+        match commit_update(state, res, &key, &current, obj, how).await {
             Err(ApiError::Conflict { .. }) if retry => continue,
             Err(e) => return Err(e),
             Ok((code, out)) => return respond(code, format, &to_scale(info, &out)?.0),

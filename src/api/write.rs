@@ -9,6 +9,7 @@ use super::codec::{content_type, decode_object, negotiate, respond};
 use super::params::Query;
 use super::{for_version, meta_str, object_key, stored_revision, subresource, Part, Target};
 use crate::error::{ApiError, Cause};
+use crate::managed_fields;
 use crate::meta;
 use crate::resource::ResourceInfo;
 use crate::server::AppState;
@@ -31,36 +32,23 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     let (dry_run, _validation) = q.write_options("CreateOptions")?;
+    let manager = managed_fields::manager_of(&q, req, "CreateOptions")?;
     let format = negotiate(req, res.is_stored())?;
     let mut obj = decode_object(req, &body, res.is_stored())?;
     check_type_meta(res, &obj)?;
-    let meta = metadata_mut(&mut obj)?;
-    if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|v| !v.is_empty()) {
-        return Err(ApiError::bad_request(
-            "resourceVersion should not be set on objects to be created",
-        ));
-    }
-    set_namespace_for_create(res, &target, meta)?;
+    check_create_meta(res, &target, &mut obj)?;
     if let Some(field) = res.token_field {
         let answer = crate::token::answer(state, res, field, obj).await?;
         return respond(StatusCode::OK, format, &answer);
     }
-    meta::wipe_system_fields(meta);
+    let meta = metadata_mut(&mut obj)?;
     let generate = meta.get("generateName").and_then(Value::as_str).unwrap_or("").to_string();
     let named = meta.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
     if !named && !generate.is_empty() {
         meta.insert("name".into(), Value::String(meta::generate_name(&generate)));
     }
-    let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-    let causes = meta::validate(meta, res.namespaced);
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(res, &name, causes));
-    }
-    meta.insert("uid".into(), Value::String(meta::new_uid()));
-    meta.insert("creationTimestamp".into(), Value::String(meta::now_rfc3339()));
-    meta.insert("generation".into(), Value::from(1));
-    set_storage_version(res, &mut obj);
-    subresource::prepare_create(res, &mut obj, &name)?;
+    init_new_object(res, &mut obj)?;
+    managed_fields::record_update(res, None, &mut obj, &manager, "");
     check_size(&obj)?;
     if dry_run {
         return respond(StatusCode::CREATED, format, &for_version(res, &obj));
@@ -105,6 +93,7 @@ pub async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     let (dry_run, _validation) = q.write_options("UpdateOptions")?;
+    let manager = managed_fields::manager_of(&q, req, "UpdateOptions")?;
     let format = negotiate(req, true)?;
     let mut obj = decode_object(req, &body, true)?;
     check_type_meta(res, &obj)?;
@@ -148,12 +137,14 @@ pub async fn update(
     if rv != meta_str(&current, "resourceVersion") {
         return Err(ApiError::optimistic_lock(res, name));
     }
-    let (code, out) = commit_update(state, res, &key, &current, obj, target.part, dry_run).await?;
+    let owner = Ownership::Update { manager: &manager, subresource: subresource_name(target.part) };
+    let how = Commit { part: target.part, dry_run, owner };
+    let (code, out) = commit_update(state, res, &key, &current, obj, how).await?;
     respond(code, format, &for_version(res, &out))
 }
 
-/// PATCH with a JSON patch or a JSON merge patch; unconditional unless the patch sets
-/// `metadata.resourceVersion`.
+/// PATCH with a JSON patch, a JSON merge patch or server-side apply; unconditional unless the
+/// patch sets `metadata.resourceVersion`.
 pub async fn patch(
     state: &AppState,
     res: &'static ResourceInfo,
@@ -170,10 +161,7 @@ pub async fn patch(
             PatchKind::Merge(super::patch::parse_merge_patch(&body)?)
         }
         "application/apply-patch+yaml" => {
-            // TODO-compat: server-side apply arrives with the writes issue (managedFields).
-            return Err(ApiError::UnsupportedMediaType(
-                "server-side apply (application/apply-patch+yaml) is not supported by this server yet - accepted media types include: application/json-patch+json, application/merge-patch+json".into(),
-            ));
+            return super::apply::apply(state, res, target, req, &body).await;
         }
         _ => {
             return Err(ApiError::UnsupportedMediaType(
@@ -187,6 +175,7 @@ pub async fn patch(
             vec![Cause::forbidden("force", "may not be specified for non-apply patch")],
         ));
     }
+    let manager = managed_fields::manager_of(&q, req, "PatchOptions")?;
     let name = target.name();
     let key = object_key(res, target.ns(), name);
     for _ in 0..PATCH_RETRIES {
@@ -207,7 +196,10 @@ pub async fn patch(
         if conditional && !wanted_rv.is_empty() {
             return Err(ApiError::optimistic_lock(res, name));
         }
-        match commit_update(state, res, &key, &current, patched, target.part, dry_run).await {
+        let owner =
+            Ownership::Update { manager: &manager, subresource: subresource_name(target.part) };
+        let how = Commit { part: target.part, dry_run, owner };
+        match commit_update(state, res, &key, &current, patched, how).await {
             Err(ApiError::Conflict { .. }) if !conditional => continue,
             Err(e) => return Err(e),
             Ok((code, out)) => return respond(code, format, &for_version(res, &out)),
@@ -221,19 +213,44 @@ enum PatchKind {
     Merge(Value),
 }
 
+/// How `commit_update` commits a write.
+pub(crate) struct Commit<'a> {
+    /// The part of the object the endpoint may change.
+    pub part: Part,
+    pub dry_run: bool,
+    pub owner: Ownership<'a>,
+}
+
+/// Who a write's managedFields entry is recorded for.
+pub(crate) enum Ownership<'a> {
+    /// A create, update or non-apply patch: kube records an `Update` entry for the manager,
+    /// naming the subresource written through ("", "status", "scale").
+    Update { manager: &'a str, subresource: &'a str },
+    /// Server-side apply, which has computed the entries itself.
+    Applied,
+}
+
+/// The subresource managedFields entries name for a write through `part`.
+fn subresource_name(part: Part) -> &'static str {
+    match part {
+        Part::Main => "",
+        Part::Status => "status",
+    }
+}
+
 /// Applies kube's update rules to `new` against `current` and writes it: only the `part` the
 /// endpoint may change taken from `new`, server-owned fields kept, generation bumped on
-/// non-metadata changes, no-ops short-circuited, and an object that is being deleted and lost its
-/// last finalizer removed.
+/// non-metadata changes, managedFields recorded, no-ops short-circuited, and an object that is
+/// being deleted and lost its last finalizer removed.
 pub(crate) async fn commit_update(
     state: &AppState,
     res: &'static ResourceInfo,
     key: &str,
     current: &Value,
     new: Value,
-    part: Part,
-    dry_run: bool,
+    how: Commit<'_>,
 ) -> Result<(StatusCode, Value), ApiError> {
+    let Commit { part, dry_run, owner } = how;
     let mut new = subresource::confine(res, part, current, new);
     let name = meta_str(current, "name").to_string();
     let old_meta = super::metadata(current).cloned().unwrap_or_default();
@@ -314,8 +331,12 @@ pub(crate) async fn commit_update(
         let g = current.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
         new["metadata"]["generation"] = Value::from(g + 1);
     }
+    // Recorded last, so that the entry sees `new` as it will be stored.
+    if let Ownership::Update { manager, subresource } = owner {
+        managed_fields::record_update(res, Some(current), &mut new, manager, subresource);
+    }
     check_size(&new)?;
-    if new == *current {
+    if managed_fields::same_ignoring_times(&new, current) {
         return Ok((StatusCode::OK, current.clone()));
     }
     let deleting = old_meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
@@ -371,8 +392,41 @@ pub(crate) fn metadata_mut(obj: &mut Value) -> Result<&mut Map<String, Value>, A
     meta.as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))
 }
 
+/// The create rules that come before anything else: no resourceVersion, and the namespace
+/// agrees with the path (or is taken from it; cluster kinds have none).
+pub(crate) fn check_create_meta(
+    res: &ResourceInfo,
+    target: &Target,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
+    let meta = metadata_mut(obj)?;
+    if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|v| !v.is_empty()) {
+        return Err(ApiError::bad_request(
+            "resourceVersion should not be set on objects to be created",
+        ));
+    }
+    set_namespace_for_create(res, target, meta)
+}
+
+/// Makes a named body a new object: system fields wiped and set afresh, metadata validated,
+/// storage version set.
+pub(crate) fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    let meta = metadata_mut(obj)?;
+    meta::wipe_system_fields(meta);
+    let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+    let causes = meta::validate(meta, res.namespaced);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(res, &name, causes));
+    }
+    meta.insert("uid".into(), Value::String(meta::new_uid()));
+    meta.insert("creationTimestamp".into(), Value::String(meta::now_rfc3339()));
+    meta.insert("generation".into(), Value::from(1));
+    set_storage_version(res, obj);
+    subresource::prepare_create(res, obj, &name)
+}
+
 /// apiVersion and kind in a body must name the URL's kind and version.
-fn check_type_meta(res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+pub(crate) fn check_type_meta(res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     if kind.is_empty() {
@@ -442,7 +496,7 @@ fn set_storage_version(res: &ResourceInfo, obj: &mut Value) {
     }
 }
 
-fn check_size(obj: &Value) -> Result<(), ApiError> {
+pub(crate) fn check_size(obj: &Value) -> Result<(), ApiError> {
     // The store decodes what it keeps: an object nested too deep could never be read back.
     crate::limits::check_depth(obj)?;
     let n = serde_json::to_vec(obj).map(|v| v.len()).unwrap_or(0);

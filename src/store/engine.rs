@@ -2,8 +2,12 @@
 //!
 //! One thread and one connection serialise all work, so the revision counter lives here in memory
 //! and every write takes the next number: no gaps, no fill rows (kine's lesson, B.9). Events are
-//! published on the broadcast channel right after each commit and before the next command runs,
-//! which is what lets a watcher subscribe, then read, and dedupe by revision (see `watch`).
+//! published to the hub right after each commit and before the next command runs, which is what
+//! lets a watcher subscribe, then read, and dedupe by revision (see `watch`).
+//!
+//! Compaction runs here too, in batches of at most `compact::BATCH` revisions, each its own
+//! transaction, taken only when no command is waiting (and one per tick under steady load), so
+//! a write never waits behind more than one batch.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -11,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 
-use super::compact::{self, Retention};
+use super::compact::{self, Retention, RetentionConfig};
+use super::hub::Hub;
 use super::{sql, Event, EventType, ListRequest, ListResult, StoreError};
 
 type Result<T> = std::result::Result<T, StoreError>;
@@ -30,6 +35,12 @@ pub enum Command {
     List {
         req: ListRequest,
         reply: Reply<ListResult>,
+    },
+    CountAfter {
+        prefix: String,
+        after: String,
+        rev: u64,
+        reply: Reply<u64>,
     },
     Create {
         key: String,
@@ -66,6 +77,7 @@ pub enum Command {
         rev: u64,
         reply: Reply<u64>,
     },
+    StartCompaction,
     #[cfg(test)]
     Pragmas {
         reply: Reply<(String, i64)>,
@@ -91,8 +103,10 @@ pub struct Engine {
     rev: u64,
     /// History at or below this revision is gone.
     compacted: u64,
-    events: broadcast::Sender<Arc<Event>>,
+    hub: Arc<Hub>,
     retention: Retention,
+    /// Whether the retention policy drives compaction (see `Store::start_compaction`).
+    auto_compact: bool,
     /// The revision compaction is working towards, a batch at a time.
     compact_goal: u64,
     next_tick: Instant,
@@ -100,7 +114,7 @@ pub struct Engine {
 
 impl Engine {
     /// Opens (or creates) the database and reads the counters back.
-    pub fn open(path: &str, events: broadcast::Sender<Arc<Event>>) -> Result<Engine> {
+    pub fn open(path: &str, retention: RetentionConfig, hub: Arc<Hub>) -> Result<Engine> {
         let conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL lets readers of the file (backups, sqlite3) run beside our writer; an in-memory
@@ -132,12 +146,15 @@ impl Engine {
         }
         let compacted = meta_get::<u64>(&conn, sql::META_COMPACTED)?.unwrap_or(0);
         let max_rev: u64 = conn.query_row(sql::MAX_REV, [], |r| r.get(0))?;
+        let rev = max_rev.max(compacted);
+        hub.start_at(rev);
         Ok(Engine {
             conn,
-            rev: max_rev.max(compacted),
+            rev,
             compacted,
-            events,
-            retention: Retention::default(),
+            hub,
+            retention: Retention::new(retention),
+            auto_compact: false,
             compact_goal: compacted,
             next_tick: Instant::now(),
         })
@@ -165,9 +182,13 @@ impl Engine {
     }
 
     fn tick(&mut self, now: Instant) {
-        self.next_tick = now + compact::TICK;
+        self.next_tick = now + self.retention.interval();
         self.retention.record(now, self.rev);
-        self.compact_goal = self.compact_goal.max(self.retention.target(now, self.rev));
+        // Computed even before compaction starts: it also forgets marks no longer needed.
+        let target = self.retention.target(now, self.rev);
+        if self.auto_compact {
+            self.compact_goal = self.compact_goal.max(target);
+        }
         // One batch per tick even when busy, so compaction cannot starve under steady load.
         self.compact_step();
     }
@@ -187,6 +208,9 @@ impl Engine {
         match command {
             Command::Get { key, reply } => drop(reply.send(self.get(&key))),
             Command::List { req, reply } => drop(reply.send(self.list(req))),
+            Command::CountAfter { prefix, after, rev, reply } => {
+                drop(reply.send(self.count_after(&prefix, &after, rev)))
+            }
             Command::Create { key, obj, reply } => drop(reply.send(self.create(key, obj))),
             Command::Update { key, expected, obj, reply } => {
                 drop(reply.send(self.update(key, expected, obj)))
@@ -201,6 +225,7 @@ impl Engine {
                 drop(reply.send(self.events_after(&prefix, rev)))
             }
             Command::Compact { rev, reply } => drop(reply.send(self.compact(rev))),
+            Command::StartCompaction => self.auto_compact = true,
             #[cfg(test)]
             Command::Pragmas { reply } => drop(reply.send(self.pragmas())),
         }
@@ -214,18 +239,7 @@ impl Engine {
     }
 
     fn list(&self, req: ListRequest) -> Result<ListResult> {
-        let at = match req.revision {
-            // Reading at the current revision is the same as reading the current index.
-            None => None,
-            Some(r) if r == self.rev => None,
-            Some(r) if r < self.compacted => {
-                return Err(StoreError::Expired { compacted: self.compacted })
-            }
-            Some(r) if r > self.rev => {
-                return Err(StoreError::FutureRevision { current: self.rev })
-            }
-            Some(r) => Some(r),
-        };
+        let at = self.read_at(req.revision)?;
         let end = prefix_end(&req.prefix);
         let after = req.start_after.unwrap_or_default();
         // One extra row tells whether another page exists. limit 0 means "no limit", as in kube.
@@ -258,6 +272,44 @@ impl Engine {
         Ok(ListResult { revision: at.unwrap_or(self.rev), items, more })
     }
 
+    /// The revision a read at `rev` uses: `None` for the current state.
+    fn read_at(&self, rev: Option<u64>) -> Result<Option<u64>> {
+        match rev {
+            // Reading at the current revision is the same as reading the current index.
+            None => Ok(None),
+            Some(r) if r == self.rev => Ok(None),
+            Some(r) if r < self.compacted => Err(StoreError::Expired { compacted: self.compacted }),
+            Some(r) if r > self.rev => Err(StoreError::FutureRevision { current: self.rev }),
+            Some(r) => Ok(Some(r)),
+        }
+    }
+
+    /// How many objects follow `after` below `end` at revision `at` (`None`: now).
+    ///
+    /// Counting what follows, rather than keeping a count in the token or counting what came
+    /// before, keeps a page's cost independent of its depth: an index-only walk over the keys
+    /// counted (fewer on deeper pages) plus, for a past revision, the keys among them written
+    /// since. kube does the same: etcd counts the rest of the range with each page. The
+    /// continue token keeps B.4's format, with no room for a running count.
+    fn count_after(&self, prefix: &str, after: &str, rev: u64) -> Result<u64> {
+        let at = self.read_at(Some(rev))?;
+        let end = prefix_end(prefix);
+        let after = after.max(prefix);
+        let now: i64 = self
+            .conn
+            .prepare_cached(sql::COUNT_CURRENT_AFTER)?
+            .query_row(params![after, end], |r| r.get(0))?;
+        let correction: i64 = match at {
+            None => 0,
+            Some(rev) => self
+                .conn
+                .prepare_cached(sql::COUNT_CORRECTION_AT)?
+                .query_row(params![after, end, rev], |r| r.get(0))?,
+        };
+        u64::try_from(now + correction)
+            .map_err(|_| StoreError::Internal(format!("negative count {now} + {correction}")))
+    }
+
     fn create(&mut self, key: String, mut obj: Value) -> Result<Arc<Value>> {
         let rev = self.rev + 1;
         set_resource_version(&mut obj, rev)?;
@@ -272,7 +324,15 @@ impl Engine {
         tx.execute(sql::CURRENT_SET, params![key, rev])?;
         tx.commit()?;
         let obj = Arc::new(obj);
-        self.committed(Event { rev, key, kind: EventType::Added, object: obj.clone(), prev: None });
+        let size = bytes.len();
+        self.committed(Event {
+            rev,
+            key,
+            kind: EventType::Added,
+            object: obj.clone(),
+            prev: None,
+            size,
+        });
         Ok(obj)
     }
 
@@ -293,6 +353,7 @@ impl Engine {
             kind: EventType::Modified,
             object: obj.clone(),
             prev: Some(Arc::new(prev)),
+            size: bytes.len() + old.value.len(),
         });
         Ok(obj)
     }
@@ -317,6 +378,7 @@ impl Engine {
             kind: EventType::Deleted,
             object: last.clone(),
             prev: Some(Arc::new(prev)),
+            size: bytes.len() + old.value.len(),
         });
         Ok(last)
     }
@@ -324,8 +386,7 @@ impl Engine {
     /// Advances the counter and publishes, strictly after the commit succeeded.
     fn committed(&mut self, event: Event) {
         self.rev = event.rev;
-        // Fails only when nobody is subscribed.
-        let _ = self.events.send(Arc::new(event));
+        self.hub.publish(&Arc::new(event));
     }
 
     fn probe(&self) -> Result<()> {
@@ -364,6 +425,7 @@ impl Engine {
                 (_, true) => EventType::Deleted,
                 _ => EventType::Modified,
             };
+            let size = value.len() + prev.as_ref().map_or(0, Vec::len);
             let prev = match prev {
                 Some(p) => Some(Arc::new(serde_json::from_slice(&p)?)),
                 None => None,
@@ -374,6 +436,7 @@ impl Engine {
                 kind,
                 object: Arc::new(serde_json::from_slice(&value)?),
                 prev,
+                size,
             }));
         }
         Ok(events)

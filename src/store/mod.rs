@@ -11,6 +11,7 @@
 mod compact;
 mod engine;
 mod error;
+mod hub;
 mod sql;
 
 use std::fmt;
@@ -18,20 +19,33 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 
+pub use compact::RetentionConfig;
 use engine::{Command, Engine, Reply};
 pub use error::StoreError;
+use hub::{Hub, Lag};
+pub use hub::{HubStats, QueueLimits, Subscription};
 
-/// Live events buffered per subscriber. A watcher further behind than this is ended with
-/// `Expired` (kine drops slow subscribers too) rather than holding memory for it forever.
-pub const EVENT_BUFFER: usize = 4096;
-
-/// Where the database lives.
+/// Where the database lives, how long history is kept, and how far a watcher may fall behind.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     /// A file path, or `":memory:"` for a private in-memory database with the same semantics.
     pub path: String,
+    pub retention: RetentionConfig,
+    /// Per subscriber: a watcher whose unread events exceed this is ended (410).
+    pub watch_queue: QueueLimits,
+}
+
+impl StoreConfig {
+    /// The defaults of A.6: 5 minutes and at least 1000 revisions of history.
+    pub fn new(path: impl Into<String>) -> StoreConfig {
+        StoreConfig {
+            path: path.into(),
+            retention: RetentionConfig::default(),
+            watch_queue: QueueLimits::default(),
+        }
+    }
 }
 
 /// One page of a list.
@@ -77,6 +91,8 @@ pub struct Event {
     pub object: Arc<Value>,
     /// The state before the write (`None` for `Added`), for selector transitions.
     pub prev: Option<Arc<Value>>,
+    /// Stored bytes of `object` and `prev`: what a queued event costs, for queue limits.
+    pub size: usize,
 }
 
 /// Cheap clone handle to the store thread.
@@ -87,7 +103,7 @@ pub struct Store {
 
 struct Inner {
     commands: mpsc::Sender<Command>,
-    events: broadcast::Sender<Arc<Event>>,
+    hub: Arc<Hub>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -100,6 +116,8 @@ impl Drop for Inner {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        // Watches end once the store is gone: nothing more will ever happen.
+        self.hub.close();
     }
 }
 
@@ -111,14 +129,17 @@ impl fmt::Debug for Store {
 
 impl Store {
     /// Opens (or creates) the database and starts the store thread; blocks until it is ready.
+    ///
+    /// History is not compacted automatically until `start_compaction` is called, so a server
+    /// can start answering before the first compaction runs.
     pub fn open(cfg: StoreConfig) -> Result<Store, StoreError> {
-        let (events, _) = broadcast::channel(EVENT_BUFFER);
         let (commands, inbox) = mpsc::channel();
         let (ready, opened) = mpsc::sync_channel(1);
-        let publisher = events.clone();
+        let hub = Arc::new(Hub::new(cfg.watch_queue));
+        let publisher = hub.clone();
         let thread = std::thread::Builder::new()
             .name("virt-store".into())
-            .spawn(move || match Engine::open(&cfg.path, publisher) {
+            .spawn(move || match Engine::open(&cfg.path, cfg.retention, publisher) {
                 Ok(engine) => {
                     let _ = ready.send(Ok(()));
                     engine.run(inbox);
@@ -129,7 +150,14 @@ impl Store {
             })
             .map_err(|e| StoreError::Unavailable(format!("cannot start the store thread: {e}")))?;
         opened.recv().map_err(|_| stopped())??;
-        Ok(Store { inner: Arc::new(Inner { commands, events, thread: Some(thread) }) })
+        Ok(Store { inner: Arc::new(Inner { commands, hub, thread: Some(thread) }) })
+    }
+
+    /// Lets the store thread compact history on its own from now on (A.6), a batch at a time
+    /// between commands.
+    pub fn start_compaction(&self) {
+        // Fails only when the thread has stopped, which every later call reports anyway.
+        let _ = self.inner.commands.send(Command::StartCompaction);
     }
 
     /// The current state of `key`.
@@ -143,6 +171,18 @@ impl Store {
     /// `FutureRevision`.
     pub async fn list(&self, req: ListRequest) -> Result<ListResult, StoreError> {
         self.call(|reply| Command::List { req, reply }).await
+    }
+
+    /// How many objects under `prefix` follow the key `after` at revision `rev`: what remains
+    /// of a list after a page ending at `after`. `Expired` and `FutureRevision` as for `list`.
+    pub async fn count_after(
+        &self,
+        prefix: &str,
+        after: &str,
+        rev: u64,
+    ) -> Result<u64, StoreError> {
+        let (prefix, after) = (prefix.to_owned(), after.to_owned());
+        self.call(|reply| Command::CountAfter { prefix, after, rev, reply }).await
     }
 
     /// Stores a new object; `AlreadyExists` if the key is live.
@@ -173,9 +213,21 @@ impl Store {
             .await
     }
 
-    /// Live events from now on, in revision order; see `watch` for the gap-free protocol.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.inner.events.subscribe()
+    /// Every live event from now on, in revision order, for internal consumers that re-scan
+    /// when they fall behind (`recv` reports `Lagged` once, then delivery resumes).
+    pub fn subscribe(&self) -> Subscription {
+        self.inner.hub.subscribe("", Lag::Resume)
+    }
+
+    /// Live events under `prefix` from now on, in revision order, for a watch: a subscriber
+    /// that falls behind its queue limits is cut off for good (see `watch` for the protocol).
+    pub fn watch_events(&self, prefix: &str) -> Subscription {
+        self.inner.hub.subscribe(prefix, Lag::End)
+    }
+
+    /// Open watches and watches ended for being too slow.
+    pub fn watch_stats(&self) -> HubStats {
+        self.inner.hub.stats()
     }
 
     /// The newest revision written.
@@ -204,8 +256,8 @@ impl Store {
     }
 
     /// Drops history up to `rev` (capped at the current revision) now and answers the compacted
-    /// revision. The store also compacts on its own, keeping 5 minutes and at least 1000
-    /// revisions (A.6); this is for tests and operators.
+    /// revision. Once `start_compaction` was called the store also compacts on its own, as its
+    /// `RetentionConfig` says (A.6); this is for tests and operators.
     pub async fn compact(&self, rev: u64) -> Result<u64, StoreError> {
         self.call(|reply| Command::Compact { rev, reply }).await
     }

@@ -85,6 +85,20 @@ pub const LIST_AT: &str = "SELECT key, MAX(rev), deleted, value
     GROUP BY key HAVING deleted = 0
     ORDER BY key LIMIT ?4";
 
+/// How many live keys follow ?1 (exclusive) below ?2 (exclusive) now: an index-only walk of
+/// `current`, so its cost is the number of keys counted, never the keys before ?1.
+pub const COUNT_CURRENT_AFTER: &str = "SELECT COUNT(*) FROM current WHERE key > ?1 AND key < ?2";
+
+/// What turns `COUNT_CURRENT_AFTER` into the count at revision ?3: over the keys in the range
+/// written after ?3, (live at ?3) - (live now). A key was live at ?3 exactly when its first row
+/// after ?3 is not a create. Rows after ?3 are never compacted while ?3 is readable.
+pub const COUNT_CORRECTION_AT: &str =
+    "SELECT COALESCE(SUM(f.created = 0) - SUM(c.key IS NOT NULL), 0)
+    FROM (SELECT key, MIN(rev) AS first FROM log
+          WHERE key > ?1 AND key < ?2 AND rev > ?3 GROUP BY key) ch
+    JOIN log f ON f.rev = ch.first
+    LEFT JOIN current c ON c.key = ch.key";
+
 /// Every change after revision ?1 under a prefix (?2 inclusive, ?3 exclusive), in revision
 /// order, with the previous value for updates and deletes.
 pub const EVENTS_AFTER: &str = "SELECT l.rev, l.key, l.created, l.deleted, l.value, p.value

@@ -5,7 +5,7 @@ use serde_json::json;
 use super::*;
 
 fn memory() -> Store {
-    Store::open(StoreConfig { path: ":memory:".into() }).unwrap()
+    Store::open(StoreConfig::new(":memory:")).unwrap()
 }
 
 fn obj(name: &str, n: i64) -> Value {
@@ -222,14 +222,14 @@ async fn live_events_follow_commits_in_order() {
         seen.push((e.rev, e.kind));
     }
     assert_eq!(seen, [(1, EventType::Added), (2, EventType::Modified), (3, EventType::Deleted)]);
-    assert!(rx.try_recv().is_err());
+    assert_eq!(rx.taken_through(), Some(3), "nothing more queued");
 }
 
 #[tokio::test]
 async fn reopening_a_file_keeps_data_revision_and_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db").to_str().unwrap().to_owned();
-    let open = || Store::open(StoreConfig { path: path.clone() }).unwrap();
+    let open = || Store::open(StoreConfig::new(path.clone())).unwrap();
 
     let s = open();
     assert_eq!(s.pragmas().await.unwrap(), ("wal".to_owned(), 2));
@@ -261,11 +261,11 @@ async fn reopening_a_file_keeps_data_revision_and_secrets() {
 async fn a_newer_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db").to_str().unwrap().to_owned();
-    drop(Store::open(StoreConfig { path: path.clone() }).unwrap());
+    drop(Store::open(StoreConfig::new(path.clone())).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute("UPDATE meta SET value = 99 WHERE name = 'schema_version'", []).unwrap();
     drop(conn);
-    assert!(matches!(Store::open(StoreConfig { path }), Err(StoreError::Internal(_))));
+    assert!(matches!(Store::open(StoreConfig::new(path)), Err(StoreError::Internal(_))));
 }
 
 #[tokio::test]
@@ -280,5 +280,124 @@ async fn memory_store_uses_full_sync() {
 fn opening_an_unusable_path_fails() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("missing/dir/store.db").to_str().unwrap().to_owned();
-    assert!(matches!(Store::open(StoreConfig { path }), Err(StoreError::Unavailable(_))));
+    assert!(matches!(Store::open(StoreConfig::new(path)), Err(StoreError::Unavailable(_))));
+}
+
+/// A small deterministic generator, so failures reproduce.
+fn lcg(x: &mut u64) -> u64 {
+    *x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *x >> 33
+}
+
+#[tokio::test]
+async fn counts_after_a_key_match_the_list_at_every_revision() {
+    let s = memory();
+    let mut live: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut x = 7;
+    for i in 0..400 {
+        let key = format!("g/p/ns/k{:02}", lcg(&mut x) % 40);
+        let rev = match live.get(&key).copied() {
+            None => rv(&s.create(&key, obj(&key, i)).await.unwrap()),
+            Some(r) if lcg(&mut x).is_multiple_of(4) => {
+                s.delete(&key, r).await.unwrap();
+                live.remove(&key);
+                continue;
+            }
+            Some(r) => rv(&s.update(&key, r, obj(&key, i)).await.unwrap()),
+        };
+        live.insert(key, rev);
+        if i % 7 == 0 {
+            // Neighbours outside the prefix must not be counted.
+            s.create(&format!("g/p/ns0/n{i}"), obj("n", i)).await.unwrap();
+        }
+    }
+    let now = s.current_revision().await.unwrap();
+    for rev in (1..=now).step_by(37).chain([now]) {
+        let all = s
+            .list(ListRequest {
+                prefix: "g/p/ns/".into(),
+                revision: Some(rev),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(s.count_after("g/p/ns/", "g/p/ns/", rev).await.unwrap(), all.items.len() as u64);
+        for (i, (key, _)) in all.items.iter().enumerate() {
+            let want = (all.items.len() - i - 1) as u64;
+            assert_eq!(s.count_after("g/p/ns/", key, rev).await.unwrap(), want, "{key} at {rev}");
+        }
+    }
+    assert_eq!(
+        s.count_after("g/p/ns/", "g/p/ns/a", now + 1).await,
+        Err(StoreError::FutureRevision { current: now })
+    );
+    s.compact(now - 10).await.unwrap();
+    assert!(matches!(
+        s.count_after("g/p/ns/", "g/p/ns/", 1).await,
+        Err(StoreError::Expired { .. })
+    ));
+}
+
+#[tokio::test]
+async fn compaction_follows_the_configured_window_once_started() {
+    let mut cfg = StoreConfig::new(":memory:");
+    cfg.retention = RetentionConfig {
+        window: std::time::Duration::from_millis(100),
+        min_revisions: 5,
+        interval: std::time::Duration::from_millis(10),
+    };
+    let s = Store::open(cfg).unwrap();
+    let mut rev = rv(&s.create("g/p/ns/a", obj("a", 0)).await.unwrap());
+    for i in 1..50 {
+        rev = rv(&s.update("g/p/ns/a", rev, obj("a", i)).await.unwrap());
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Not started: everything is still there.
+    assert_eq!(s.events_after("g/p/", 0).await.unwrap().len(), 50);
+    s.start_compaction();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match s.events_after("g/p/", 0).await {
+            Err(StoreError::Expired { compacted }) => {
+                // Never beyond the newest 5 revisions.
+                assert!(compacted <= rev - 5, "{compacted}");
+                if compacted == rev - 5 {
+                    break;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => panic!("{e}"),
+        }
+        assert!(std::time::Instant::now() < deadline, "compaction did not run");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(s.events_after("g/p/", rev - 5).await.unwrap().len(), 5);
+    assert_eq!(s.get("g/p/ns/a").await.unwrap().unwrap()["spec"]["n"], 49);
+}
+
+#[tokio::test]
+async fn compaction_runs_beside_writes_in_small_batches() {
+    let mut cfg = StoreConfig::new(":memory:");
+    cfg.retention = RetentionConfig {
+        window: std::time::Duration::from_millis(1),
+        min_revisions: 0,
+        interval: std::time::Duration::from_millis(1),
+    };
+    let s = Store::open(cfg).unwrap();
+    s.start_compaction();
+    let mut rev = rv(&s.create("g/p/ns/a", obj("a", 0)).await.unwrap());
+    let mut slowest = std::time::Duration::ZERO;
+    for i in 1..3000 {
+        let t0 = std::time::Instant::now();
+        rev = rv(&s.update("g/p/ns/a", rev, obj("a", i)).await.unwrap());
+        slowest = slowest.max(t0.elapsed());
+    }
+    // Compaction kept up while writing, and no write waited long behind it.
+    assert!(slowest < std::time::Duration::from_millis(500), "a write took {slowest:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !matches!(s.events_after("g/p/", rev - 1).await, Err(StoreError::Expired { .. })) {
+        assert!(std::time::Instant::now() < deadline, "compaction did not catch up");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(s.get("g/p/ns/a").await.unwrap().unwrap()["spec"]["n"], 2999);
 }

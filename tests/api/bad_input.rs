@@ -379,6 +379,16 @@ fn patch_cases() -> Vec<Case> {
         case("apply patch nested", "PATCH", VM1)
             .body("application/apply-patch+yaml", nested_yaml(512)),
     );
+    out.push(
+        case("apply patch flow nested 100000", "PATCH", format!("{VM1}?fieldManager=t"))
+            .body("application/apply-patch+yaml", nested_yaml(100_000)),
+    );
+    out.push(
+        case("apply patch 120 levels", "PATCH", format!("{VM1}?fieldManager=t")).body(
+            "application/apply-patch+yaml",
+            nested_yaml(120).replace("name: deep", "name: vm1"),
+        ),
+    );
     out.push(case("patch a missing object", "PATCH", format!("{VMS}/nope")).body(MERGE, "{}"));
     // The subresources decode and patch through their own paths.
     for (what, path) in [("status", VM1_STATUS), ("scale", RS1_SCALE)] {
@@ -486,12 +496,12 @@ fn query_cases() -> Vec<Case> {
         "timeoutSeconds=abc",
         "timeoutSeconds=-1",
         "sendInitialEvents=true",
-        "watch=true&sendInitialEvents=true",
-        "watch=true&resourceVersionMatch=Exact",
-        "watch=true&resourceVersion=abc",
-        "watch=true&labelSelector=a%20in",
+        "watch=true&sendInitialEvents=true&timeoutSeconds=1",
+        "watch=true&resourceVersionMatch=Exact&timeoutSeconds=1",
+        "watch=true&resourceVersion=abc&timeoutSeconds=1",
+        "watch=true&labelSelector=a%20in&timeoutSeconds=1",
         "watch=true&timeoutSeconds=abc",
-        "watch=true&continue=garbage",
+        "watch=true&continue=garbage&timeoutSeconds=1",
         "includeObject=Sometimes",
         "%zz=1",
         "a=%",

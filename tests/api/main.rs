@@ -1,18 +1,25 @@
 //! Integration tests: the real binary on an ephemeral port, driven over HTTP. One test binary, so
 //! it links once.
 
+mod apply;
 mod auth;
 mod bad_input;
+mod chunking;
 mod common;
+mod compaction;
 mod conformance;
 mod crud;
 mod discovery;
+mod fixture_build;
 mod gc;
 mod health;
+mod kubectl;
 mod lists;
 mod openapi;
 mod seed_ops;
 mod subresources;
 mod tls;
 mod token;
+mod validator;
 mod watch;
+mod watch_semantics;

@@ -1,0 +1,224 @@
+//! Fan-out of committed events to subscribers, each with its own bounded queue.
+//!
+//! The store thread publishes every commit here before it runs the next command; publishing
+//! never waits for a subscriber. Each subscription has a key prefix (events outside it are never
+//! queued for it) and a budget in events and bytes. What happens when a subscriber exceeds it
+//! depends on its policy:
+//! - `Lag::End` (watches): the subscription is cut off at once. Its queue is freed, it leaves
+//!   the hub, and its next `recv` reports `Lagged`; a watch then ends with 410 rather than being
+//!   resumed with events missing. A client that stops reading can so pin at most one budget.
+//! - `Lag::Resume` (internal consumers that re-scan on loss, e.g. the garbage collector): the
+//!   queue is dropped, `recv` reports `Lagged` once, and delivery resumes with newer events.
+//!
+//! A shared ring such as `tokio::sync::broadcast` would pin its whole capacity of events for the
+//! slowest subscriber, of any size, and could not drop a slow watcher until it was next polled.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::Notify;
+
+use super::Event;
+
+/// What a subscription's queue may hold before its subscriber counts as too slow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueLimits {
+    pub events: usize,
+    pub bytes: usize,
+}
+
+impl Default for QueueLimits {
+    fn default() -> QueueLimits {
+        QueueLimits { events: 4096, bytes: 64 << 20 }
+    }
+}
+
+/// What to do with a subscriber that exceeds its queue limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lag {
+    /// Cut it off for good (watches: the client must re-list).
+    End,
+    /// Drop what is queued, report the loss once, then go on.
+    Resume,
+}
+
+/// Counts for observability (and for tests that check nothing leaks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HubStats {
+    /// Live `Lag::End` subscriptions, i.e. open watches.
+    pub watchers: u64,
+    /// `Lag::End` subscriptions cut off for being too slow, since start.
+    pub terminated: u64,
+}
+
+pub struct Hub {
+    subs: Mutex<HashMap<u64, Arc<Shared>>>,
+    /// The newest revision published; read and written under `subs`.
+    rev: AtomicU64,
+    next_id: AtomicU64,
+    terminated: AtomicU64,
+    limits: QueueLimits,
+}
+
+struct Shared {
+    prefix: String,
+    lag: Lag,
+    state: Mutex<State>,
+    notify: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Arc<Event>>,
+    bytes: usize,
+    /// The newest revision published while subscribed, queued for it or not.
+    published: u64,
+    /// Events were dropped (the newest dropped revision); reported by the next `recv`.
+    dropped: Option<u64>,
+    /// Cut off (`Lag::End`) or the store closed: nothing more will be queued.
+    closed: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves plain data behind; keep serving.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Hub {
+    pub fn new(limits: QueueLimits) -> Hub {
+        Hub {
+            subs: Mutex::new(HashMap::new()),
+            rev: AtomicU64::new(0),
+            next_id: AtomicU64::new(0),
+            terminated: AtomicU64::new(0),
+            limits,
+        }
+    }
+
+    /// The store's revision when it opened, before anything is published.
+    pub fn start_at(&self, rev: u64) {
+        let _subs = lock(&self.subs);
+        self.rev.store(rev, Ordering::Relaxed);
+    }
+
+    /// A new subscription to the events under `prefix` published from now on.
+    pub fn subscribe(self: &Arc<Hub>, prefix: &str, lag: Lag) -> Subscription {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut subs = lock(&self.subs);
+        let shared = Arc::new(Shared {
+            prefix: prefix.to_owned(),
+            lag,
+            // What was published before is not this subscriber's to wait for.
+            state: Mutex::new(State {
+                published: self.rev.load(Ordering::Relaxed),
+                ..State::default()
+            }),
+            notify: Notify::new(),
+        });
+        subs.insert(id, shared.clone());
+        Subscription { id, shared, hub: Arc::downgrade(self) }
+    }
+
+    /// Queues `event` for every subscription whose prefix holds its key; never blocks on one.
+    pub fn publish(&self, event: &Arc<Event>) {
+        let mut subs = lock(&self.subs);
+        self.rev.store(event.rev, Ordering::Relaxed);
+        let mut cut = Vec::new();
+        for (&id, sub) in subs.iter() {
+            let mut st = lock(&sub.state);
+            st.published = event.rev;
+            if st.closed || !event.key.starts_with(&sub.prefix) {
+                continue;
+            }
+            let full = st.queue.len() >= self.limits.events
+                || (st.bytes + event.size > self.limits.bytes && !st.queue.is_empty());
+            if full {
+                st.queue = VecDeque::new();
+                st.bytes = 0;
+                st.dropped = Some(event.rev);
+                if sub.lag == Lag::End {
+                    st.closed = true;
+                    cut.push(id);
+                }
+            } else {
+                st.bytes += event.size;
+                st.queue.push_back(event.clone());
+            }
+            drop(st);
+            sub.notify.notify_one();
+        }
+        for id in cut {
+            subs.remove(&id);
+            self.terminated.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Wakes every subscriber with end-of-stream: the store is gone.
+    pub fn close(&self) {
+        for (_, sub) in lock(&self.subs).drain() {
+            lock(&sub.state).closed = true;
+            sub.notify.notify_one();
+        }
+    }
+
+    pub fn stats(&self) -> HubStats {
+        let watchers = lock(&self.subs).values().filter(|s| s.lag == Lag::End).count() as u64;
+        HubStats { watchers, terminated: self.terminated.load(Ordering::Relaxed) }
+    }
+}
+
+/// One subscriber's end; leaves the hub when dropped.
+pub struct Subscription {
+    id: u64,
+    shared: Arc<Shared>,
+    hub: Weak<Hub>,
+}
+
+impl Subscription {
+    /// The next queued event. `Lagged` reports dropped events (then, under `Lag::End`, every
+    /// later call too); `Closed` that the store is gone. Cancel-safe: an event is taken from the
+    /// queue only by a call that returns it.
+    pub async fn recv(&mut self) -> Result<Arc<Event>, RecvError> {
+        loop {
+            {
+                let mut st = lock(&self.shared.state);
+                if let Some(rev) = st.dropped {
+                    if self.shared.lag == Lag::Resume {
+                        st.dropped = None;
+                    }
+                    return Err(RecvError::Lagged(rev));
+                }
+                if let Some(event) = st.queue.pop_front() {
+                    st.bytes -= event.size;
+                    return Ok(event);
+                }
+                if st.closed {
+                    return Err(RecvError::Closed);
+                }
+            }
+            // A publish between the check and here leaves a permit, so no wake-up is lost.
+            self.shared.notify.notified().await;
+        }
+    }
+
+    /// A revision up to which every event for this subscriber has been taken by `recv`: the
+    /// newest published while nothing is queued, else just below the oldest queued event.
+    /// `None` once events were dropped.
+    pub fn taken_through(&self) -> Option<u64> {
+        let st = lock(&self.shared.state);
+        if st.dropped.is_some() {
+            return None;
+        }
+        Some(st.queue.front().map_or(st.published, |e| e.rev - 1))
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(hub) = self.hub.upgrade() {
+            lock(&hub.subs).remove(&self.id);
+        }
+    }
+}

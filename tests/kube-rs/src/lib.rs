@@ -1,0 +1,1 @@
+//! Nothing to build: the suite lives in tests/.
