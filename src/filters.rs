@@ -1,5 +1,6 @@
 //! The filter chain every request passes before routing, as kube-apiserver's handler chain:
-//! authentication, authorization, body-size and in-flight request limits.
+//! authentication, authorization, body-size and in-flight request limits; on the way out,
+//! errors actix answers by itself (payload too large, broken payload) become Status bodies.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
@@ -14,6 +15,7 @@ use crate::authn::{TokenFile, User};
 use crate::authz::{forbidden_message, Abac};
 use crate::error::ApiError;
 use crate::request_info::RequestInfo;
+use crate::tls::ClientCertUser;
 
 /// kube-apiserver's defaults for `--max-requests-inflight` and `--max-mutating-requests-inflight`.
 pub const DEFAULT_MAX_READONLY: usize = 400;
@@ -21,8 +23,11 @@ pub const DEFAULT_MAX_MUTATING: usize = 200;
 
 /// What the chain enforces.
 pub struct Filters {
-    /// Bearer tokens; `None` means no authentication (everyone is anonymous).
+    /// Bearer tokens; `None` (and no client certificates) means no authentication: everyone
+    /// is anonymous.
     pub tokens: Option<TokenFile>,
+    /// Client certificates verified against `--client-ca-file` authenticate (see `tls`).
+    pub client_certs: bool,
     /// ABAC policies; `None` allows everything.
     pub abac: Option<Abac>,
     pub max_readonly: usize,
@@ -38,7 +43,40 @@ impl Filters {
         max_readonly: usize,
         max_mutating: usize,
     ) -> Filters {
-        Filters { tokens, abac, max_readonly, max_mutating, inflight: Mutex::new(HashMap::new()) }
+        Filters {
+            tokens,
+            client_certs: false,
+            abac,
+            max_readonly,
+            max_mutating,
+            inflight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Also authenticates verified client certificates (TLS with `--client-ca-file`).
+    pub fn with_client_certificates(mut self) -> Filters {
+        self.client_certs = true;
+        self
+    }
+
+    /// Whether any authentication is configured; without, every request is anonymous.
+    pub fn authenticates(&self) -> bool {
+        self.tokens.is_some() || self.client_certs
+    }
+
+    /// Who sent `req`: a verified client certificate wins, as in kube's union authenticator,
+    /// then a bearer token. `None` when credentials are needed and missing or unknown.
+    fn authenticate(&self, req: &ServiceRequest) -> Option<User> {
+        if !self.authenticates() {
+            return Some(User::anonymous());
+        }
+        if self.client_certs {
+            if let Some(ClientCertUser(u)) = req.conn_data::<ClientCertUser>() {
+                return Some(u.clone());
+            }
+        }
+        let auth = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        self.tokens.as_ref().and_then(|t| t.authenticate(auth))
     }
 
     /// Takes an in-flight slot for `user`, or says the limit is reached.
@@ -120,16 +158,10 @@ pub async fn chain(
     let info = RequestInfo::parse(req.method().as_str(), &path, req.query_string());
     let public = public_paths().contains(path.trim_end_matches('/'));
 
-    let user = match &filters.tokens {
-        None => User::anonymous(),
-        Some(tokens) => {
-            let auth = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-            match tokens.authenticate(auth) {
-                Some(u) => u,
-                None if public => User::anonymous(),
-                None => return Ok(reject(req, ApiError::Unauthorized)),
-            }
-        }
+    let user = match filters.authenticate(&req) {
+        Some(u) => u,
+        None if public => User::anonymous(),
+        None => return Ok(reject(req, ApiError::Unauthorized)),
     };
     if let Some(abac) = &filters.abac {
         if !public && !abac.allows(&user, &info) {
@@ -159,7 +191,37 @@ pub async fn chain(
         }
     };
     req.extensions_mut().insert(user);
-    // TODO-robustness: a panicking handler drops its connection (actix replaces the worker); a
-    // 500 Status needs the original request, which cannot be kept across routing here.
-    next.call(req).await.map(ServiceResponse::map_into_left_body)
+    // Panics are answered further out, by `recover` (this layer cannot keep the request).
+    let res = next.call(req).await?;
+    Ok(match foreign_error(&res) {
+        None => res.map_into_left_body(),
+        Some(err) => {
+            let (req, _) = res.into_parts();
+            ServiceResponse::new(req, err.error_response()).map_into_right_body()
+        }
+    })
+}
+
+/// An error answered by actix itself rather than by our handlers (their errors are `ApiError`s
+/// already), as the Status kube would send: a body over the limit without Content-Length
+/// (chunked) is 413, a body that breaks off or does not decode is 400.
+fn foreign_error<B>(res: &ServiceResponse<B>) -> Option<ApiError> {
+    let err = res.response().error()?;
+    if err.as_error::<ApiError>().is_some() {
+        return None;
+    }
+    let code = res.status();
+    let message = err.to_string();
+    Some(match code.as_u16() {
+        413 => ApiError::RequestEntityTooLarge(format!(
+            "Request entity too large: limit is {}",
+            crate::server::MAX_BODY_BYTES
+        )),
+        405 => ApiError::MethodNotAllowed(message),
+        404 => ApiError::PathNotFound,
+        406 => ApiError::NotAcceptable(message),
+        415 => ApiError::UnsupportedMediaType(message),
+        500..=599 => ApiError::Internal(message),
+        _ => ApiError::BadRequest(message),
+    })
 }

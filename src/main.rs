@@ -8,13 +8,18 @@ use clap::Parser;
 use virt_apiserver::authn::TokenFile;
 use virt_apiserver::authz::Abac;
 use virt_apiserver::filters::Filters;
-use virt_apiserver::server::{self, AppState, WatchConfig};
+use virt_apiserver::kubeconfig::KubeconfigArgs;
+use virt_apiserver::server::{self, AppState, ServeOptions, WatchConfig};
 use virt_apiserver::store::{QueueLimits, RetentionConfig, Store, StoreConfig};
+use virt_apiserver::tls::TlsFiles;
 
 /// A Kubernetes-style API server for the KubeVirt family of resources, on embedded SQLite.
 #[derive(Parser, Debug)]
 #[command(name = "virt-apiserver", version, about)]
 struct Args {
+    /// Without a subcommand the server runs.
+    #[command(subcommand)]
+    command: Option<Subcommand>,
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: String,
@@ -64,6 +69,33 @@ struct Args {
     /// Serve on a non-loopback address without authentication (anyone who reaches it may write).
     #[arg(long)]
     insecure_allow_unauthenticated_remote: bool,
+
+    // HTTPS and client certificates.
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-private-key-file.
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<String>,
+    /// The private key (PEM) of --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<String>,
+    /// CA bundle (PEM): client certificates it signs authenticate, CN as user and O as groups.
+    #[arg(long, requires = "tls_cert_file")]
+    client_ca_file: Option<String>,
+    /// Test hook: GET of this path panics in its handler (proves panics become 500 Status).
+    #[arg(long, hide = true)]
+    debug_panic_path: Option<String>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Subcommand {
+    /// Print a kubeconfig for one user to stdout (embedding the given PEM files).
+    Kubeconfig(KubeconfigArgs),
+}
+
+/// The TLS configuration the flags ask for, if any.
+fn tls(args: &Args) -> Option<std::sync::Arc<rustls::ServerConfig>> {
+    let (cert_file, key_file) = (args.tls_cert_file.clone()?, args.tls_private_key_file.clone()?);
+    let files = TlsFiles { cert_file, key_file, client_ca_file: args.client_ca_file.clone() };
+    Some(virt_apiserver::tls::server_config(&files).unwrap_or_else(|e| fail(e)))
 }
 
 /// Seconds (`300`), or a sum of numbers with units ms, s, m, h (`5m`, `1m30s`, `1.5s`).
@@ -116,22 +148,33 @@ fn filters(args: &Args, addr: &std::net::SocketAddr) -> Filters {
         }
         other => fail(format!("unknown --authorization-mode {other:?}: use AlwaysAllow or ABAC")),
     };
-    if tokens.is_none() {
+    let mut filters =
+        Filters::new(tokens, abac, args.max_requests_inflight, args.max_mutating_requests_inflight);
+    if args.client_ca_file.is_some() {
+        filters = filters.with_client_certificates();
+    }
+    if !filters.authenticates() {
         if !addr.ip().is_loopback() && !args.insecure_allow_unauthenticated_remote {
             fail(format!(
-                "refusing to serve {addr} without authentication: give --token-auth-file, listen on loopback, or pass --insecure-allow-unauthenticated-remote"
+                "refusing to serve {addr} without authentication: give --token-auth-file or --client-ca-file, listen on loopback, or pass --insecure-allow-unauthenticated-remote"
             ));
         }
+        let scope = if addr.ip().is_loopback() { "loopback only" } else { "NOT loopback" };
         eprintln!(
-            "warning: no authentication configured; every request is allowed as system:anonymous"
+            "warning: no authentication configured: serving {addr} ({scope}); every request is allowed as system:anonymous"
         );
     }
-    Filters::new(tokens, abac, args.max_requests_inflight, args.max_mutating_requests_inflight)
+    filters
 }
 
 fn main() -> std::io::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args = Args::parse();
+    if let Some(Subcommand::Kubeconfig(k)) = &args.command {
+        let yaml = virt_apiserver::kubeconfig::render(k).unwrap_or_else(|e| fail(e));
+        print!("{yaml}");
+        return Ok(());
+    }
     let cfg = StoreConfig {
         path: args.database.clone(),
         retention: RetentionConfig {
@@ -151,13 +194,15 @@ fn main() -> std::io::Result<()> {
     let listener = TcpListener::bind(&args.listen)?;
     let addr = listener.local_addr()?;
     let filters = filters(&args, &addr);
+    let opts = ServeOptions { tls: tls(&args), debug_panic_path: args.debug_panic_path.clone() };
+    let scheme = if opts.tls.is_some() { "https" } else { "http" };
     actix_web::rt::System::new().block_on(async move {
         let watch = WatchConfig { bookmark_interval: args.bookmark_interval };
         let state = AppState { store, watch };
-        let server = server::run(listener, state.clone(), filters)?;
+        let server = server::run_with(listener, state.clone(), filters, opts)?;
         // Tests and scripts read the bound address from this first line.
         let mut out = std::io::stdout().lock();
-        writeln!(out, "listening on http://{addr}")?;
+        writeln!(out, "listening on {scheme}://{addr}")?;
         out.flush()?;
         drop(out);
         // Background work starts only once the server is listening.

@@ -214,8 +214,12 @@ impl Parser {
     }
 
     fn value_set(&mut self) -> Result<Vec<String>, String> {
-        if self.next() != Some(Token::Open) {
-            return Err(format!("found '{}', expected: '('", self.toks[self.pos - 1].show()));
+        match self.next() {
+            Some(Token::Open) => {}
+            t => {
+                let found = t.map(|t| t.show()).unwrap_or_else(|| "EOF".into());
+                return Err(format!("found '{found}', expected: '('"));
+            }
         }
         let mut vals = Vec::new();
         loop {
@@ -464,7 +468,17 @@ mod tests {
 
     #[test]
     fn label_parse_errors() {
-        for bad in ["app=web=x", "app in web", "tier>x", "!", "app in (a", "a b", "bad key!x=1"] {
+        for bad in [
+            "app=web=x",
+            "app in web",
+            "tier>x",
+            "!",
+            "app in (a",
+            "a b",
+            "bad key!x=1",
+            "a in",
+            "a notin",
+        ] {
             assert!(LabelSelector::parse(bad).is_err(), "{bad}");
         }
         let e = LabelSelector::parse("a b").unwrap_err();

@@ -61,10 +61,23 @@ impl PeerSocket {
     }
 }
 
-/// Keeps a `PeerSocket` in each plain-TCP connection's data (`HttpRequest::conn_data`).
+/// Keeps a `PeerSocket` in each connection's data (`HttpRequest::conn_data`), plain or TLS (a
+/// TLS client that goes away closes the same TCP socket), and on TLS connections the user a
+/// verified client certificate names.
 fn on_connect(conn: &dyn Any, data: &mut Extensions) {
+    use actix_tls::accept::rustls_0_23::TlsStream;
+    use actix_web::rt::net::TcpStream;
+    if let Some(tcp) = conn.downcast_ref::<TcpStream>() {
+        keep_peer_socket(tcp, data);
+    } else if let Some(tls) = conn.downcast_ref::<TlsStream<TcpStream>>() {
+        keep_peer_socket(tls.get_ref().0, data);
+        crate::tls::on_connect(conn, data);
+    }
+}
+
+fn keep_peer_socket(tcp: &actix_web::rt::net::TcpStream, data: &mut Extensions) {
     #[cfg(unix)]
-    if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+    {
         use std::os::fd::AsFd;
         match tcp.as_fd().try_clone_to_owned() {
             Ok(fd) => {
@@ -74,7 +87,7 @@ fn on_connect(conn: &dyn Any, data: &mut Extensions) {
         }
     }
     #[cfg(not(unix))]
-    let _ = (conn, data);
+    let _ = (tcp, data);
 }
 
 /// Prometheus text, under kube-apiserver's metric names: open watches and watchers cut off for
@@ -102,26 +115,60 @@ async fn not_found() -> HttpResponse {
     actix_web::ResponseError::error_response(&ApiError::PathNotFound)
 }
 
-/// Starts serving on `listener`; the returned server runs until stopped.
+/// How to serve, beyond the listener, the state and the filter chain.
+#[derive(Clone, Default)]
+pub struct ServeOptions {
+    /// Serve HTTPS with this configuration (client certificates included) instead of HTTP.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Test hook: a GET of this path panics in its handler, to prove panics become 500s.
+    /// Set only by the hidden `--debug-panic-path` flag.
+    pub debug_panic_path: Option<String>,
+}
+
+/// Starts serving plain HTTP on `listener`; the returned server runs until stopped.
 pub fn run(
     listener: TcpListener,
     state: AppState,
     filters: Filters,
 ) -> std::io::Result<actix_web::dev::Server> {
+    run_with(listener, state, filters, ServeOptions::default())
+}
+
+/// Starts serving on `listener` as `opts` says.
+pub fn run_with(
+    listener: TcpListener,
+    state: AppState,
+    filters: Filters,
+    opts: ServeOptions,
+) -> std::io::Result<actix_web::dev::Server> {
     let data = web::Data::new(state);
     let filters = web::Data::new(filters);
+    let panic_path = opts.debug_panic_path.clone();
     let server = HttpServer::new(move || {
-        App::new()
+        let panic_path = panic_path.clone();
+        let app = App::new()
             .wrap(actix_web::middleware::from_fn(crate::filters::chain))
             .app_data(data.clone())
             .app_data(filters.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
             .route("/metrics", web::get().to(metrics))
+            .configure(move |cfg| {
+                if let Some(p) = panic_path {
+                    cfg.route(&p, web::get().to(debug_panic));
+                }
+            })
             .configure(configure)
-            .default_service(web::to(not_found))
+            .default_service(web::to(not_found));
+        crate::recover::catch_panics(app)
     })
-    .on_connect(on_connect)
-    .listen(listener)?
-    .run();
-    Ok(server)
+    .on_connect(on_connect);
+    let server = match opts.tls {
+        None => server.listen(listener)?,
+        Some(config) => server.listen_rustls_0_23(listener, (*config).clone())?,
+    };
+    Ok(server.run())
+}
+
+async fn debug_panic() -> HttpResponse {
+    panic!("--debug-panic-path was requested");
 }

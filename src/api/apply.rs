@@ -260,7 +260,10 @@ impl Request<'_> {
 
 /// The body: YAML, of which JSON is a part.
 fn decode_config(body: &[u8]) -> Result<Value, ApiError> {
-    let v: Value = serde_yaml::from_slice(body)
+    // Through `limits`, which bounds flow nesting before libyaml's quadratic scanner sees it.
+    let text = std::str::from_utf8(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let v: Value = crate::limits::yaml_to_value(text)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !v.is_object() {
         return Err(ApiError::bad_request(

@@ -84,15 +84,19 @@ pub fn content_type(req: &HttpRequest) -> String {
 
 /// Decodes a create or update body: JSON, or YAML where `yaml_ok`.
 pub fn decode_object(req: &HttpRequest, body: &[u8], yaml_ok: bool) -> Result<Value, ApiError> {
-    let ct = content_type(req);
-    let value: Value = match ct.as_str() {
+    decode_body(&content_type(req), body, yaml_ok)
+}
+
+/// Decodes a body of media type `ct` (its essence, as `content_type` gives it) into an object.
+pub fn decode_body(ct: &str, body: &[u8], yaml_ok: bool) -> Result<Value, ApiError> {
+    let value: Value = match ct {
         "" | "application/json" => serde_json::from_slice(body).map_err(|e| {
             ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}"))
         })?,
         "application/yaml" if yaml_ok => {
             let text = std::str::from_utf8(body)
                 .map_err(|_| ApiError::bad_request("the request body is not valid UTF-8"))?;
-            serde_yaml::from_str(text).map_err(|e| {
+            crate::limits::yaml_to_value(text).map_err(|e| {
                 ApiError::bad_request(format!("couldn't decode the request body as YAML: {e}"))
             })?
         }
@@ -109,6 +113,21 @@ pub fn decode_object(req: &HttpRequest, body: &[u8], yaml_ok: bool) -> Result<Va
             "the request body must be an object, got {}",
             kind_of(&value)
         )));
+    }
+    // The identity fields are read as strings everywhere; another type would otherwise be
+    // taken for "absent" (a numeric namespace silently replaced by the path's).
+    if let Some(meta) = value.get("metadata").and_then(Value::as_object) {
+        for field in ["name", "namespace", "generateName"] {
+            match meta.get(field) {
+                None | Some(Value::Null) | Some(Value::String(_)) => {}
+                Some(other) => {
+                    return Err(ApiError::bad_request(format!(
+                    "couldn't decode the request body: metadata.{field} must be a string, got {}",
+                    kind_of(other)
+                )))
+                }
+            }
+        }
     }
     Ok(value)
 }

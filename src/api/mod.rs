@@ -5,6 +5,7 @@ pub mod apply;
 pub mod codec;
 mod delete;
 pub mod params;
+pub mod patch;
 mod read;
 mod subresource;
 mod write;

@@ -10,6 +10,10 @@ use serde_json::Value;
 use crate::error::{ApiError, Cause};
 use crate::selector::{FieldSelector, LabelSelector};
 
+/// Longest `timeoutSeconds` honoured (ten years): far enough to mean "never", near enough that
+/// a deadline computed from it cannot overflow.
+const MAX_TIMEOUT_SECONDS: u64 = 10 * 365 * 24 * 3600;
+
 /// The decoded query string; repeated keys keep every value.
 pub struct Query(Vec<(String, String)>);
 
@@ -170,7 +174,8 @@ impl ListOptions {
             (limit, token)
         };
         let timeout = match q.int("timeoutSeconds")? {
-            Some(n) if n > 0 => Some(Duration::from_secs(n as u64)),
+            // Capped: a deadline of i64::MAX seconds would overflow the clock.
+            Some(n) if n > 0 => Some(Duration::from_secs((n as u64).min(MAX_TIMEOUT_SECONDS))),
             _ => None,
         };
         Ok(ListOptions {
@@ -316,6 +321,53 @@ impl ContinueToken {
     }
 }
 
+/// The JSON type a value has, in Go's words for decode errors.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A DeleteOptions body whose fields have the wrong JSON types is a 400, as kube's decoder
+/// answers: ignoring such a field could turn a dry run or a precondition into a real,
+/// unconditional delete.
+fn check_delete_option_types(b: &Value) -> Result<(), ApiError> {
+    const FIELDS: [(&str, &str); 9] = [
+        ("/kind", "string"),
+        ("/apiVersion", "string"),
+        ("/propagationPolicy", "string"),
+        ("/orphanDependents", "bool"),
+        ("/gracePeriodSeconds", "int64"),
+        ("/preconditions", "object"),
+        ("/preconditions/uid", "string"),
+        ("/preconditions/resourceVersion", "string"),
+        ("/dryRun", "[]string"),
+    ];
+    for (field, want) in FIELDS {
+        let Some(v) = b.pointer(field).filter(|v| !v.is_null()) else { continue };
+        let ok = match want {
+            "string" => v.is_string(),
+            "bool" => v.is_boolean(),
+            "int64" => v.is_i64(),
+            "object" => v.is_object(),
+            _ => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+        };
+        if !ok {
+            return Err(ApiError::bad_request(format!(
+                "couldn't decode DeleteOptions: cannot unmarshal {} into field {} of type {want}",
+                json_type(v),
+                field[1..].replace('/', ".")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Delete options from a body or, without one, from the query (B.6).
 #[derive(Debug, Default, Clone)]
 pub struct DeleteOptions {
@@ -347,6 +399,7 @@ impl DeleteOptions {
                 if !b.is_object() {
                     return Err(ApiError::bad_request("DeleteOptions must be an object"));
                 }
+                check_delete_option_types(b)?;
                 let s = |k: &str| b.get(k).and_then(Value::as_str).map(str::to_string);
                 let dry: Vec<String> = match b.get("dryRun") {
                     Some(Value::Array(a)) => {

@@ -12,7 +12,8 @@ use serde_json::{json, Map, Value};
 
 use super::codec::{content_type, decode_object, negotiate, respond};
 use super::params::Query;
-use super::write::{commit_update, parse_json_patch, Commit, Ownership};
+use super::patch::{apply_json_patch, apply_merge_patch, parse_json_patch};
+use super::write::{commit_update, Commit, Ownership};
 use super::{meta_str, metadata, object_key, Part, Target};
 use crate::error::{ApiError, Cause};
 use crate::managed_fields;
@@ -281,10 +282,8 @@ async fn write_scale(
                     scale["spec"]["replicas"] = Value::from(UNSET_REPLICAS);
                 }
                 match patch {
-                    ScalePatch::Json(ops) => {
-                        json_patch::patch(&mut scale, ops).map_err(|_| ApiError::PatchRejected)?
-                    }
-                    ScalePatch::Merge(p) => json_patch::merge(&mut scale, p),
+                    ScalePatch::Json(ops) => apply_json_patch(&mut scale, ops)?,
+                    ScalePatch::Merge(p) => apply_merge_patch(&mut scale, p),
                 }
                 if !scale.is_object() {
                     return Err(ApiError::PatchRejected);

@@ -18,8 +18,6 @@ use crate::validation::{self, Via};
 
 /// Largest object the store accepts once encoded (A.13).
 pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
-/// Most operations one JSON patch may carry.
-const MAX_PATCH_OPS: usize = 10_000;
 /// How often kube's create retries a generated name that collides.
 const GENERATE_NAME_TRIES: usize = 8;
 /// How often an unconditional patch is retried when a concurrent write wins.
@@ -165,11 +163,10 @@ pub async fn patch(
     let (dry_run, field_validation) = q.write_options("PatchOptions")?;
     let format = negotiate(req, true)?;
     let kind = match content_type(req).as_str() {
-        "application/json-patch+json" => PatchKind::Json(parse_json_patch(&body)?),
-        "application/merge-patch+json" => PatchKind::Merge(
-            serde_json::from_slice(&body)
-                .map_err(|e| ApiError::bad_request(format!("couldn't decode the merge patch: {e}")))?,
-        ),
+        "application/json-patch+json" => PatchKind::Json(super::patch::parse_json_patch(&body)?),
+        "application/merge-patch+json" => {
+            PatchKind::Merge(super::patch::parse_merge_patch(&body)?)
+        }
         "application/apply-patch+yaml" => {
             return super::apply::apply(state, res, target, req, &body).await;
         }
@@ -192,10 +189,8 @@ pub async fn patch(
         let current = state.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, name))?;
         let mut patched = for_version(res, &current);
         match &kind {
-            PatchKind::Json(ops) => {
-                json_patch::patch(&mut patched, ops).map_err(|_| ApiError::PatchRejected)?
-            }
-            PatchKind::Merge(p) => json_patch::merge(&mut patched, p),
+            PatchKind::Json(ops) => super::patch::apply_json_patch(&mut patched, ops)?,
+            PatchKind::Merge(p) => super::patch::apply_merge_patch(&mut patched, p),
         }
         if !patched.is_object() {
             return Err(ApiError::PatchRejected);
@@ -227,21 +222,6 @@ pub async fn patch(
 enum PatchKind {
     Json(json_patch::Patch),
     Merge(Value),
-}
-
-pub(super) fn parse_json_patch(body: &[u8]) -> Result<json_patch::Patch, ApiError> {
-    let raw: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("couldn't decode the JSON patch: {e}")))?;
-    if let Some(ops) = raw.as_array() {
-        if ops.len() > MAX_PATCH_OPS {
-            return Err(ApiError::RequestEntityTooLarge(format!(
-                "Request entity too large: The allowed maximum operations in a JSON patch is {MAX_PATCH_OPS}, got {}",
-                ops.len()
-            )));
-        }
-    }
-    serde_json::from_value(raw)
-        .map_err(|e| ApiError::bad_request(format!("couldn't decode the JSON patch: {e}")))
 }
 
 /// How `commit_update` commits a write.
@@ -533,6 +513,8 @@ fn set_storage_version(res: &ResourceInfo, obj: &mut Value) {
 }
 
 pub(crate) fn check_size(obj: &Value) -> Result<(), ApiError> {
+    // The store decodes what it keeps: an object nested too deep could never be read back.
+    crate::limits::check_depth(obj)?;
     let n = serde_json::to_vec(obj).map(|v| v.len()).unwrap_or(0);
     if n > MAX_OBJECT_BYTES {
         return Err(ApiError::RequestEntityTooLarge(format!(

@@ -3,6 +3,7 @@
 
 mod apply;
 mod auth;
+mod bad_input;
 mod chunking;
 mod common;
 mod compaction;
@@ -18,6 +19,7 @@ mod lists;
 mod openapi;
 mod seed_ops;
 mod subresources;
+mod tls;
 mod token;
 mod validation;
 mod validator;

@@ -1,0 +1,22 @@
+//! Object decoding as create and update see it: a JSON or YAML body (the first byte picks the
+//! media type) decoded, its nesting bounded, and its metadata validated.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use virt_apiserver::api::codec::decode_body;
+use virt_apiserver::limits::check_depth;
+use virt_apiserver::meta;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&kind, body)) = data.split_first() else { return };
+    let ct = ["application/json", "application/yaml", "text/plain", ""][usize::from(kind % 4)];
+    let Ok(obj) = decode_body(ct, body, true) else { return };
+    assert!(obj.is_object(), "decode_body answers objects only");
+    if check_depth(&obj).is_err() {
+        return;
+    }
+    if let Some(m) = obj.get("metadata").and_then(|m| m.as_object()) {
+        let _ = meta::validate(m, kind & 4 == 0);
+    }
+    let _ = serde_json::to_vec(&obj);
+});
