@@ -81,7 +81,8 @@ fn vm_with_meta(method: &str, field: &str, value: Value) -> Vec<u8> {
 
 fn nested_json(levels: usize) -> String {
     format!(
-        r#"{{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachine","metadata":{{"name":"deep"}},"spec":{}1{}}}"#,
+        // Under an open part of the schema, so only the nesting can be what is refused.
+        r#"{{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachine","metadata":{{"name":"deep"}},"spec":{{"template":{{"spec":{{"domain":{{"deep":{}1{}}}}}}}}}}}"#,
         "[".repeat(levels),
         "]".repeat(levels)
     )
@@ -89,7 +90,7 @@ fn nested_json(levels: usize) -> String {
 
 fn nested_yaml(levels: usize) -> String {
     format!(
-        "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: deep\nspec: {}1{}\n",
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: deep\nspec: {{template: {{spec: {{domain: {{deep: {}1{}}}}}}}}}\n",
         "[".repeat(levels),
         "]".repeat(levels)
     )
