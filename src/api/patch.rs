@@ -85,6 +85,54 @@ pub fn apply_merge_patch(doc: &mut Value, patch: &Value) {
     json_patch::merge(doc, patch);
 }
 
+/// kube's 415 text for a PATCH whose media type no endpoint accepts.
+pub const UNKNOWN_PATCH_TYPE_MSG: &str = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+
+/// A JSON patch or a merge patch, decoded by its media type.
+pub enum NonApplyPatch {
+    Json(json_patch::Patch),
+    Merge(Value),
+}
+
+impl NonApplyPatch {
+    /// Decodes `body` by `content_type`; `None` for an apply patch, which the caller routes;
+    /// any other type is a 415.
+    pub fn decode(content_type: &str, body: &[u8]) -> Result<Option<NonApplyPatch>, ApiError> {
+        match content_type {
+            "application/json-patch+json" => Ok(Some(NonApplyPatch::Json(parse_json_patch(body)?))),
+            "application/merge-patch+json" => {
+                Ok(Some(NonApplyPatch::Merge(parse_merge_patch(body)?)))
+            }
+            "application/apply-patch+yaml" => Ok(None),
+            _ => Err(ApiError::UnsupportedMediaType(UNKNOWN_PATCH_TYPE_MSG.into())),
+        }
+    }
+
+    pub fn apply(&self, doc: &mut Value) -> Result<(), ApiError> {
+        match self {
+            NonApplyPatch::Json(ops) => apply_json_patch(doc, ops),
+            NonApplyPatch::Merge(p) => {
+                apply_merge_patch(doc, p);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `force` belongs to apply patches only.
+pub fn reject_force(q: &super::params::Query) -> Result<(), ApiError> {
+    if q.get("force").is_some() {
+        return Err(ApiError::invalid_options(
+            "PatchOptions",
+            vec![crate::error::Cause::forbidden(
+                "force",
+                "may not be specified for non-apply patch",
+            )],
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::codec::{content_type, decode_object, negotiate, respond};
 use super::params::Query;
-use super::patch::{apply_json_patch, apply_merge_patch, parse_json_patch};
+use super::patch::{reject_force, NonApplyPatch};
 use super::write::{commit_update, Commit, Ownership};
 use super::{meta_str, metadata, object_key, Part, Target};
 use crate::error::{ApiError, Cause};
@@ -218,44 +218,21 @@ pub async fn patch_scale(
     let q = Query::parse(req)?;
     let (dry_run, _validation) = q.write_options("PatchOptions")?;
     let format = negotiate(req, true)?;
-    let patch = match content_type(req).as_str() {
-        "application/json-patch+json" => ScalePatch::Json(parse_json_patch(&body)?),
-        "application/merge-patch+json" => {
-            ScalePatch::Merge(serde_json::from_slice(&body).map_err(|e| {
-                ApiError::bad_request(format!("couldn't decode the merge patch: {e}"))
-            })?)
-        }
-        "application/apply-patch+yaml" => {
-            // TODO-compat: apply on /scale needs the scale-aware field ownership of SSA.
-            return Err(ApiError::UnsupportedMediaType(
-                "server-side apply (application/apply-patch+yaml) is not supported on the scale subresource - accepted media types include: application/json-patch+json, application/merge-patch+json".into(),
-            ));
-        }
-        _ => {
-            return Err(ApiError::UnsupportedMediaType(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".into(),
-            ))
-        }
-    };
-    if q.get("force").is_some() {
-        return Err(ApiError::invalid_options(
-            "PatchOptions",
-            vec![Cause::forbidden("force", "may not be specified for non-apply patch")],
+    let Some(patch) = NonApplyPatch::decode(&content_type(req), &body)? else {
+        // TODO-compat: apply on /scale needs the scale-aware field ownership of SSA.
+        return Err(ApiError::UnsupportedMediaType(
+            "server-side apply (application/apply-patch+yaml) is not supported on the scale subresource - accepted media types include: application/json-patch+json, application/merge-patch+json".into(),
         ));
-    }
+    };
+    reject_force(&q)?;
     let manager = managed_fields::manager_of(&q, req, "PatchOptions")?;
     write_scale(state, res, &target, format, dry_run, &manager, ScaleChange::Patch(patch)).await
-}
-
-enum ScalePatch {
-    Json(json_patch::Patch),
-    Merge(Value),
 }
 
 /// The Scale a write asks for: given whole, or as a patch to the current one.
 enum ScaleChange {
     Replace(Value),
-    Patch(ScalePatch),
+    Patch(NonApplyPatch),
 }
 
 async fn write_scale(
@@ -281,10 +258,7 @@ async fn write_scale(
                 if spec_replicas.is_none() {
                     scale["spec"]["replicas"] = Value::from(UNSET_REPLICAS);
                 }
-                match patch {
-                    ScalePatch::Json(ops) => apply_json_patch(&mut scale, ops)?,
-                    ScalePatch::Merge(p) => apply_merge_patch(&mut scale, p),
-                }
+                patch.apply(&mut scale)?;
                 if !scale.is_object() {
                     return Err(ApiError::PatchRejected);
                 }

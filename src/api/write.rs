@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::codec::{content_type, decode_object, negotiate, respond, with_warnings};
 use super::params::Query;
+use super::patch::{reject_force, NonApplyPatch};
 use super::{for_version, meta_str, object_key, stored_revision, subresource, Part, Target};
 use crate::error::{ApiError, Cause};
 use crate::managed_fields;
@@ -162,36 +163,17 @@ pub async fn patch(
     let q = Query::parse(req)?;
     let (dry_run, field_validation) = q.write_options("PatchOptions")?;
     let format = negotiate(req, true)?;
-    let kind = match content_type(req).as_str() {
-        "application/json-patch+json" => PatchKind::Json(super::patch::parse_json_patch(&body)?),
-        "application/merge-patch+json" => {
-            PatchKind::Merge(super::patch::parse_merge_patch(&body)?)
-        }
-        "application/apply-patch+yaml" => {
-            return super::apply::apply(state, res, target, req, &body).await;
-        }
-        _ => {
-            return Err(ApiError::UnsupportedMediaType(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".into(),
-            ))
-        }
+    let Some(kind) = NonApplyPatch::decode(&content_type(req), &body)? else {
+        return super::apply::apply(state, res, target, req, &body).await;
     };
-    if q.get("force").is_some() {
-        return Err(ApiError::invalid_options(
-            "PatchOptions",
-            vec![Cause::forbidden("force", "may not be specified for non-apply patch")],
-        ));
-    }
+    reject_force(&q)?;
     let manager = managed_fields::manager_of(&q, req, "PatchOptions")?;
     let name = target.name();
     let key = object_key(res, target.ns(), name);
     for _ in 0..PATCH_RETRIES {
         let current = state.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, name))?;
         let mut patched = for_version(res, &current);
-        match &kind {
-            PatchKind::Json(ops) => super::patch::apply_json_patch(&mut patched, ops)?,
-            PatchKind::Merge(p) => super::patch::apply_merge_patch(&mut patched, p),
-        }
+        kind.apply(&mut patched)?;
         if !patched.is_object() {
             return Err(ApiError::PatchRejected);
         }
@@ -217,11 +199,6 @@ pub async fn patch(
         }
     }
     Err(ApiError::optimistic_lock(res, name))
-}
-
-enum PatchKind {
-    Json(json_patch::Patch),
-    Merge(Value),
 }
 
 /// How `commit_update` commits a write.
