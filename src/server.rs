@@ -91,17 +91,25 @@ fn keep_peer_socket(tcp: &actix_web::rt::net::TcpStream, data: &mut Extensions) 
 }
 
 /// Prometheus text, under kube-apiserver's metric names: open watches and watchers cut off for
-/// falling behind. Tests use it to check that dropped watches leave nothing behind.
+/// falling behind (tests use it to check that dropped watches leave nothing behind); and the
+/// store's committed writes and transactions, whose ratio is the group commit's batch size.
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let stats = state.store.watch_stats();
+    let writes = state.store.write_stats();
     let body = format!(
         "# HELP apiserver_registered_watchers Number of currently registered watchers.\n\
          # TYPE apiserver_registered_watchers gauge\n\
          apiserver_registered_watchers {}\n\
          # HELP apiserver_terminated_watchers_total Watchers closed for falling too far behind.\n\
          # TYPE apiserver_terminated_watchers_total counter\n\
-         apiserver_terminated_watchers_total {}\n",
-        stats.watchers, stats.terminated
+         apiserver_terminated_watchers_total {}\n\
+         # HELP virt_apiserver_store_commits_total Store transactions that committed writes.\n\
+         # TYPE virt_apiserver_store_commits_total counter\n\
+         virt_apiserver_store_commits_total {}\n\
+         # HELP virt_apiserver_store_writes_total Writes committed by the store.\n\
+         # TYPE virt_apiserver_store_writes_total counter\n\
+         virt_apiserver_store_writes_total {}\n",
+        stats.watchers, stats.terminated, writes.commits, writes.writes
     );
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(body)
 }

@@ -9,6 +9,7 @@
 //! transaction, taken only when no command is waiting (and one per tick under steady load), so
 //! a write never waits behind more than one batch.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,20 +43,9 @@ pub enum Command {
         rev: u64,
         reply: Reply<u64>,
     },
-    Create {
-        key: String,
-        obj: Value,
-        reply: Reply<Arc<Value>>,
-    },
-    Update {
-        key: String,
-        expected: u64,
-        obj: Value,
-        reply: Reply<Arc<Value>>,
-    },
-    Delete {
-        key: String,
-        expected: u64,
+    /// A create, update or delete; queued writes are committed together (see `write_batch`).
+    Write {
+        op: WriteOp,
         reply: Reply<Arc<Value>>,
     },
     Revision {
@@ -84,6 +74,36 @@ pub enum Command {
     },
 }
 
+/// One write, as the async handle hands it over.
+pub enum WriteOp {
+    /// Stores a new object; `AlreadyExists` if the key is live.
+    Create { key: String, obj: Value },
+    /// Replaces the object if its revision is still `expected`.
+    Update { key: String, expected: u64, obj: Value },
+    /// Deletes the object if its revision is still `expected`.
+    Delete { key: String, expected: u64 },
+}
+
+/// At most this many queued writes share one transaction: bounds how long the first of them
+/// waits for the last, and the size of one commit.
+pub const MAX_BATCH: usize = 256;
+
+/// Writes and the transactions that committed them, since start (`/metrics`).
+#[derive(Debug, Default)]
+pub struct WriteCounters {
+    /// Transactions that committed at least one write.
+    pub commits: AtomicU64,
+    /// Writes committed (each took one revision).
+    pub writes: AtomicU64,
+}
+
+/// A write done inside the batch's open transaction, published only once it commits.
+struct Staged {
+    event: Event,
+    /// What the caller is answered.
+    answer: Arc<Value>,
+}
+
 /// The path SQLite reads as a private in-memory database.
 const MEMORY: &str = ":memory:";
 
@@ -104,6 +124,7 @@ pub struct Engine {
     /// History at or below this revision is gone.
     compacted: u64,
     hub: Arc<Hub>,
+    counters: Arc<WriteCounters>,
     retention: Retention,
     /// Whether the retention policy drives compaction (see `Store::start_compaction`).
     auto_compact: bool,
@@ -114,7 +135,12 @@ pub struct Engine {
 
 impl Engine {
     /// Opens (or creates) the database and reads the counters back.
-    pub fn open(path: &str, retention: RetentionConfig, hub: Arc<Hub>) -> Result<Engine> {
+    pub fn open(
+        path: &str,
+        retention: RetentionConfig,
+        hub: Arc<Hub>,
+        counters: Arc<WriteCounters>,
+    ) -> Result<Engine> {
         let conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL lets readers of the file (backups, sqlite3) run beside our writer; an in-memory
@@ -153,6 +179,7 @@ impl Engine {
             rev,
             compacted,
             hub,
+            counters,
             retention: Retention::new(retention),
             auto_compact: false,
             compact_goal: compacted,
@@ -174,6 +201,26 @@ impl Engine {
                 self.next_tick.saturating_duration_since(now)
             };
             match commands.recv_timeout(wait) {
+                Ok(Command::Write { op, reply }) => {
+                    // Group commit: every write already queued joins this one's transaction,
+                    // so one fsync answers them all. A non-write ends the batch and runs after.
+                    let mut batch = vec![(op, reply)];
+                    let mut next = None;
+                    while batch.len() < MAX_BATCH {
+                        match commands.try_recv() {
+                            Ok(Command::Write { op, reply }) => batch.push((op, reply)),
+                            Ok(other) => {
+                                next = Some(other);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    self.write_batch(batch);
+                    if let Some(command) = next {
+                        self.handle(command);
+                    }
+                }
                 Ok(command) => self.handle(command),
                 Err(RecvTimeoutError::Timeout) => self.compact_step(),
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -211,13 +258,7 @@ impl Engine {
             Command::CountAfter { prefix, after, rev, reply } => {
                 drop(reply.send(self.count_after(&prefix, &after, rev)))
             }
-            Command::Create { key, obj, reply } => drop(reply.send(self.create(key, obj))),
-            Command::Update { key, expected, obj, reply } => {
-                drop(reply.send(self.update(key, expected, obj)))
-            }
-            Command::Delete { key, expected, reply } => {
-                drop(reply.send(self.delete(key, expected)))
-            }
+            Command::Write { op, reply } => self.write_batch(vec![(op, reply)]),
             Command::Revision { reply } => drop(reply.send(Ok(self.rev))),
             Command::Probe { reply } => drop(reply.send(self.probe())),
             Command::Secret { name, reply } => drop(reply.send(self.secret(&name))),
@@ -310,83 +351,69 @@ impl Engine {
             .map_err(|_| StoreError::Internal(format!("negative count {now} + {correction}")))
     }
 
-    fn create(&mut self, key: String, mut obj: Value) -> Result<Arc<Value>> {
-        let rev = self.rev + 1;
-        set_resource_version(&mut obj, rev)?;
-        let bytes = serde_json::to_vec(&obj)?;
-        let tx = begin(&mut self.conn)?;
-        if current_row(&tx, &key)?.is_some() {
-            return Err(StoreError::AlreadyExists);
+    /// Runs `batch` in one transaction, each write in its own savepoint so a failing one takes
+    /// no revision and leaves the others in; then commits (one fsync), publishes the events in
+    /// revision order, and only then answers: nobody hears of a write before it is durable.
+    fn write_batch(&mut self, batch: Vec<(WriteOp, Reply<Arc<Value>>)>) {
+        let (ops, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
+        let mut results = Vec::with_capacity(ops.len());
+        if let Err(e) = self.run_batch(ops, &mut results) {
+            // Nothing of the batch is in the database: whatever was staged fails too.
+            for r in &mut results {
+                if r.is_ok() {
+                    *r = Err(e.clone());
+                }
+            }
+            results.resize_with(replies.len(), || Err(e.clone()));
         }
-        // A re-create links to the tombstone, as kine does.
-        let prev: Option<u64> = tx.query_row(sql::LATEST_REV, [&key], |r| r.get(0))?;
-        tx.execute(sql::LOG_APPEND, params![rev, key, 1, 0, rev, prev.unwrap_or(0), bytes])?;
-        tx.execute(sql::CURRENT_SET, params![key, rev])?;
-        tx.commit()?;
-        let obj = Arc::new(obj);
-        let size = bytes.len();
-        self.committed(Event {
-            rev,
-            key,
-            kind: EventType::Added,
-            object: obj.clone(),
-            prev: None,
-            size,
-        });
-        Ok(obj)
+        let mut answers = Vec::with_capacity(results.len());
+        let mut committed = 0;
+        for result in results {
+            answers.push(result.map(|staged| {
+                committed += 1;
+                self.rev = staged.event.rev;
+                self.hub.publish(&Arc::new(staged.event));
+                staged.answer
+            }));
+        }
+        if committed > 0 {
+            self.counters.commits.fetch_add(1, Ordering::Relaxed);
+            self.counters.writes.fetch_add(committed, Ordering::Relaxed);
+        }
+        for (reply, answer) in replies.into_iter().zip(answers) {
+            // A send fails only when the caller stopped waiting; the write is done either way.
+            let _ = reply.send(answer);
+        }
     }
 
-    fn update(&mut self, key: String, expected: u64, mut obj: Value) -> Result<Arc<Value>> {
-        let rev = self.rev + 1;
-        set_resource_version(&mut obj, rev)?;
-        let bytes = serde_json::to_vec(&obj)?;
-        let tx = begin(&mut self.conn)?;
-        let old = checked_row(&tx, &key, expected)?;
-        let prev: Value = serde_json::from_slice(&old.value)?;
-        tx.execute(sql::LOG_APPEND, params![rev, key, 0, 0, old.create_rev, old.rev, bytes])?;
-        tx.execute(sql::CURRENT_SET, params![key, rev])?;
-        tx.commit()?;
-        let obj = Arc::new(obj);
-        self.committed(Event {
-            rev,
-            key,
-            kind: EventType::Modified,
-            object: obj.clone(),
-            prev: Some(Arc::new(prev)),
-            size: bytes.len() + old.value.len(),
-        });
-        Ok(obj)
-    }
-
-    fn delete(&mut self, key: String, expected: u64) -> Result<Arc<Value>> {
-        let rev = self.rev + 1;
-        let tx = begin(&mut self.conn)?;
-        let old = checked_row(&tx, &key, expected)?;
-        let prev: Value = serde_json::from_slice(&old.value)?;
-        // The tombstone keeps the last state with the delete's revision: the DELETED event and
-        // the delete answer both carry it (B.5).
-        let mut last = prev.clone();
-        set_resource_version(&mut last, rev)?;
-        let bytes = serde_json::to_vec(&last)?;
-        tx.execute(sql::LOG_APPEND, params![rev, key, 0, 1, old.create_rev, old.rev, bytes])?;
-        tx.execute(sql::CURRENT_DELETE, [&key])?;
-        tx.commit()?;
-        let last = Arc::new(last);
-        self.committed(Event {
-            rev,
-            key,
-            kind: EventType::Deleted,
-            object: last.clone(),
-            prev: Some(Arc::new(prev)),
-            size: bytes.len() + old.value.len(),
-        });
-        Ok(last)
-    }
-
-    /// Advances the counter and publishes, strictly after the commit succeeded.
-    fn committed(&mut self, event: Event) {
-        self.rev = event.rev;
-        self.hub.publish(&Arc::new(event));
+    /// Stages every write in one transaction and commits it when any succeeded. An `Err` means
+    /// the transaction is gone: no write of the batch was committed.
+    fn run_batch(&mut self, ops: Vec<WriteOp>, results: &mut Vec<Result<Staged>>) -> Result<()> {
+        let mut tx = begin(&mut self.conn)?;
+        let mut rev = self.rev;
+        for op in ops {
+            let sp = tx.savepoint()?;
+            match stage(&sp, op, rev + 1) {
+                Ok(staged) => {
+                    sp.commit()?;
+                    rev += 1;
+                    results.push(Ok(staged));
+                }
+                Err(e) => {
+                    // Dropping the savepoint rolls back to it and releases it.
+                    drop(sp);
+                    // SQLite rolls the whole transaction back on some errors (full, I/O).
+                    if tx.is_autocommit() {
+                        return Err(e);
+                    }
+                    results.push(Err(e));
+                }
+            }
+        }
+        if rev > self.rev {
+            tx.commit()?;
+        }
+        Ok(())
     }
 
     fn probe(&self) -> Result<()> {
@@ -470,6 +497,96 @@ impl Engine {
         let mode = self.conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
         let sync = self.conn.pragma_query_value(None, "synchronous", |r| r.get(0))?;
         Ok((mode, sync))
+    }
+}
+
+/// Does one write inside the open transaction, as revision `rev`.
+fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
+    match op {
+        WriteOp::Create { key, mut obj } => {
+            set_resource_version(&mut obj, rev)?;
+            let bytes = serde_json::to_vec(&obj)?;
+            if current_row(conn, &key)?.is_some() {
+                return Err(StoreError::AlreadyExists);
+            }
+            // A re-create links to the tombstone, as kine does.
+            let prev: Option<u64> = conn.query_row(sql::LATEST_REV, [&key], |r| r.get(0))?;
+            conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
+                rev,
+                key,
+                1,
+                0,
+                rev,
+                prev.unwrap_or(0),
+                bytes
+            ])?;
+            conn.prepare_cached(sql::CURRENT_SET)?.execute(params![key, rev])?;
+            let obj = Arc::new(obj);
+            let event = Event {
+                rev,
+                key,
+                kind: EventType::Added,
+                object: obj.clone(),
+                prev: None,
+                size: bytes.len(),
+            };
+            Ok(Staged { event, answer: obj })
+        }
+        WriteOp::Update { key, expected, mut obj } => {
+            set_resource_version(&mut obj, rev)?;
+            let bytes = serde_json::to_vec(&obj)?;
+            let old = checked_row(conn, &key, expected)?;
+            let prev: Value = serde_json::from_slice(&old.value)?;
+            conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
+                rev,
+                key,
+                0,
+                0,
+                old.create_rev,
+                old.rev,
+                bytes
+            ])?;
+            conn.prepare_cached(sql::CURRENT_SET)?.execute(params![key, rev])?;
+            let obj = Arc::new(obj);
+            let event = Event {
+                rev,
+                key,
+                kind: EventType::Modified,
+                object: obj.clone(),
+                prev: Some(Arc::new(prev)),
+                size: bytes.len() + old.value.len(),
+            };
+            Ok(Staged { event, answer: obj })
+        }
+        WriteOp::Delete { key, expected } => {
+            let old = checked_row(conn, &key, expected)?;
+            let prev: Value = serde_json::from_slice(&old.value)?;
+            // The tombstone keeps the last state with the delete's revision: the DELETED event
+            // and the delete answer both carry it (B.5).
+            let mut last = prev.clone();
+            set_resource_version(&mut last, rev)?;
+            let bytes = serde_json::to_vec(&last)?;
+            conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
+                rev,
+                key,
+                0,
+                1,
+                old.create_rev,
+                old.rev,
+                bytes
+            ])?;
+            conn.prepare_cached(sql::CURRENT_DELETE)?.execute([&key])?;
+            let last = Arc::new(last);
+            let event = Event {
+                rev,
+                key,
+                kind: EventType::Deleted,
+                object: last.clone(),
+                prev: Some(Arc::new(prev)),
+                size: bytes.len() + old.value.len(),
+            };
+            Ok(Staged { event, answer: last })
+        }
     }
 }
 

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 pub use compact::RetentionConfig;
-use engine::{Command, Engine, Reply};
+use engine::{Command, Engine, Reply, WriteCounters, WriteOp};
 pub use error::StoreError;
 use hub::{Hub, Lag};
 pub use hub::{HubStats, QueueLimits, Subscription};
@@ -104,7 +104,16 @@ pub struct Store {
 struct Inner {
     commands: mpsc::Sender<Command>,
     hub: Arc<Hub>,
+    counters: Arc<WriteCounters>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// Committed writes and the transactions that held them: their ratio is the group commit's
+/// batch size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    pub commits: u64,
+    pub writes: u64,
 }
 
 impl Drop for Inner {
@@ -137,9 +146,11 @@ impl Store {
         let (ready, opened) = mpsc::sync_channel(1);
         let hub = Arc::new(Hub::new(cfg.watch_queue));
         let publisher = hub.clone();
+        let counters = Arc::new(WriteCounters::default());
+        let counting = counters.clone();
         let thread = std::thread::Builder::new()
             .name("virt-store".into())
-            .spawn(move || match Engine::open(&cfg.path, cfg.retention, publisher) {
+            .spawn(move || match Engine::open(&cfg.path, cfg.retention, publisher, counting) {
                 Ok(engine) => {
                     let _ = ready.send(Ok(()));
                     engine.run(inbox);
@@ -150,7 +161,7 @@ impl Store {
             })
             .map_err(|e| StoreError::Unavailable(format!("cannot start the store thread: {e}")))?;
         opened.recv().map_err(|_| stopped())??;
-        Ok(Store { inner: Arc::new(Inner { commands, hub, thread: Some(thread) }) })
+        Ok(Store { inner: Arc::new(Inner { commands, hub, counters, thread: Some(thread) }) })
     }
 
     /// Lets the store thread compact history on its own from now on (A.6), a batch at a time
@@ -187,7 +198,8 @@ impl Store {
 
     /// Stores a new object; `AlreadyExists` if the key is live.
     pub async fn create(&self, key: &str, obj: Value) -> Result<Arc<Value>, StoreError> {
-        self.call(|reply| Command::Create { key: key.to_owned(), obj, reply }).await
+        let op = WriteOp::Create { key: key.to_owned(), obj };
+        self.call(|reply| Command::Write { op, reply }).await
     }
 
     /// Replaces the object if its revision is still `expected_rev` (`NotFound`, `Conflict`).
@@ -197,20 +209,15 @@ impl Store {
         expected_rev: u64,
         obj: Value,
     ) -> Result<Arc<Value>, StoreError> {
-        self.call(|reply| Command::Update {
-            key: key.to_owned(),
-            expected: expected_rev,
-            obj,
-            reply,
-        })
-        .await
+        let op = WriteOp::Update { key: key.to_owned(), expected: expected_rev, obj };
+        self.call(|reply| Command::Write { op, reply }).await
     }
 
     /// Deletes the object if its revision is still `expected_rev`; answers its last state with
     /// the delete's revision as `resourceVersion`.
     pub async fn delete(&self, key: &str, expected_rev: u64) -> Result<Arc<Value>, StoreError> {
-        self.call(|reply| Command::Delete { key: key.to_owned(), expected: expected_rev, reply })
-            .await
+        let op = WriteOp::Delete { key: key.to_owned(), expected: expected_rev };
+        self.call(|reply| Command::Write { op, reply }).await
     }
 
     /// Every live event from now on, in revision order, for internal consumers that re-scan
@@ -228,6 +235,15 @@ impl Store {
     /// Open watches and watches ended for being too slow.
     pub fn watch_stats(&self) -> HubStats {
         self.inner.hub.stats()
+    }
+
+    /// Writes committed and the transactions that committed them, since start.
+    pub fn write_stats(&self) -> WriteStats {
+        let c = &self.inner.counters;
+        WriteStats {
+            commits: c.commits.load(std::sync::atomic::Ordering::Relaxed),
+            writes: c.writes.load(std::sync::atomic::Ordering::Relaxed),
+        }
     }
 
     /// The newest revision written.
