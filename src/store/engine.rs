@@ -9,18 +9,21 @@
 //! transaction, taken only when no command is waiting (and one per tick under steady load), so
 //! a write never waits behind more than one batch.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::cache::{Cache, Entry};
 use super::compact::{self, Retention, RetentionConfig};
 use super::hub::Hub;
-use super::{sql, Event, EventType, ListRequest, ListResult, StoreError};
+use super::{sql, Event, EventType, ListRequest, RawList, StoreError};
 
 type Result<T> = std::result::Result<T, StoreError>;
 
@@ -29,13 +32,9 @@ pub type Reply<T> = oneshot::Sender<Result<T>>;
 
 /// The work the async handle hands to the store thread.
 pub enum Command {
-    Get {
-        key: String,
-        reply: Reply<Option<Arc<Value>>>,
-    },
     List {
         req: ListRequest,
-        reply: Reply<ListResult>,
+        reply: Reply<RawList>,
     },
     CountAfter {
         prefix: String,
@@ -47,9 +46,6 @@ pub enum Command {
     Write {
         op: WriteOp,
         reply: Reply<Arc<Value>>,
-    },
-    Revision {
-        reply: Reply<u64>,
     },
     Probe {
         reply: Reply<()>,
@@ -100,6 +96,8 @@ pub struct WriteCounters {
 /// A write done inside the batch's open transaction, published only once it commits.
 struct Staged {
     event: Event,
+    /// The key's new cache entry (`None`: deleted).
+    entry: Option<Entry>,
     /// What the caller is answered.
     answer: Arc<Value>,
 }
@@ -124,6 +122,8 @@ pub struct Engine {
     /// History at or below this revision is gone.
     compacted: u64,
     hub: Arc<Hub>,
+    /// The current state in memory; this thread is its only writer.
+    cache: Arc<Cache>,
     counters: Arc<WriteCounters>,
     retention: Retention,
     /// Whether the retention policy drives compaction (see `Store::start_compaction`).
@@ -140,7 +140,7 @@ impl Engine {
         retention: RetentionConfig,
         hub: Arc<Hub>,
         counters: Arc<WriteCounters>,
-    ) -> Result<Engine> {
+    ) -> Result<(Engine, Arc<Cache>)> {
         let conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL lets readers of the file (backups, sqlite3) run beside our writer; an in-memory
@@ -173,18 +173,21 @@ impl Engine {
         let compacted = meta_get::<u64>(&conn, sql::META_COMPACTED)?.unwrap_or(0);
         let max_rev: u64 = conn.query_row(sql::MAX_REV, [], |r| r.get(0))?;
         let rev = max_rev.max(compacted);
+        let cache = Arc::new(Cache::new(rev, load_current(&conn)?));
         hub.start_at(rev);
-        Ok(Engine {
+        let engine = Engine {
             conn,
             rev,
             compacted,
             hub,
+            cache: cache.clone(),
             counters,
             retention: Retention::new(retention),
             auto_compact: false,
             compact_goal: compacted,
             next_tick: Instant::now(),
-        })
+        };
+        Ok((engine, cache))
     }
 
     /// Serves commands until every handle is gone; compacts when idle and on each tick.
@@ -253,13 +256,11 @@ impl Engine {
     fn handle(&mut self, command: Command) {
         // A send fails only when the caller stopped waiting; the work is done either way.
         match command {
-            Command::Get { key, reply } => drop(reply.send(self.get(&key))),
             Command::List { req, reply } => drop(reply.send(self.list(req))),
             Command::CountAfter { prefix, after, rev, reply } => {
                 drop(reply.send(self.count_after(&prefix, &after, rev)))
             }
             Command::Write { op, reply } => self.write_batch(vec![(op, reply)]),
-            Command::Revision { reply } => drop(reply.send(Ok(self.rev))),
             Command::Probe { reply } => drop(reply.send(self.probe())),
             Command::Secret { name, reply } => drop(reply.send(self.secret(&name))),
             Command::EventsAfter { prefix, rev, reply } => {
@@ -272,14 +273,7 @@ impl Engine {
         }
     }
 
-    fn get(&self, key: &str) -> Result<Option<Arc<Value>>> {
-        match current_row(&self.conn, key)? {
-            Some(row) => Ok(Some(Arc::new(serde_json::from_slice(&row.value)?))),
-            None => Ok(None),
-        }
-    }
-
-    fn list(&self, req: ListRequest) -> Result<ListResult> {
+    fn list(&self, req: ListRequest) -> Result<RawList> {
         let at = self.read_at(req.revision)?;
         let end = prefix_end(&req.prefix);
         let after = req.start_after.unwrap_or_default();
@@ -294,7 +288,7 @@ impl Engine {
                 let mut rows = stmt.query(params![req.prefix, after, end, sql_limit])?;
                 while let Some(row) = rows.next()? {
                     let value: Vec<u8> = row.get(1)?;
-                    items.push((row.get(0)?, Arc::new(serde_json::from_slice(&value)?)));
+                    items.push((row.get(0)?, Bytes::from(value)));
                 }
             }
             Some(rev) => {
@@ -302,7 +296,7 @@ impl Engine {
                 let mut rows = stmt.query(params![req.prefix, after, end, sql_limit, rev])?;
                 while let Some(row) = rows.next()? {
                     let value: Vec<u8> = row.get(3)?;
-                    items.push((row.get(0)?, Arc::new(serde_json::from_slice(&value)?)));
+                    items.push((row.get(0)?, Bytes::from(value)));
                 }
             }
         }
@@ -310,7 +304,7 @@ impl Engine {
         if let Some(n) = want {
             items.truncate(n);
         }
-        Ok(ListResult { revision: at.unwrap_or(self.rev), items, more })
+        Ok(RawList { revision: at.unwrap_or(self.rev), items, more })
     }
 
     /// The revision a read at `rev` uses: `None` for the current state.
@@ -366,20 +360,25 @@ impl Engine {
             }
             results.resize_with(replies.len(), || Err(e.clone()));
         }
-        let mut answers = Vec::with_capacity(results.len());
-        let mut committed = 0;
-        for result in results {
-            answers.push(result.map(|staged| {
-                committed += 1;
-                self.rev = staged.event.rev;
-                self.hub.publish(&Arc::new(staged.event));
-                staged.answer
-            }));
-        }
-        if committed > 0 {
+        let staged: Vec<&Staged> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        if let Some(last) = staged.last() {
+            // The cache moves to the commit first, then watchers hear of it, then writers: a
+            // client that saw its answer or an event reads at least that state from the cache.
+            self.rev = last.event.rev;
+            self.cache
+                .apply(self.rev, staged.iter().map(|s| (s.event.key.as_str(), s.entry.clone())));
             self.counters.commits.fetch_add(1, Ordering::Relaxed);
-            self.counters.writes.fetch_add(committed, Ordering::Relaxed);
+            self.counters.writes.fetch_add(staged.len() as u64, Ordering::Relaxed);
         }
+        let answers: Vec<Result<Arc<Value>>> = results
+            .into_iter()
+            .map(|result| {
+                result.map(|staged| {
+                    self.hub.publish(&Arc::new(staged.event));
+                    staged.answer
+                })
+            })
+            .collect();
         for (reply, answer) in replies.into_iter().zip(answers) {
             // A send fails only when the caller stopped waiting; the write is done either way.
             let _ = reply.send(answer);
@@ -500,12 +499,26 @@ impl Engine {
     }
 }
 
+/// Every live row, for the cache at start-up: one pass over `current` and the rows it names.
+fn load_current(conn: &Connection) -> Result<BTreeMap<Box<str>, Entry>> {
+    let mut stmt = conn.prepare(sql::LOAD_CURRENT)?;
+    let mut rows = stmt.query([])?;
+    let mut objects = BTreeMap::new();
+    while let Some(row) = rows.next()? {
+        let key: String = row.get(0)?;
+        let value: Vec<u8> = row.get(3)?;
+        let entry = Entry { rev: row.get(1)?, create_rev: row.get(2)?, value: Bytes::from(value) };
+        objects.insert(key.into_boxed_str(), entry);
+    }
+    Ok(objects)
+}
+
 /// Does one write inside the open transaction, as revision `rev`.
 fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
     match op {
         WriteOp::Create { key, mut obj } => {
             set_resource_version(&mut obj, rev)?;
-            let bytes = serde_json::to_vec(&obj)?;
+            let bytes = Bytes::from(serde_json::to_vec(&obj)?);
             if current_row(conn, &key)?.is_some() {
                 return Err(StoreError::AlreadyExists);
             }
@@ -518,7 +531,7 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 0,
                 rev,
                 prev.unwrap_or(0),
-                bytes
+                &bytes[..]
             ])?;
             conn.prepare_cached(sql::CURRENT_SET)?.execute(params![key, rev])?;
             let obj = Arc::new(obj);
@@ -530,11 +543,12 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 prev: None,
                 size: bytes.len(),
             };
-            Ok(Staged { event, answer: obj })
+            let entry = Some(Entry { rev, create_rev: rev, value: bytes });
+            Ok(Staged { event, entry, answer: obj })
         }
         WriteOp::Update { key, expected, mut obj } => {
             set_resource_version(&mut obj, rev)?;
-            let bytes = serde_json::to_vec(&obj)?;
+            let bytes = Bytes::from(serde_json::to_vec(&obj)?);
             let old = checked_row(conn, &key, expected)?;
             let prev: Value = serde_json::from_slice(&old.value)?;
             conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
@@ -544,7 +558,7 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 0,
                 old.create_rev,
                 old.rev,
-                bytes
+                &bytes[..]
             ])?;
             conn.prepare_cached(sql::CURRENT_SET)?.execute(params![key, rev])?;
             let obj = Arc::new(obj);
@@ -556,7 +570,8 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 prev: Some(Arc::new(prev)),
                 size: bytes.len() + old.value.len(),
             };
-            Ok(Staged { event, answer: obj })
+            let entry = Some(Entry { rev, create_rev: old.create_rev, value: bytes });
+            Ok(Staged { event, entry, answer: obj })
         }
         WriteOp::Delete { key, expected } => {
             let old = checked_row(conn, &key, expected)?;
@@ -585,7 +600,7 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 prev: Some(Arc::new(prev)),
                 size: bytes.len() + old.value.len(),
             };
-            Ok(Staged { event, answer: last })
+            Ok(Staged { event, entry: None, answer: last })
         }
     }
 }

@@ -8,6 +8,7 @@
 //! runs commands in order; `sql` holds the schema and statements; `compact` the retention policy.
 //! The store knows nothing of HTTP: callers map `StoreError` to a `Status` once.
 
+mod cache;
 mod compact;
 mod engine;
 mod error;
@@ -18,9 +19,12 @@ use std::fmt;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
+pub use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use cache::Cache;
+pub use cache::Entry;
 pub use compact::RetentionConfig;
 use engine::{Command, Engine, Reply, WriteCounters, WriteOp};
 pub use error::StoreError;
@@ -72,6 +76,14 @@ pub struct ListResult {
     pub more: bool,
 }
 
+/// A page as stored: `(key, JSON bytes)` pairs, shared with the cache when read from it.
+#[derive(Debug, Clone)]
+pub struct RawList {
+    pub revision: u64,
+    pub items: Vec<(String, Bytes)>,
+    pub more: bool,
+}
+
 /// What a committed write did to its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
@@ -104,6 +116,7 @@ pub struct Store {
 struct Inner {
     commands: mpsc::Sender<Command>,
     hub: Arc<Hub>,
+    cache: Arc<Cache>,
     counters: Arc<WriteCounters>,
     thread: Option<JoinHandle<()>>,
 }
@@ -151,8 +164,8 @@ impl Store {
         let thread = std::thread::Builder::new()
             .name("virt-store".into())
             .spawn(move || match Engine::open(&cfg.path, cfg.retention, publisher, counting) {
-                Ok(engine) => {
-                    let _ = ready.send(Ok(()));
+                Ok((engine, cache)) => {
+                    let _ = ready.send(Ok(cache));
                     engine.run(inbox);
                 }
                 Err(e) => {
@@ -160,8 +173,9 @@ impl Store {
                 }
             })
             .map_err(|e| StoreError::Unavailable(format!("cannot start the store thread: {e}")))?;
-        opened.recv().map_err(|_| stopped())??;
-        Ok(Store { inner: Arc::new(Inner { commands, hub, counters, thread: Some(thread) }) })
+        let cache = opened.recv().map_err(|_| stopped())??;
+        let inner = Inner { commands, hub, cache, counters, thread: Some(thread) };
+        Ok(Store { inner: Arc::new(inner) })
     }
 
     /// Lets the store thread compact history on its own from now on (A.6), a batch at a time
@@ -171,9 +185,17 @@ impl Store {
         let _ = self.inner.commands.send(Command::StartCompaction);
     }
 
-    /// The current state of `key`.
+    /// The current state of `key`, from memory.
     pub async fn get(&self, key: &str) -> Result<Option<Arc<Value>>, StoreError> {
-        self.call(|reply| Command::Get { key: key.to_owned(), reply }).await
+        match self.inner.cache.get(key) {
+            Some(entry) => Ok(Some(Arc::new(serde_json::from_slice(&entry.value)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// The current state of `key` as stored, from memory: a consistent read.
+    pub fn get_raw(&self, key: &str) -> Option<Entry> {
+        self.inner.cache.get(key)
     }
 
     /// One page of a collection, at the current or a past revision (keyset paging, never OFFSET).
@@ -181,6 +203,21 @@ impl Store {
     /// A past revision below the compacted one is `Expired`; one above the current is
     /// `FutureRevision`.
     pub async fn list(&self, req: ListRequest) -> Result<ListResult, StoreError> {
+        let raw = self.list_raw(req).await?;
+        let items = raw
+            .items
+            .into_iter()
+            .map(|(key, value)| Ok((key, Arc::new(serde_json::from_slice(&value)?))))
+            .collect::<Result<_, StoreError>>()?;
+        Ok(ListResult { revision: raw.revision, items, more: raw.more })
+    }
+
+    /// `list` with the objects as stored. The current revision is read from memory; any other
+    /// from the log on the store thread.
+    pub async fn list_raw(&self, req: ListRequest) -> Result<RawList, StoreError> {
+        if let Some(page) = self.inner.cache.list(&req) {
+            return Ok(page);
+        }
         self.call(|reply| Command::List { req, reply }).await
     }
 
@@ -192,6 +229,9 @@ impl Store {
         after: &str,
         rev: u64,
     ) -> Result<u64, StoreError> {
+        if let Some(n) = self.inner.cache.count_after(prefix, after, rev) {
+            return Ok(n);
+        }
         let (prefix, after) = (prefix.to_owned(), after.to_owned());
         self.call(|reply| Command::CountAfter { prefix, after, rev, reply }).await
     }
@@ -248,7 +288,7 @@ impl Store {
 
     /// The newest revision written.
     pub async fn current_revision(&self) -> Result<u64, StoreError> {
-        self.call(|reply| Command::Revision { reply }).await
+        Ok(self.inner.cache.revision())
     }
 
     /// A real, fsync'd write through the store thread; the caller applies its own deadline.
@@ -268,6 +308,10 @@ impl Store {
         prefix: &str,
         rev: u64,
     ) -> Result<Vec<Arc<Event>>, StoreError> {
+        // Nothing follows the current revision (and it is never compacted).
+        if rev == self.inner.cache.revision() {
+            return Ok(Vec::new());
+        }
         self.call(|reply| Command::EventsAfter { prefix: prefix.to_owned(), rev, reply }).await
     }
 

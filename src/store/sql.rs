@@ -56,6 +56,11 @@ pub const MAX_REV: &str = "SELECT COALESCE(MAX(rev), 0) FROM log";
 pub const CURRENT_GET: &str = "SELECT l.rev, l.create_rev, l.value
     FROM current c JOIN log l ON l.rev = c.rev WHERE c.key = ?1";
 
+/// Every live row: (key, rev, create_rev, value), read in revision order so the log is walked
+/// front to back once (the cache's start-up load).
+pub const LOAD_CURRENT: &str = "SELECT key, rev, create_rev, value FROM log
+    WHERE rev IN (SELECT rev FROM current) ORDER BY rev";
+
 /// The newest row of a key, tombstone or not; a re-create links to it.
 pub const LATEST_REV: &str = "SELECT MAX(rev) FROM log WHERE key = ?1";
 

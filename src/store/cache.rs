@@ -1,0 +1,164 @@
+//! The current state in memory, as kube-apiserver's watch cache: every live key with its
+//! revision, create revision and stored JSON bytes, at exactly the committed revision.
+//!
+//! Only the store thread writes it, right after each commit and before that commit's events are
+//! published or its writers answered, under one lock with the revision. So a reader sees either
+//! the state before a commit or after it, never a torn one; a write's answer implies the cache
+//! holds it (read-your-writes for consistent reads); and a watch that subscribes and then reads
+//! the cache gets every event after what it read (see `watch`). Reads at any other revision go to
+//! the log on the store thread.
+//!
+//! Values stay encoded (`Bytes`, shared with the pages that list them): memory is the objects'
+//! JSON plus a key and three words each, and a list copies nothing.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::{RwLock, RwLockReadGuard};
+
+use bytes::Bytes;
+
+use super::{ListRequest, RawList};
+
+/// One live object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub rev: u64,
+    pub create_rev: u64,
+    /// The object's JSON as stored in the log (its resourceVersion filled in).
+    pub value: Bytes,
+}
+
+#[derive(Default)]
+pub struct Cache {
+    state: RwLock<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The revision the state is at: the store's committed revision.
+    rev: u64,
+    objects: BTreeMap<Box<str>, Entry>,
+}
+
+impl Cache {
+    /// A cache holding `objects` at revision `rev` (the state read at start-up).
+    pub fn new(rev: u64, objects: BTreeMap<Box<str>, Entry>) -> Cache {
+        Cache { state: RwLock::new(State { rev, objects }) }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        // Writers never panic half-way through an update (plain map inserts), so a poisoned
+        // lock still guards a whole state.
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn revision(&self) -> u64 {
+        self.read().rev
+    }
+
+    /// The live object at `key`.
+    pub fn get(&self, key: &str) -> Option<Entry> {
+        self.read().objects.get(key).cloned()
+    }
+
+    /// One page of the current state, or `None` when the request is for another revision (the
+    /// log answers it). Same semantics as the store thread's `list`.
+    pub fn list(&self, req: &ListRequest) -> Option<RawList> {
+        let st = self.read();
+        if req.revision.is_some_and(|r| r != st.rev) {
+            return None;
+        }
+        let want = req.limit.filter(|&n| n > 0).unwrap_or(usize::MAX);
+        let mut items = Vec::new();
+        let mut more = false;
+        for (key, entry) in range(&st.objects, &req.prefix, req.start_after.as_deref()) {
+            if items.len() == want {
+                more = true;
+                break;
+            }
+            items.push((key.to_string(), entry.value.clone()));
+        }
+        Some(RawList { revision: st.rev, items, more })
+    }
+
+    /// How many objects under `prefix` follow `after`, or `None` when `rev` is not the cached
+    /// revision.
+    pub fn count_after(&self, prefix: &str, after: &str, rev: u64) -> Option<u64> {
+        let st = self.read();
+        (st.rev == rev).then(|| range(&st.objects, prefix, Some(after)).count() as u64)
+    }
+
+    /// Moves the state to `rev` by the committed changes (`None`: the key was deleted).
+    pub fn apply<'a>(&self, rev: u64, changes: impl IntoIterator<Item = (&'a str, Option<Entry>)>) {
+        let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        for (key, entry) in changes {
+            match entry {
+                Some(entry) => {
+                    st.objects.insert(key.into(), entry);
+                }
+                None => {
+                    st.objects.remove(key);
+                }
+            }
+        }
+        st.rev = rev;
+    }
+}
+
+/// The keys under `prefix` after `after` (exclusive), in bytewise order.
+fn range<'a>(
+    objects: &'a BTreeMap<Box<str>, Entry>,
+    prefix: &'a str,
+    after: Option<&'a str>,
+) -> impl Iterator<Item = (&'a Box<str>, &'a Entry)> + 'a {
+    let lower = match after {
+        Some(after) if after >= prefix => Bound::Excluded(after),
+        _ => Bound::Included(prefix),
+    };
+    objects
+        .range::<str, _>((lower, Bound::Unbounded))
+        .take_while(move |(k, _)| k.starts_with(prefix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(rev: u64) -> Option<Entry> {
+        Some(Entry { rev, create_rev: rev, value: Bytes::from(format!("{{\"r\":{rev}}}")) })
+    }
+
+    fn keys(l: &RawList) -> Vec<&str> {
+        l.items.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    #[test]
+    fn pages_by_prefix_and_key_at_its_revision_only() {
+        let c = Cache::default();
+        c.apply(3, [("g/p/a/x", entry(1)), ("g/p/b/y", entry(2)), ("g/p0", entry(3))]);
+        c.apply(4, [("g/p/c/z", entry(4)), ("g/p0", None)]);
+        let req = |prefix: &str, after: Option<&str>, limit, revision| ListRequest {
+            prefix: prefix.into(),
+            revision,
+            start_after: after.map(Into::into),
+            limit,
+        };
+        let all = c.list(&req("g/p/", None, None, None)).unwrap();
+        assert_eq!(
+            (all.revision, keys(&all), all.more),
+            (4, vec!["g/p/a/x", "g/p/b/y", "g/p/c/z"], false)
+        );
+        let first = c.list(&req("g/p/", None, Some(2), Some(4))).unwrap();
+        assert_eq!((keys(&first), first.more), (vec!["g/p/a/x", "g/p/b/y"], true));
+        let next = c.list(&req("g/p/", Some("g/p/b/y"), Some(2), Some(4))).unwrap();
+        assert_eq!((keys(&next), next.more), (vec!["g/p/c/z"], false));
+        assert_eq!(keys(&c.list(&req("g/p/b/", None, Some(0), None)).unwrap()), ["g/p/b/y"]);
+        // Another revision is the log's to answer.
+        assert!(c.list(&req("g/p/", None, None, Some(3))).is_none());
+        assert_eq!(c.count_after("g/p/", "g/p/a/x", 4), Some(2));
+        assert_eq!(c.count_after("g/p/", "", 4), Some(3));
+        assert_eq!(c.count_after("g/p/", "g/p/a/x", 3), None);
+        assert_eq!(c.get("g/p0"), None);
+        assert_eq!(c.get("g/p/c/z"), entry(4));
+    }
+}
