@@ -185,7 +185,8 @@ pub async fn delete_collection(
     let list_opts = ListOptions::parse(&q, res.namespaced)?;
     let format = negotiate(req, true)?;
     let page = list_page(state, res, target.namespace.as_deref(), &list_opts).await?;
-    for obj in &page.items {
+    let objects = page.objects()?;
+    for obj in &objects {
         let name = meta_str(obj, "name");
         let key = object_key(res, meta_str(obj, "namespace"), name);
         match delete_one(state, res, &key, name, &opts).await {
@@ -193,7 +194,7 @@ pub async fn delete_collection(
             Err(e) => return Err(e),
         }
     }
-    let items: Vec<Value> = page.items.iter().map(|o| for_version(res, o)).collect();
+    let items: Vec<Value> = objects.iter().map(|o| for_version(res, o)).collect();
     let body = json!({
         "apiVersion": res.api_version(),
         "items": items,

@@ -11,7 +11,7 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::codec::{negotiate, respond};
+use super::codec::{negotiate, respond, Format};
 use super::params::{ContinueToken, ListOptions, Query, RvMatch};
 use super::{collection_prefix, for_version, object_key, Target};
 use crate::error::ApiError;
@@ -116,23 +116,37 @@ pub async fn list(
     }
     let format = negotiate(req, true)?;
     let page = list_page(state, res, target.namespace.as_deref(), &opts).await?;
-    respond(StatusCode::OK, format, &page.into_json(res))
+    match format {
+        Format::Json => Ok(HttpResponse::Ok()
+            .content_type(format.content_type())
+            .streaming(page.into_json_stream(res))),
+        _ => respond(StatusCode::OK, format, &page.into_json(res)?),
+    }
 }
 
 /// One page of a list, read at one revision.
 pub(crate) struct Page {
     pub revision: u64,
-    pub items: Vec<Arc<Value>>,
+    /// The objects as stored, shared with the store's in-memory state when read from it.
+    pub items: Vec<Bytes>,
     pub continue_token: Option<String>,
     /// Objects after this page at its revision; only with a continue token and no selector.
     pub remaining: Option<u64>,
 }
 
+/// A JSON list body is sent in chunks of about this size.
+const LIST_CHUNK: usize = 64 << 10;
+
 impl Page {
-    fn into_json(self, res: &ResourceInfo) -> Value {
-        let items: Vec<Value> = self.items.iter().map(|o| for_version(res, o)).collect();
+    /// The objects, decoded.
+    pub fn objects(&self) -> Result<Vec<Arc<Value>>, ApiError> {
+        self.items.iter().map(|b| Ok(Arc::new(decode(b)?))).collect()
+    }
+
+    /// The list without its items: `items` is `[]`.
+    fn envelope(&self, res: &ResourceInfo) -> Value {
         let mut metadata = json!({
-            "continue": self.continue_token.unwrap_or_default(),
+            "continue": self.continue_token.clone().unwrap_or_default(),
             "resourceVersion": self.revision.to_string(),
         });
         if let Some(n) = self.remaining {
@@ -140,10 +154,174 @@ impl Page {
         }
         json!({
             "apiVersion": res.api_version(),
-            "items": items,
+            "items": [],
             "kind": res.list_kind,
             "metadata": metadata,
         })
+    }
+
+    fn into_json(self, res: &ResourceInfo) -> Result<Value, ApiError> {
+        let mut list = self.envelope(res);
+        let items = self.items.iter().map(|b| Ok(for_version(res, &decode(b)?)));
+        list["items"] = Value::Array(items.collect::<Result<_, ApiError>>()?);
+        Ok(list)
+    }
+
+    /// The list as JSON, encoded while it is sent: the envelope around the items, each written
+    /// from its stored bytes, so a large list is never held a second time as one buffer (or as
+    /// values). Byte for byte what `into_json` encodes.
+    fn into_json_stream(
+        self,
+        res: &'static ResourceInfo,
+    ) -> impl futures_util::Stream<Item = Result<Bytes, actix_web::Error>> {
+        let envelope = serde_json::to_vec(&self.envelope(res)).unwrap_or_default();
+        // `"items":[]` first appears as the key itself: strings before it escape their quotes.
+        let at = envelope
+            .windows(ITEMS.len())
+            .position(|w| w == ITEMS)
+            .map_or(envelope.len(), |i| i + ITEMS.len() - 1);
+        let tail = Bytes::copy_from_slice(&envelope[at..]);
+        let mut head = envelope;
+        head.truncate(at);
+        let api_version = serde_json::to_vec(&res.api_version()).unwrap_or_default();
+        let state = (Some(head), self.items.into_iter(), Some(tail));
+        futures_util::stream::unfold(state, move |(mut buf, mut items, mut tail)| {
+            let api_version = api_version.clone();
+            async move {
+                let mut out = match buf.take() {
+                    Some(head) => head,
+                    None => Vec::with_capacity(LIST_CHUNK + 4096),
+                };
+                let first = out.last() == Some(&b'[');
+                for (i, item) in items.by_ref().enumerate() {
+                    if !(first && i == 0) {
+                        out.push(b',');
+                    }
+                    if let Err(e) = encode_item(res, &api_version, &item, &mut out) {
+                        return Some((Err(e.into()), (None, Vec::new().into_iter(), None)));
+                    }
+                    if out.len() >= LIST_CHUNK {
+                        return Some((Ok(Bytes::from(out)), (None, items, tail)));
+                    }
+                }
+                let tail = tail.take()?;
+                out.extend_from_slice(&tail);
+                Some((Ok(Bytes::from(out)), (None, items, None)))
+            }
+        })
+    }
+}
+
+const ITEMS: &[u8] = b"\"items\":[]";
+
+fn decode(bytes: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::from(StoreError::from(e)))
+}
+
+/// Appends one stored object as `for_version` would encode it: the stored bytes with the
+/// top-level `apiVersion` value replaced, or, for an object without one, decoded and encoded.
+/// Stored bytes are serde_json's own encoding, so this matches a decode and encode.
+fn encode_item(
+    res: &ResourceInfo,
+    api_version: &[u8],
+    stored: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), ApiError> {
+    match api_version_span(stored) {
+        Some((from, to)) => {
+            out.extend_from_slice(&stored[..from]);
+            out.extend_from_slice(api_version);
+            out.extend_from_slice(&stored[to..]);
+        }
+        None => serde_json::to_writer(&mut *out, &for_version(res, &decode(stored)?))
+            .map_err(|e| ApiError::Internal(e.to_string()))?,
+    }
+    Ok(())
+}
+
+/// The byte range of the top-level `"apiVersion"` string value (quotes included) in a JSON
+/// object; `None` if it has none or is not an object.
+fn api_version_span(json: &[u8]) -> Option<(usize, usize)> {
+    let mut i = skip_ws(json, 0);
+    if json.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(json, i);
+        if json.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = value_end(json, i)?;
+        let key = &json[i..key_end];
+        i = skip_ws(json, key_end);
+        if json.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(json, i + 1);
+        let end = value_end(json, start)?;
+        if key == b"\"apiVersion\"" {
+            return (json[start] == b'"').then_some((start, end));
+        }
+        i = skip_ws(json, end);
+        if json.get(i) != Some(&b',') {
+            return None;
+        }
+        i += 1;
+    }
+}
+
+fn skip_ws(json: &[u8], mut i: usize) -> usize {
+    while json.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// The end (exclusive) of the JSON value starting at `start`.
+fn value_end(json: &[u8], start: usize) -> Option<usize> {
+    match *json.get(start)? {
+        b'"' => {
+            let mut i = start + 1;
+            loop {
+                match *json.get(i)? {
+                    b'\\' => i += 2,
+                    b'"' => return Some(i + 1),
+                    _ => i += 1,
+                }
+            }
+        }
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = start;
+            loop {
+                match *json.get(i)? {
+                    b'"' => {
+                        i = value_end(json, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let mut i = start;
+            while json
+                .get(i)
+                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
+            {
+                i += 1;
+            }
+            (i > start).then_some(i)
+        }
     }
 }
 
@@ -204,7 +382,7 @@ pub(crate) async fn list_page(
         let want = limit.map(|l| (l - items.len()).clamp(1, BATCH)).unwrap_or(BATCH);
         let batch = state
             .store
-            .list(ListRequest {
+            .list_raw(ListRequest {
                 prefix: prefix.clone(),
                 revision: read_at,
                 start_after: start_after.clone(),
@@ -217,7 +395,11 @@ pub(crate) async fn list_page(
         let n = batch.items.len();
         for (i, (key, obj)) in batch.items.into_iter().enumerate() {
             start_after = Some(key.clone());
-            if opts.labels.matches(&obj) && opts.fields.matches(&obj) {
+            let keep = !opts.has_selector() || {
+                let value = decode(&obj)?;
+                opts.labels.matches(&value) && opts.fields.matches(&value)
+            };
+            if keep {
                 items.push(obj);
             }
             if limit.is_some_and(|l| items.len() >= l) {
@@ -541,6 +723,67 @@ fn default_watch_timeout() -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn streamed(page: Page, res: &'static ResourceInfo) -> Vec<u8> {
+        use futures_util::StreamExt;
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let chunks: Vec<_> = rt.block_on(page.into_json_stream(res).collect());
+        chunks.into_iter().flat_map(|c| c.unwrap().to_vec()).collect()
+    }
+
+    fn page(items: &[Value], continue_token: Option<&str>, remaining: Option<u64>) -> Page {
+        Page {
+            revision: 42,
+            items: items.iter().map(|v| Bytes::from(serde_json::to_vec(v).unwrap())).collect(),
+            continue_token: continue_token.map(Into::into),
+            remaining,
+        }
+    }
+
+    #[test]
+    fn a_streamed_list_is_the_encoded_list_byte_for_byte() {
+        let res = &crate::generated::RESOURCES[0];
+        let big = "x".repeat(5000);
+        let mut items = vec![
+            // apiVersion after nested ones, escapes, numbers, other versions.
+            json!({"kind": "K", "metadata": {"name": "a", "ownerReferences": [{"apiVersion": "o/v1"}]},
+                   "apiVersion": "other/v9", "spec": {"s": "q\"u\\o\"te {[", "n": -1.5e3, "b": true}}),
+            json!({"apiVersion": res.api_version(), "metadata": {"name": "b"}, "x": null, "y": []}),
+            // No apiVersion at all: encoded the slow way.
+            json!({"metadata": {"name": "c"}, "spec": {"apiVersion": "nested"}}),
+            json!({"apiVersion": 7, "metadata": {"name": "d"}}),
+        ];
+        for i in 0..40 {
+            items.push(json!({"apiVersion": "g/v1", "metadata": {"name": format!("n{i}")}, "spec": {"big": big}}));
+        }
+        for (items, token, remaining) in
+            [(&items[..], Some("tok"), Some(3)), (&items[..1], None, None), (&[][..], None, None)]
+        {
+            let want =
+                serde_json::to_vec(&page(items, token, remaining).into_json(res).unwrap()).unwrap();
+            let got = streamed(page(items, token, remaining), res);
+            assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap());
+        }
+    }
+
+    #[test]
+    fn the_top_level_api_version_is_found_without_decoding() {
+        let span = |s: &str| api_version_span(s.as_bytes()).map(|(a, b)| s[a..b].to_owned());
+        assert_eq!(span(r#"{"apiVersion":"a/v1","kind":"K"}"#).as_deref(), Some(r#""a/v1""#));
+        assert_eq!(
+            span(r#" { "m" : {"apiVersion":"x"} , "apiVersion" : "b\"c" }"#).as_deref(),
+            Some(r#""b\"c""#)
+        );
+        assert_eq!(
+            span(r#"{"m":["apiVersion",{"a":"]"}],"n":1,"apiVersion":"z"}"#).as_deref(),
+            Some(r#""z""#)
+        );
+        assert_eq!(span(r#"{"m":{"apiVersion":"x"}}"#), None);
+        assert_eq!(span(r#"{"apiVersion":1}"#), None);
+        assert_eq!(span("{}"), None);
+        assert_eq!(span("[]"), None);
+        assert_eq!(span(r#"{"a":"unterminated"#), None);
+    }
 
     #[test]
     fn bookmarks_every_interval_and_once_before_the_deadline() {

@@ -8,6 +8,7 @@ mod chunking;
 mod common;
 mod compaction;
 mod conformance;
+mod crash;
 mod crud;
 mod discovery;
 mod explain;
