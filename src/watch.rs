@@ -1,10 +1,10 @@
 //! Watch fan-out: a store snapshot or replay plus its live events, as one gap-free stream.
 //!
 //! The protocol: subscribe to live events first, then read the starting point (the current state
-//! or the log after a revision) through the store thread, then follow the live events, dropping
-//! those at or below what was read. The store publishes each commit before running the next
-//! command, so every event is either in what was read or in the subscription: no gap, no
-//! duplicate. A watcher that falls behind its queue limits is cut off by the store's hub and
+//! from the store's cache, or the log after a revision through the store thread), then follow the
+//! live events, dropping those at or below what was read. The store moves its cache to each
+//! commit before publishing it, and publishes it before running the next command, so every event
+//! is either in what was read or in the subscription: no gap, no duplicate. A watcher that falls behind its queue limits is cut off by the store's hub and
 //! ends with `Expired`, never resumed past the loss; the client re-lists (kube: 410).
 //!
 //! A `Watch` is a plain value polled by the response body: no task is spawned per watch, so a

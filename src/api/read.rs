@@ -45,6 +45,15 @@ pub async fn get(
         wait_for_revision(state, n).await?;
     }
     let key = object_key(res, target.ns(), target.name());
+    if format == Format::Json && !q.flag("export") {
+        // The common case straight from the stored bytes, as a list item is encoded.
+        let entry =
+            state.store.get_raw(&key).ok_or_else(|| ApiError::not_found(res, target.name()))?;
+        let api_version = serde_json::to_vec(&res.api_version()).unwrap_or_default();
+        let mut body = Vec::with_capacity(entry.value.len() + 32);
+        encode_item(res, &api_version, &entry.value, &mut body)?;
+        return Ok(HttpResponse::Ok().content_type(format.content_type()).body(body));
+    }
     let obj =
         state.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, target.name()))?;
     let mut out = for_version(res, &obj);

@@ -1,9 +1,11 @@
 //! The store thread: owns the SQLite connection and runs every command in arrival order.
 //!
 //! One thread and one connection serialise all work, so the revision counter lives here in memory
-//! and every write takes the next number: no gaps, no fill rows (kine's lesson, B.9). Events are
-//! published to the hub right after each commit and before the next command runs, which is what
-//! lets a watcher subscribe, then read, and dedupe by revision (see `watch`).
+//! and every write takes the next number: no gaps, no fill rows (kine's lesson, B.9). Writes
+//! queued together share one transaction and one fsync (group commit, `write_batch`). After each
+//! commit, before the next command runs, the cache moves to it and its events are published to
+//! the hub, which is what lets a watcher subscribe, then read, and dedupe by revision (see
+//! `watch`); only then are the writers answered.
 //!
 //! Compaction runs here too, in batches of at most `compact::BATCH` revisions, each its own
 //! transaction, taken only when no command is waiting (and one per tick under steady load), so
@@ -518,7 +520,7 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
     match op {
         WriteOp::Create { key, mut obj } => {
             set_resource_version(&mut obj, rev)?;
-            let bytes = Bytes::from(serde_json::to_vec(&obj)?);
+            let bytes = stored_bytes(&obj)?;
             if current_row(conn, &key)?.is_some() {
                 return Err(StoreError::AlreadyExists);
             }
@@ -548,7 +550,7 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
         }
         WriteOp::Update { key, expected, mut obj } => {
             set_resource_version(&mut obj, rev)?;
-            let bytes = Bytes::from(serde_json::to_vec(&obj)?);
+            let bytes = stored_bytes(&obj)?;
             let old = checked_row(conn, &key, expected)?;
             let prev: Value = serde_json::from_slice(&old.value)?;
             conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
@@ -629,6 +631,12 @@ fn checked_row(conn: &Connection, key: &str, expected: u64) -> Result<Row> {
 
 fn meta_get<T: rusqlite::types::FromSql>(conn: &Connection, name: &str) -> Result<Option<T>> {
     Ok(conn.query_row(sql::META_GET, [name], |r| r.get(0)).optional()?)
+}
+
+/// An object's JSON as stored and cached, without the encoder's spare capacity: the cache keeps
+/// it for as long as the object lives.
+fn stored_bytes(obj: &Value) -> Result<Bytes> {
+    Ok(Bytes::from(serde_json::to_vec(obj)?.into_boxed_slice()))
 }
 
 /// Stores the revision as kube does: a decimal string in `metadata.resourceVersion`.

@@ -5,7 +5,9 @@
 //! writes into the object as `metadata.resourceVersion` before storing, so stored bytes are final.
 //!
 //! Layout: `Store` is the async handle; `engine` is the one thread that owns the connection and
-//! runs commands in order; `sql` holds the schema and statements; `compact` the retention policy.
+//! runs commands in order; `cache` the current state in memory, which serves reads at the current
+//! revision without that thread; `sql` holds the schema and statements; `compact` the retention
+//! policy.
 //! The store knows nothing of HTTP: callers map `StoreError` to a `Status` once.
 
 mod cache;
