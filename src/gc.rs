@@ -15,7 +15,6 @@
 //! deletion state or owner references, and on a slow timer as a safety net.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -117,14 +116,32 @@ fn deleting(obj: &Value) -> bool {
     obj.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
 }
 
+/// The part of an object a pass looks at, as an object with only those metadata fields.
+///
+/// A pass holds every object at once; keeping whole decoded objects would cost several times
+/// the store's memory for a large store.
+fn gc_view(bytes: &[u8]) -> Result<Value, StoreError> {
+    #[derive(serde::Deserialize)]
+    struct View {
+        #[serde(default)]
+        metadata: serde_json::Map<String, Value>,
+    }
+    // The other fields of metadata are small, but only these are kept.
+    const FIELDS: [&str; 5] = ["uid", "name", "finalizers", "deletionTimestamp", "ownerReferences"];
+    let view: View = serde_json::from_slice(bytes)?;
+    let metadata: serde_json::Map<String, Value> =
+        view.metadata.into_iter().filter(|(k, _)| FIELDS.contains(&k.as_str())).collect();
+    Ok(json!({ "metadata": metadata }))
+}
+
 /// One pass over every object; true when it changed something.
 pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
-    let mut all: Vec<(String, Arc<Value>)> = Vec::new();
+    let mut all: Vec<(String, Value)> = Vec::new();
     let mut start_after = None;
     loop {
         let page = state
             .store
-            .list(ListRequest {
+            .list_raw(ListRequest {
                 prefix: String::new(),
                 revision: None,
                 start_after: start_after.clone(),
@@ -132,7 +149,9 @@ pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
             })
             .await?;
         start_after = page.items.last().map(|(k, _)| k.clone());
-        all.extend(page.items);
+        for (key, bytes) in page.items {
+            all.push((key, gc_view(&bytes)?));
+        }
         if !page.more {
             break;
         }
