@@ -159,10 +159,9 @@ fn syncs(trace: &str, db_name: &str) -> Vec<Sync> {
     let mut out = Vec::new();
     let mut pending: BTreeMap<&str, f64> = BTreeMap::new();
     for line in trace.lines() {
-        let mut parts = line.splitn(3, ' ');
-        let (Some(pid), Some(ts), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
+        // `PID TIME CALL`, the pid padded to a width.
+        let Some((pid, rest)) = line.split_once(' ') else { continue };
+        let Some((ts, rest)) = rest.trim_start().split_once(' ') else { continue };
         let Ok(ts) = ts.parse::<f64>() else { continue };
         let is_sync = rest.starts_with("fsync(") || rest.starts_with("fdatasync(");
         let duration = || -> Option<f64> {
@@ -282,4 +281,18 @@ fn create_timed(agent: &ureq::Agent, base: &str, name: String) -> (String, f64, 
     let answered = epoch();
     assert_eq!(resp.expect("create").status(), 201);
     (name, sent, answered)
+}
+
+#[test]
+fn strace_lines_parse_whatever_the_pid_width() {
+    let trace = "\
+9886  1795670180.291031 fsync(4</t/x.db-journal>) = 0 <0.000387>
+12345 1795670181.000000 fdatasync(4</t/x.db-wal> <unfinished ...>
+9886  1795670181.000100 fsync(7</t/other>) = 0 <0.000050>
+12345 1795670181.000500 <... fdatasync resumed>) = 0 <0.002000>
+";
+    let s = syncs(trace, "x.db");
+    assert_eq!(s.len(), 2, "{s:?}");
+    assert!((s[0].end - 1795670180.291418).abs() < 1e-6);
+    assert!((s[1].start - 1795670181.0).abs() < 1e-6 && (s[1].end - 1795670181.002).abs() < 1e-6);
 }
