@@ -767,6 +767,16 @@ fn apply_bodies_are_validated() {
         st["message"],
         "failed to create typed patch object (default/a; kubevirt.io/v1, Kind=VirtualMachine): .spec.bogus: field not declared in schema"
     );
+    let mut meta = vm("a", json!({}));
+    meta["metadata"]["unknownMeta"] = json!("x");
+    let st = status(&apply(&s, "a", "", meta.to_string().as_bytes()), 400, "BadRequest");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("): .metadata.unknownMeta: field not declared in schema"),
+        "{st}"
+    );
     assert_eq!(s.get(&format!("{VMS}/a")).status, 404);
 
     let yaml = YAML_WITH_DUPLICATES.replace("NAME", "a").replace("  bogus: 1\n", "");
