@@ -93,11 +93,13 @@ pub fn num(v: &serde_json::Value) -> u64 {
     v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())).unwrap_or(0)
 }
 
-/// Resident and peak resident memory of a process, in bytes.
+/// Resident memory of a process, in bytes: all, its peak, and the anonymous part (what is not
+/// file pages such as SQLite's or bbolt's memory maps).
 #[derive(Clone, Copy, Default)]
 pub struct Memory {
     pub rss: u64,
     pub peak: u64,
+    pub anon: u64,
 }
 
 pub fn memory(pid: u32) -> Result<Memory, String> {
@@ -111,7 +113,7 @@ pub fn memory(pid: u32) -> Result<Memory, String> {
             .map(|kb| kb * 1024)
             .ok_or_else(|| format!("no {name} in /proc/{pid}/status"))
     };
-    Ok(Memory { rss: field("VmRSS:")?, peak: field("VmHWM:")? })
+    Ok(Memory { rss: field("VmRSS:")?, peak: field("VmHWM:")?, anon: field("RssAnon:")? })
 }
 
 /// Polls `ready` until it answers true; answers the time since `t0`.

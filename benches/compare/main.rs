@@ -96,7 +96,9 @@ fn measures(p: &Plan) -> Vec<Measure> {
         m("watch_100_p50", "watch delivery, 100 watchers, p50", Unit::Ms),
         m("watch_100_p99", "watch delivery, 100 watchers, p99", Unit::Ms),
         m("startup", &format!("start-up to serving with {large} objects"), Unit::Ms),
+        m("rss_start", &format!("RSS with {large} objects, right after start-up"), Unit::MiB),
         m("rss", &format!("RSS with {large} objects (after a full list)"), Unit::MiB),
+        m("rss_anon", "  of which anonymous (heap, not file-backed)", Unit::MiB),
         m("peak", &format!("peak RSS (VmHWM) with {large} objects"), Unit::MiB),
         m("json", &format!("stored JSON of the {large} objects"), Unit::MiB),
         m("rss_ratio", "RSS / stored JSON", Unit::Times),
@@ -176,14 +178,20 @@ fn main() {
     let note = args.iter().position(|a| a == "--note").and_then(|i| args.get(i + 1)).cloned();
 
     let etcd_bin = etcd::binary().unwrap_or_else(|e| panic!("{e}"));
-    let etcd_version = etcd::version(&etcd_bin);
+    let provenance = Provenance {
+        commit: report::commit(),
+        date: report::date(),
+        machine: report::machine(),
+        etcd: etcd::version(&etcd_bin),
+    };
     let bench = Bench { plan, started: Instant::now(), body: Body::new() };
     let p = &bench.plan;
     let mut ours = ours::Ours::start().unwrap_or_else(|e| panic!("{e}"));
     let mut etcd = etcd::Etcd::start().unwrap_or_else(|e| panic!("{e}"));
-    println!("virt-apiserver and etcd {etcd_version} started");
+    println!("virt-apiserver and etcd {} started", provenance.etcd);
 
     let mut runs: Vec<Run> = (0..p.runs).map(|_| Run::default()).collect();
+    let mib = |v: u64| v as f64 / 1024.0 / 1024.0;
     // Start-up, the large list and memory first, while exactly `list_large` objects are stored.
     for (side, b) in [&ours as &dyn Backend, &etcd].into_iter().enumerate() {
         let t = bench.step(b, &format!("populate {}", count(p.list_large)), {
@@ -198,13 +206,15 @@ fn main() {
             let restarted = b.restart();
             let startup = bench.step(&*b, "restart on the populated data", restarted);
             run[side].insert("startup", ms(startup));
+            let mem = bench.step(&*b, "memory after start-up", backend::memory(b.pid()));
+            run[side].insert("rss_start", mib(mem.rss));
             let rate = bench.step(&*b, &format!("list {}", count(p.list_large)), {
                 workload::list(&*b, "large", p.list_large, PAGE)
             });
             run[side].insert("list_large", rate);
-            let mem = bench.step(&*b, "memory", backend::memory(b.pid()));
-            let mib = |v: u64| v as f64 / 1024.0 / 1024.0;
+            let mem = bench.step(&*b, "memory after a list", backend::memory(b.pid()));
             run[side].insert("rss", mib(mem.rss));
+            run[side].insert("rss_anon", mib(mem.anon));
             run[side].insert("peak", mib(mem.peak));
             run[side].insert("rss_ratio", mib(mem.rss) / run[side]["json"]);
         }
@@ -238,16 +248,13 @@ fn main() {
                         p.watch_writes,
                     )
                 });
-                let key = |q| -> &'static str {
-                    match (watchers, q) {
-                        (1, 50) => "watch_1_p50",
-                        (1, _) => "watch_1_p99",
-                        (_, 50) => "watch_100_p50",
-                        _ => "watch_100_p99",
-                    }
+                let (k50, k99) = if watchers == 1 {
+                    ("watch_1_p50", "watch_1_p99")
+                } else {
+                    ("watch_100_p50", "watch_100_p99")
                 };
-                run[side].insert(key(50), ms(l.p50));
-                run[side].insert(key(99), ms(l.p99));
+                run[side].insert(k50, ms(l.p50));
+                run[side].insert(k99, ms(l.p99));
             }
         }
     }
@@ -256,7 +263,7 @@ fn main() {
     drop((ours, etcd));
 
     let report = Report { measures: measures(p), goals: goals(p), runs };
-    let header = header(p, &etcd_version, throttled, took, note.as_deref());
+    let header = header(p, &provenance, throttled, took, note.as_deref());
     let text = report.markdown(&header);
     let path = if p.quick {
         let target = std::env::var("CARGO_TARGET_DIR")
@@ -276,24 +283,27 @@ fn main() {
     }
 }
 
-fn header(
-    p: &Plan,
-    etcd_version: &str,
-    throttled: u64,
-    took: Duration,
-    note: Option<&str>,
-) -> String {
+/// What was measured where, taken before the run (the tree may change while it runs).
+struct Provenance {
+    commit: String,
+    date: String,
+    machine: String,
+    etcd: String,
+}
+
+fn header(p: &Plan, v: &Provenance, throttled: u64, took: Duration, note: Option<&str>) -> String {
     let mode =
         if p.quick { "`--quick` (small counts, 1 run: a smoke test, not figures)" } else { "full" };
     let mut h = format!(
         "# Benchmarks: virt-apiserver and etcd side by side\n\n\
          Written by `cargo bench --bench compare` (benches/compare/); do not edit by hand.\n\n\
-         - commit: {}\n- date: {}\n- machine: {}\n- etcd: {etcd_version} (Debian etcd-server), v3 JSON gateway\n\
+         - commit: {}\n- date: {}\n- machine: {}\n- etcd: {} (Debian etcd-server), v3 JSON gateway\n\
          - mode: {mode}; {} run(s), medians across runs; the whole benchmark took {:.0} s\n\
          - 429 answers from virt-apiserver: {throttled}\n",
-        report::commit(),
-        report::date(),
-        report::machine(),
+        v.commit,
+        v.date,
+        v.machine,
+        v.etcd,
         p.runs,
         took.as_secs_f64(),
     );
@@ -309,7 +319,7 @@ fn header(
          with revision); watch latency: {} sequential updates of one object (virt-apiserver: a \
          merge patch of an annotation; etcd: a put of the whole value), from sending the write \
          to each watcher reading the event. Start-up: SIGTERM, start again on the same data, \
-         until /readyz (etcd: a range) answers. RSS: VmRSS after that restart and one full list. \
+         until /readyz (etcd: a range) answers. RSS: VmRSS (and RssAnon) after that restart and one full list; peak: VmHWM. \
          Writes per transaction: virt_apiserver_store_writes_total / _commits_total deltas \
          (n/a where the server lacks them).\n",
         object::SIZE,

@@ -110,11 +110,11 @@ impl Report {
             let (figure, pass) = match *goal {
                 Goal::RatioAtLeast(_, x) => {
                     let r = ratio(a, b);
-                    (r.map(|r| format!("{r:.2}× etcd")), r.map(|r| r >= x))
+                    (r.map(|r| format!("{r:.3}× etcd")), r.map(|r| r >= x))
                 }
                 Goal::RatioAtMost(_, x) => {
                     let r = ratio(a, b);
-                    (r.map(|r| format!("{r:.2}× etcd")), r.map(|r| r <= x))
+                    (r.map(|r| format!("{r:.3}× etcd")), r.map(|r| r <= x))
                 }
                 Goal::Below(_, x) => (a.map(|v| show(unit, Some(v))), a.map(|v| v < x)),
             };
