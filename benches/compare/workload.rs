@@ -10,7 +10,7 @@ use crate::backend::{agent, Backend};
 use crate::object::Body;
 use crate::report::percentile;
 
-/// Operations per second and each operation's latency.
+/// Operations per second and the 99th percentile of one operation's latency.
 pub struct Throughput {
     pub rate: f64,
     pub p99: Duration,
