@@ -21,6 +21,7 @@ pub mod resource;
 pub mod selector;
 pub mod server;
 pub mod store;
+pub mod table;
 pub mod tls;
 pub mod token;
 pub mod validation;

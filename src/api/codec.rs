@@ -48,29 +48,76 @@ fn media_ranges(accept: &str) -> Vec<MediaRange<'_>> {
         .collect()
 }
 
-/// Picks the response format from `Accept`: the first clause we can serve wins. Clauses asking for
-/// a transformed answer (`as=Table` and the like) are not offered yet and are skipped.
+/// Picks the response format from `Accept`: the first clause we can serve wins. Clauses asking
+/// for a transformed answer (`as=...`) are skipped, except Tables where `tables` allows them.
 pub fn negotiate(req: &HttpRequest, yaml_ok: bool) -> Result<Format, ApiError> {
+    negotiate_output(req, yaml_ok, false).map(|o| o.format)
+}
+
+/// What a read answers: an encoding and, for an `as=Table` clause, the Table's apiVersion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Output {
+    pub format: Format,
+    pub table: Option<&'static str>,
+}
+
+/// As `negotiate`, also offering Tables (JSON or YAML) in `meta.k8s.io` v1 and v1beta1 where
+/// `tables`. As kube's `AllowsMediaTypeTransform`, a clause asking for any other transformation
+/// (another Table version, PartialObjectMetadata) is not acceptable, so the next one is tried,
+/// and nothing acceptable is a 406.
+pub fn negotiate_output(
+    req: &HttpRequest,
+    yaml_ok: bool,
+    tables: bool,
+) -> Result<Output, ApiError> {
+    let plain = |format| Ok(Output { format, table: None });
     let accept = match req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()) {
-        None => return Ok(Format::Json),
-        Some(a) if a.trim().is_empty() => return Ok(Format::Json),
+        None => return plain(Format::Json),
+        Some(a) if a.trim().is_empty() => return plain(Format::Json),
         Some(a) => a,
     };
     for range in media_ranges(accept) {
-        if range.params.iter().any(|(k, _)| k == "as" || k == "g" || k == "v") {
-            continue;
-        }
         if range.params.iter().any(|(k, v)| k == "q" && v.parse::<f32>().is_ok_and(|q| q == 0.0)) {
             continue;
         }
-        match range.essence.as_str() {
-            "application/json" | "application/*" | "*/*" => return Ok(Format::Json),
-            "application/yaml" if yaml_ok => return Ok(Format::Yaml),
-            _ => {}
+        let param = |name: &str| range.params.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
+        let format = match range.essence.as_str() {
+            "application/json" => Format::Json,
+            "application/*" | "*/*" if param("as").is_none() => Format::Json,
+            "application/yaml" if yaml_ok => Format::Yaml,
+            _ => continue,
+        };
+        match (param("as"), param("g"), param("v")) {
+            (None, None, None) => return plain(format),
+            (Some("Table"), Some("meta.k8s.io"), Some(v)) if tables => {
+                let table = match v {
+                    "v1" => "meta.k8s.io/v1",
+                    "v1beta1" => "meta.k8s.io/v1beta1",
+                    _ => continue,
+                };
+                return Ok(Output { format, table: Some(table) });
+            }
+            _ => continue,
         }
     }
     let offered = if yaml_ok { "application/json, application/yaml" } else { "application/json" };
     Err(ApiError::NotAcceptable(format!("only the following media types are accepted: {offered}")))
+}
+
+/// The first clause of `Accept` that `pick` takes, given its essence and its `as`, `g` and `v`
+/// parameters (clauses with q=0 skipped); `None` without an Accept header or when none is taken.
+pub fn first_accepted<T>(
+    req: &HttpRequest,
+    pick: impl Fn(&str, Option<&str>, Option<&str>, Option<&str>) -> Option<T>,
+) -> Option<T> {
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())?;
+    media_ranges(accept).iter().find_map(|range| {
+        if range.params.iter().any(|(k, v)| k == "q" && v.parse::<f32>().is_ok_and(|q| q == 0.0)) {
+            return None;
+        }
+        let param = |name: &str| range.params.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
+        pick(&range.essence, param("as"), param("g"), param("v"))
+    })
 }
 
 /// The essence of the request's `Content-Type` (parameters such as charset dropped).
