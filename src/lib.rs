@@ -4,6 +4,7 @@
 pub mod api;
 pub mod authn;
 pub mod authz;
+pub mod compress;
 pub mod discovery;
 pub mod error;
 pub mod filters;
