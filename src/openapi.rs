@@ -9,8 +9,8 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde_json::json;
 use sha2::{Digest, Sha512};
 
-use crate::error::ApiError;
 use crate::api::codec::first_accepted;
+use crate::error::ApiError;
 use crate::generated::{OPENAPI_V2, OPENAPI_V2_PB, OPENAPI_V3};
 use crate::server::AppState;
 

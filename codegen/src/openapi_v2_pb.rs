@@ -128,9 +128,15 @@ fn encode_path_item(v: &Value) -> Vec<u8> {
     let m = obj(v);
     let mut w = Writer::default();
     w.string(1, str_of(&m, "$ref"));
-    for (field, method) in
-        [(2, "get"), (3, "put"), (4, "post"), (5, "delete"), (6, "options"), (7, "head"), (8, "patch")]
-    {
+    for (field, method) in [
+        (2, "get"),
+        (3, "put"),
+        (4, "post"),
+        (5, "delete"),
+        (6, "options"),
+        (7, "head"),
+        (8, "patch"),
+    ] {
         if let Some(op) = m.get(method) {
             w.message(field, &encode_operation(op));
         }
