@@ -242,11 +242,14 @@ fn watch_events_are_one_row_tables_with_headers_once() {
     assert_eq!(third["object"]["rows"][0]["cells"][0], "vm-a");
     w.expect_none(Duration::from_millis(300));
 
-    // The watch-list stream has no Table form.
-    let r = get_with(
-        &s,
-        &format!("{list}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
-        TABLE_V1,
+    // The watch-list stream has no Table form: 406, unless plain JSON is acceptable too.
+    let watch_list = format!(
+        "{list}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"
     );
+    let r = get_with(&s, &watch_list, TABLE_V1);
     assert_status(&r, 406, "NotAcceptable");
+    let w = s.watch_with(&watch_list, &[("Accept", KUBECTL_ACCEPT)]);
+    let ev = w.expect();
+    assert_eq!(ev["type"], "BOOKMARK", "plain events: {ev}");
+    assert_eq!(ev["object"]["kind"], "VirtualMachine");
 }
