@@ -70,38 +70,36 @@ pub fn negotiate_output(
     yaml_ok: bool,
     tables: bool,
 ) -> Result<Output, ApiError> {
-    let plain = |format| Ok(Output { format, table: None });
-    let accept = match req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()) {
-        None => return plain(Format::Json),
-        Some(a) if a.trim().is_empty() => return plain(Format::Json),
-        Some(a) => a,
-    };
-    for range in media_ranges(accept) {
-        if range.params.iter().any(|(k, v)| k == "q" && v.parse::<f32>().is_ok_and(|q| q == 0.0)) {
-            continue;
-        }
-        let param = |name: &str| range.params.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
-        let format = match range.essence.as_str() {
-            "application/json" => Format::Json,
-            "application/*" | "*/*" if param("as").is_none() => Format::Json,
-            "application/yaml" if yaml_ok => Format::Yaml,
-            _ => continue,
-        };
-        match (param("as"), param("g"), param("v")) {
-            (None, None, None) => return plain(format),
-            (Some("Table"), Some("meta.k8s.io"), Some(v)) if tables => {
-                let table = match v {
-                    "v1" => "meta.k8s.io/v1",
-                    "v1beta1" => "meta.k8s.io/v1beta1",
-                    _ => continue,
-                };
-                return Ok(Output { format, table: Some(table) });
-            }
-            _ => continue,
-        }
+    let blank = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|a| a.trim().is_empty());
+    if blank {
+        return Ok(Output { format: Format::Json, table: None });
     }
-    let offered = if yaml_ok { "application/json, application/yaml" } else { "application/json" };
-    Err(ApiError::NotAcceptable(format!("only the following media types are accepted: {offered}")))
+    let picked = first_accepted(req, |essence, as_, g, v| {
+        let format = match essence {
+            "application/json" => Format::Json,
+            "application/*" | "*/*" if as_.is_none() => Format::Json,
+            "application/yaml" if yaml_ok => Format::Yaml,
+            _ => return None,
+        };
+        let table = match (as_, g, v) {
+            (None, None, None) => None,
+            (Some("Table"), Some("meta.k8s.io"), Some("v1")) if tables => Some("meta.k8s.io/v1"),
+            (Some("Table"), Some("meta.k8s.io"), Some("v1beta1")) if tables => {
+                Some("meta.k8s.io/v1beta1")
+            }
+            _ => return None,
+        };
+        Some(Output { format, table })
+    });
+    picked.ok_or_else(|| {
+        let offered =
+            if yaml_ok { "application/json, application/yaml" } else { "application/json" };
+        ApiError::NotAcceptable(format!("only the following media types are accepted: {offered}"))
+    })
 }
 
 /// The first clause of `Accept` that `pick` takes, given its essence and its `as`, `g` and `v`
@@ -221,4 +219,47 @@ pub fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpRespons
         }
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test::TestRequest;
+
+    fn output(accept: &str, tables: bool) -> Result<Output, ApiError> {
+        let req = TestRequest::default().insert_header((header::ACCEPT, accept)).to_http_request();
+        negotiate_output(&req, true, tables)
+    }
+
+    #[test]
+    fn tables_are_negotiated_as_kube_allows_them() {
+        let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        let table = |format, v| Ok(Output { format, table: Some(v) });
+        let plain = |format| Ok(Output { format, table: None });
+        assert_eq!(output(kubectl, true), table(Format::Json, "meta.k8s.io/v1"));
+        assert_eq!(output(kubectl, false), plain(Format::Json));
+        assert_eq!(
+            output("application/json;g=meta.k8s.io;as=Table;v=v1beta1", true),
+            table(Format::Json, "meta.k8s.io/v1beta1")
+        );
+        assert_eq!(
+            output("application/yaml;as=Table;v=v1;g=meta.k8s.io", true),
+            table(Format::Yaml, "meta.k8s.io/v1")
+        );
+        // Unknown versions and other transformations are passed over.
+        assert_eq!(
+            output("application/json;as=Table;v=v2;g=meta.k8s.io, application/yaml", true),
+            plain(Format::Yaml)
+        );
+        for refused in [
+            "application/json;as=Table;v=v2;g=meta.k8s.io",
+            "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+            "*/*;as=Table;v=v1;g=meta.k8s.io",
+            "application/json;as=Table;v=v1;g=meta.k8s.io;q=0",
+        ] {
+            assert!(matches!(output(refused, true), Err(ApiError::NotAcceptable(_))), "{refused}");
+        }
+        assert_eq!(output("*/*", true), plain(Format::Json));
+        assert_eq!(output("", true), plain(Format::Json));
+    }
 }
