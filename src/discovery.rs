@@ -266,7 +266,11 @@ impl AggregatedDocs {
 
 /// Answers an aggregated document with kube's caching headers; 304 when `If-None-Match` is the
 /// current ETag.
-fn serve_aggregated(req: &HttpRequest, version: &str, docs: &AggregatedDocs) -> HttpResponse {
+fn serve_aggregated(
+    req: &HttpRequest,
+    version: &str,
+    docs: &'static AggregatedDocs,
+) -> HttpResponse {
     let quoted = format!("\"{}\"", docs.etag);
     let fresh = req
         .headers()
@@ -279,11 +283,11 @@ fn serve_aggregated(req: &HttpRequest, version: &str, docs: &AggregatedDocs) -> 
     if fresh {
         return resp.finish();
     }
-    let body = if version == "v2" { &docs.v2 } else { &docs.v2beta1 };
+    let body: &'static [u8] = if version == "v2" { &docs.v2 } else { &docs.v2beta1 };
     resp.content_type(format!(
         "application/json;g={AGGREGATED_GROUP};v={version};as=APIGroupDiscoveryList"
     ))
-    .body(body.clone())
+    .body(body)
 }
 
 /// Every group as an `APIGroupDiscovery`: versions preferred first, each with its resources and
