@@ -1,14 +1,16 @@
 //! Discovery documents (B.7, A.10, A.14): `/`, `/api`, `/apis`, `/apis/<group>`,
-//! `/apis/<group>/<version>` and `/version`, built from the generated records.
+//! `/apis/<group>/<version>` and `/version`, built from the generated records; `/api` and `/apis`
+//! also as aggregated discovery (`apidiscovery.k8s.io` v2 and v2beta1).
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 use base64::Engine;
 use serde::Serialize;
 use serde_json::json;
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha256, Sha512};
+use std::sync::OnceLock;
 
-use crate::api::codec::{negotiate, respond};
+use crate::api::codec::{first_accepted, negotiate, respond};
 use crate::error::ApiError;
 use crate::generated::{GROUPS, RESOURCES};
 use crate::resource::{GroupInfo, ResourceInfo};
@@ -43,8 +45,13 @@ pub async fn root(_state: &AppState, _req: &HttpRequest) -> Result<HttpResponse,
     respond(StatusCode::OK, crate::api::codec::Format::Json, &json!({ "paths": paths }))
 }
 
-/// `GET /api`: the core group is not served, so no versions (A.10).
+/// `GET /api`: the core group is not served, so no versions (A.10), and an aggregated document
+/// with no groups.
 pub async fn api(_state: &AppState, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    if let Some(version) = aggregated_version(req) {
+        static DOCS: OnceLock<AggregatedDocs> = OnceLock::new();
+        return Ok(serve_aggregated(req, version, DOCS.get_or_init(|| AggregatedDocs::new(&[]))));
+    }
     let format = negotiate(req, true)?;
     let addr = req.app_config().local_addr().to_string();
     respond(
@@ -91,8 +98,14 @@ fn api_group(g: &GroupInfo, typed: bool) -> ApiGroup {
     }
 }
 
-/// `GET /apis`: every group, in the document's order, versions preferred first.
+/// `GET /apis`: every group, in the document's order, versions preferred first; with
+/// aggregated discovery's Accept, every group's versions and resources in one document.
 pub async fn apis(_state: &AppState, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    if let Some(version) = aggregated_version(req) {
+        static DOCS: OnceLock<AggregatedDocs> = OnceLock::new();
+        let docs = DOCS.get_or_init(|| AggregatedDocs::new(&aggregated_groups()));
+        return Ok(serve_aggregated(req, version, docs));
+    }
     let format = negotiate(req, true)?;
     let groups: Vec<ApiGroup> = GROUPS.iter().map(|g| api_group(g, false)).collect();
     respond(
@@ -201,6 +214,135 @@ pub async fn resources(
             "resources": resources,
         }),
     )
+}
+
+/// Whether `Accept`'s first acceptable clause asks for aggregated discovery (B.7), and in which
+/// version. As kube's `WrappedHandler`, a plain JSON or YAML clause before it means the legacy
+/// document; clauses asking for other transformations are passed over.
+fn aggregated_version(req: &HttpRequest) -> Option<&'static str> {
+    first_accepted(req, |essence, as_, g, v| match (essence, as_, g, v) {
+        ("application/json", Some("APIGroupDiscoveryList"), Some(AGGREGATED_GROUP), Some(v)) => {
+            match v {
+                "v2" => Some(Some("v2")),
+                "v2beta1" => Some(Some("v2beta1")),
+                _ => None,
+            }
+        }
+        ("application/json" | "application/yaml" | "application/*" | "*/*", None, None, None) => {
+            Some(None)
+        }
+        _ => None,
+    })
+    .flatten()
+}
+
+const AGGREGATED_GROUP: &str = "apidiscovery.k8s.io";
+
+/// An aggregated discovery document in both versions kube 1.32 serves, and its ETag.
+struct AggregatedDocs {
+    v2: Vec<u8>,
+    v2beta1: Vec<u8>,
+    /// Upper-case hex SHA-512 of the v2 document; kube gives both encodings the same one (they
+    /// differ only by `Vary: Accept`).
+    etag: String,
+}
+
+impl AggregatedDocs {
+    fn new(items: &[serde_json::Value]) -> AggregatedDocs {
+        let doc = |version: &str| {
+            serde_json::to_vec(&json!({
+                "kind": "APIGroupDiscoveryList",
+                "apiVersion": format!("{AGGREGATED_GROUP}/{version}"),
+                "metadata": {},
+                "items": items,
+            }))
+            .expect("discovery encodes")
+        };
+        let v2 = doc("v2");
+        let etag = Sha512::digest(&v2).iter().map(|b| format!("{b:02X}")).collect();
+        AggregatedDocs { v2beta1: doc("v2beta1"), v2, etag }
+    }
+}
+
+/// Answers an aggregated document with kube's caching headers; 304 when `If-None-Match` is the
+/// current ETag.
+fn serve_aggregated(
+    req: &HttpRequest,
+    version: &str,
+    docs: &'static AggregatedDocs,
+) -> HttpResponse {
+    let quoted = format!("\"{}\"", docs.etag);
+    let fresh = req
+        .headers()
+        .get(actix_web::http::header::IF_NONE_MATCH)
+        .is_some_and(|v| v.as_bytes() == quoted.as_bytes());
+    let mut resp = if fresh { HttpResponse::NotModified() } else { HttpResponse::Ok() };
+    resp.insert_header(("ETag", quoted.as_str()))
+        .insert_header(("Vary", "Accept"))
+        .insert_header(("Cache-Control", "public"));
+    if fresh {
+        return resp.finish();
+    }
+    let body: &'static [u8] = if version == "v2" { &docs.v2 } else { &docs.v2beta1 };
+    resp.content_type(format!(
+        "application/json;g={AGGREGATED_GROUP};v={version};as=APIGroupDiscoveryList"
+    ))
+    .body(body)
+}
+
+/// Every group as an `APIGroupDiscovery`: versions preferred first, each with its resources and
+/// their subresources, all `Current` (everything is served by this one process).
+fn aggregated_groups() -> Vec<serde_json::Value> {
+    GROUPS
+        .iter()
+        .map(|g| {
+            let versions: Vec<_> = g
+                .versions
+                .iter()
+                .map(|v| {
+                    let resources: Vec<_> = RESOURCES
+                        .iter()
+                        .filter(|r| r.group == g.name && r.version == *v)
+                        .map(aggregated_resource)
+                        .collect();
+                    json!({"version": v, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            json!({"metadata": {"name": g.name, "creationTimestamp": null}, "versions": versions})
+        })
+        .collect()
+}
+
+/// One kind as an `APIResourceDiscovery`, its subresources as the CRD handler lists them.
+fn aggregated_resource(r: &ResourceInfo) -> serde_json::Value {
+    let kind = json!({"group": r.group, "version": r.version, "kind": r.kind});
+    let mut out = json!({
+        "resource": r.plural,
+        "responseKind": kind,
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": r.verbs,
+    });
+    if !r.short_names.is_empty() {
+        out["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        out["categories"] = json!(r.categories);
+    }
+    let mut subresources = Vec::new();
+    if r.status_subresource {
+        subresources.push(json!({"subresource": "status", "responseKind": kind,
+                                 "verbs": SUBRESOURCE_VERBS}));
+    }
+    if r.scale.is_some() {
+        subresources.push(json!({"subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": SUBRESOURCE_VERBS}));
+    }
+    if !subresources.is_empty() {
+        out["subresources"] = json!(subresources);
+    }
+    out
 }
 
 /// `GET /version`: kube's `version.Info` at the API level this server implements (A.14).

@@ -24,12 +24,15 @@ use crate::api::params::{DeleteOptions, Propagation};
 use crate::api::{delete_one, meta_str, stored_revision};
 use crate::error::ApiError;
 use crate::generated::RESOURCES;
+use crate::managed_fields;
 use crate::resource::ResourceInfo;
 use crate::server::AppState;
 use crate::store::{Event, ListRequest, StoreError};
 
 pub const ORPHAN: &str = "orphan";
 pub const FOREGROUND: &str = "foregroundDeletion";
+/// The field manager of the collector's writes, as kube-controller-manager's user agent names it.
+const MANAGER: &str = "kube-controller-manager";
 /// Objects read per store call during a pass.
 const PAGE: usize = 1000;
 /// Passes in a row while each still changes something, before waiting for news.
@@ -262,6 +265,7 @@ async fn drop_owner_refs(
             meta.remove("ownerReferences");
         }
     }
+    record(key, &current, &mut obj);
     state.store.update(key, stored_revision(&current), obj).await?;
     Ok(true)
 }
@@ -286,6 +290,15 @@ async fn remove_finalizer(state: &AppState, key: &str, name: &str) -> Result<boo
             meta.insert("finalizers".into(), json!(fins));
         }
     }
+    record(key, &current, &mut obj);
     state.store.update(key, stored_revision(&current), obj).await?;
     Ok(true)
+}
+
+/// The collector's writes are updates like any other: whoever owned what it removed no longer
+/// does (kube's collector writes through the API, so its field manager sees them).
+fn record(key: &str, current: &Value, obj: &mut Value) {
+    if let Some(res) = resource_of(key) {
+        managed_fields::record_update(res, Some(current), obj, MANAGER, "");
+    }
 }

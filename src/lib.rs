@@ -4,6 +4,7 @@
 pub mod api;
 pub mod authn;
 pub mod authz;
+pub mod compress;
 pub mod discovery;
 pub mod error;
 pub mod filters;
@@ -21,6 +22,8 @@ pub mod resource;
 pub mod selector;
 pub mod server;
 pub mod store;
+pub mod strict_decoding;
+pub mod table;
 pub mod tls;
 pub mod token;
 pub mod validation;

@@ -266,6 +266,36 @@ fn short(v: &Value) -> String {
     }
 }
 
+/// Type errors in the fields the server sets (uid, timestamps, resourceVersion, generation,
+/// managedFields): kube's ObjectMeta decoding refuses them even where their values are then
+/// replaced, so they are checked before `wipe_system_fields` or the update rules run.
+pub fn system_field_type_causes(meta: &Map<String, Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for (field, ty) in [
+        ("uid", "string"),
+        ("resourceVersion", "string"),
+        ("creationTimestamp", "string"),
+        ("deletionTimestamp", "string"),
+        ("selfLink", "string"),
+        ("generation", "integer"),
+        ("deletionGracePeriodSeconds", "integer"),
+        ("managedFields", "array"),
+    ] {
+        let ok = match meta.get(field) {
+            None | Some(Value::Null) => true,
+            Some(v) => match ty {
+                "string" => v.is_string(),
+                "integer" => v.is_i64() || v.is_u64(),
+                _ => v.is_array(),
+            },
+        };
+        if !ok {
+            causes.push(type_cause(&format!("metadata.{field}"), &meta[field], ty));
+        }
+    }
+    causes
+}
+
 /// Removes the fields a creator may not set (kube's `WipeObjectMetaSystemFields`).
 pub fn wipe_system_fields(meta: &mut Map<String, Value>) {
     for f in SYSTEM_FIELDS {

@@ -9,8 +9,9 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde_json::json;
 use sha2::{Digest, Sha512};
 
+use crate::api::codec::first_accepted;
 use crate::error::ApiError;
-use crate::generated::{OPENAPI_V2, OPENAPI_V3};
+use crate::generated::{OPENAPI_V2, OPENAPI_V2_PB, OPENAPI_V3};
 use crate::server::AppState;
 
 /// Upper-case hex SHA-512 of `bytes`, as kube-openapi's ETags.
@@ -21,6 +22,34 @@ fn etag_of(bytes: &[u8]) -> String {
 fn v2_etag() -> &'static str {
     static ETAG: OnceLock<String> = OnceLock::new();
     ETAG.get_or_init(|| etag_of(OPENAPI_V2))
+}
+
+/// The protobuf form's own ETag: kube-openapi reuses the JSON one, but two representations
+/// with one strong validator would let a cache revalidate one with the other.
+fn v2_pb_etag() -> &'static str {
+    static ETAG: OnceLock<String> = OnceLock::new();
+    ETAG.get_or_init(|| etag_of(OPENAPI_V2_PB))
+}
+
+/// What kube-openapi answers the protobuf form with, whichever spelling was asked for.
+const PROTOBUF_V2: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// `/openapi/v2`'s forms: the first `Accept` clause naming one wins; no header means JSON.
+fn v2_wants_protobuf(req: &HttpRequest) -> Result<bool, ApiError> {
+    if req.headers().get(header::ACCEPT).is_none_or(|v| v.as_bytes().trim_ascii().is_empty()) {
+        return Ok(false);
+    }
+    first_accepted(req, |essence, _, _, _| match essence {
+        "application/json" | "application/*" | "*/*" => Some(false),
+        "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" => Some(true),
+        e if e == PROTOBUF_V2 => Some(true),
+        _ => None,
+    })
+    .ok_or_else(|| {
+        ApiError::NotAcceptable(format!(
+            "only the following media types are accepted: application/json, {PROTOBUF_V2}"
+        ))
+    })
 }
 
 /// The ETags of the v3 documents, in `OPENAPI_V3` order.
@@ -76,6 +105,17 @@ fn serve(
             "only the following media types are accepted: application/json".into(),
         ));
     }
+    serve_as(req, body, etag, immutable, "application/json")
+}
+
+/// Answers `body` as `content_type`, with the caching headers `serve` describes.
+fn serve_as(
+    req: &HttpRequest,
+    body: &'static [u8],
+    etag: &str,
+    immutable: bool,
+    content_type: &str,
+) -> Result<HttpResponse, ApiError> {
     let quoted = format!("\"{etag}\"");
     let mut resp =
         if not_modified(req, &quoted) { HttpResponse::NotModified() } else { HttpResponse::Ok() };
@@ -88,12 +128,16 @@ fn serve(
     if not_modified(req, &format!("\"{etag}\"")) {
         return Ok(resp.finish());
     }
-    Ok(resp.content_type("application/json").body(body))
+    Ok(resp.content_type(content_type).body(body))
 }
 
-/// `GET /openapi/v2`: the document, byte for byte.
+/// `GET /openapi/v2`: the document, byte for byte, or its gnostic protobuf form (B.11).
 pub async fn v2(_state: &AppState, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
-    serve(req, OPENAPI_V2, v2_etag(), false)
+    if v2_wants_protobuf(req)? {
+        serve_as(req, OPENAPI_V2_PB, v2_pb_etag(), false, PROTOBUF_V2)
+    } else {
+        serve_as(req, OPENAPI_V2, v2_etag(), false, "application/json")
+    }
 }
 
 /// `GET /openapi/v3`: the index of group-version documents with their hashes.

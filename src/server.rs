@@ -156,6 +156,8 @@ pub fn run_with(
         let panic_path = panic_path.clone();
         let app = App::new()
             .wrap(actix_web::middleware::from_fn(crate::filters::chain))
+            // Outermost: compresses whatever the chain answers, errors included.
+            .wrap(actix_web::middleware::from_fn(crate::compress::gzip_large_bodies))
             .app_data(data.clone())
             .app_data(filters.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))

@@ -12,11 +12,9 @@
 //! values are left to `meta::validate`, which words its errors as kube's ObjectMeta validation.
 //! Below a schema that lists no `properties` (or keeps unknown fields) nothing is pruned.
 
-use std::collections::{HashMap, HashSet};
-use std::fmt;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::api::params::FieldValidation;
@@ -24,6 +22,7 @@ use crate::error::{ApiError, Cause};
 use crate::generated::OPENAPI_V2;
 use crate::meta;
 use crate::resource::ResourceInfo;
+use crate::strict_decoding as strict;
 
 const DEFINITIONS_REF: &str = "#/definitions/";
 
@@ -53,8 +52,13 @@ fn schemas() -> &'static Schemas {
 
 /// The definition of `res`'s kind in `res`'s version.
 pub fn kind_schema(res: &ResourceInfo) -> Option<&'static Value> {
+    gvk_schema(res.group, res.version, res.kind)
+}
+
+/// The definition the document gives for a group, version and kind.
+fn gvk_schema(group: &str, version: &str, kind: &str) -> Option<&'static Value> {
     let s = schemas();
-    let key = (res.group.to_string(), res.version.to_string(), res.kind.to_string());
+    let key = (group.to_string(), version.to_string(), kind.to_string());
     s.by_gvk.get(&key).and_then(|name| s.definitions.get(name))
 }
 
@@ -84,13 +88,17 @@ pub struct Admitted {
     pub warnings: Vec<String>,
 }
 
-/// How the object being admitted arrived.
+/// How the object being admitted arrived, with the raw body its duplicate keys are found in.
 #[derive(Debug, Clone, Copy)]
 pub enum Via<'a> {
-    /// The whole object, as a POST or PUT body (the raw bytes, for duplicate keys).
+    /// The whole object, as a JSON POST or PUT body.
     Body(&'a [u8]),
-    /// The stored object with this patch applied (the raw patch, for duplicate keys).
-    Patch(&'a [u8]),
+    /// The whole object, as a YAML POST or PUT body (yaml.v2 words its duplicate keys by line).
+    YamlBody(&'a str),
+    /// The stored object with this merge patch applied.
+    MergePatch(&'a [u8]),
+    /// The stored object with this JSON patch applied (its operations are decoded strictly).
+    JsonPatch(&'a [u8]),
 }
 
 /// Decodes `obj` as kube's CR decoder does: prunes undeclared fields whatever `mode` says, then
@@ -102,28 +110,41 @@ pub fn admit(
     via: Via<'_>,
     mode: FieldValidation,
 ) -> Result<Admitted, ApiError> {
-    let raw = match via {
-        Via::Body(raw) | Via::Patch(raw) => raw,
-    };
     // kube quotes the patched object, before pruning, in a strict patch rejection.
     let patched = match (via, mode) {
-        (Via::Patch(_), FieldValidation::Strict) => Some(obj.to_string()),
+        (Via::MergePatch(_) | Via::JsonPatch(_), FieldValidation::Strict) => Some(obj.to_string()),
         _ => None,
     };
+    let mut warnings: Vec<String> = Vec::new();
     let mut errs: Vec<String> = Vec::new();
     if mode != FieldValidation::Ignore {
-        errs.extend(duplicate_fields(raw).iter().map(|p| format!("duplicate field \"{p}\"")));
+        match via {
+            Via::Body(raw) | Via::MergePatch(raw) => errs.extend(
+                strict::duplicate_fields(raw).iter().map(|p| format!("duplicate field \"{p}\"")),
+            ),
+            Via::JsonPatch(raw) => errs.extend(strict::json_patch_field_errors(raw)),
+            Via::YamlBody(text) => {
+                let lines = strict::yaml_duplicate_keys(text);
+                // One error listing every line, as yaml.v2's TypeError; one warning per line.
+                if mode == FieldValidation::Strict && !lines.is_empty() {
+                    errs.push(format!("yaml: unmarshal errors:\n  {}", lines.join("\n  ")));
+                } else {
+                    warnings.extend(lines);
+                }
+            }
+        }
     }
     let unknown = prune(res, obj);
     if mode == FieldValidation::Ignore {
         return Ok(Admitted::default());
     }
     errs.extend(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
+    if mode == FieldValidation::Warn {
+        warnings.extend(errs);
+        return Ok(Admitted { warnings });
+    }
     if errs.is_empty() {
         return Ok(Admitted::default());
-    }
-    if mode == FieldValidation::Warn {
-        return Ok(Admitted { warnings: errs });
     }
     let detail = format!("strict decoding error: {}", errs.join(", "));
     match patched {
@@ -141,6 +162,14 @@ pub fn admit(
             kind = res.kind
         ))),
     }
+}
+
+/// The paths of fields an apply configuration sets that the kind's schema does not declare,
+/// as structured-merge-diff words them (`.spec.foo`), or nothing.
+pub fn undeclared_in_apply(gvk: (&str, &str, &str), config: &Value) -> Vec<String> {
+    let mut copy = config.clone();
+    let schema = gvk_schema(gvk.0, gvk.1, gvk.2);
+    prune_by(schema, &mut copy).into_iter().map(|p| format!(".{p}")).collect()
 }
 
 /// Validates an admitted object: types, enums, required fields and list keys (not metadata).
@@ -171,7 +200,11 @@ fn sorted_keys(map: &Map<String, Value>) -> Vec<String> {
 /// (`spec.bogus`, `spec.list[0].x`, `metadata.unknownMeta`), in key order with metadata last. Nulls where the
 /// schema allows none are dropped too, silently, as kube's `PruneNonNullableNullsWithoutDefaults`.
 pub fn prune(res: &ResourceInfo, obj: &mut Value) -> Vec<String> {
-    let Some(schema) = kind_schema(res) else { return Vec::new() };
+    prune_by(kind_schema(res), obj)
+}
+
+fn prune_by(schema: Option<&Value>, obj: &mut Value) -> Vec<String> {
+    let Some(schema) = schema else { return Vec::new() };
     let mut pruned = Vec::new();
     let mut meta_pruned = Vec::new();
     if let Some(meta_schema) = schema.pointer("/properties/metadata") {
@@ -399,81 +432,6 @@ fn check_list_type(items: &[Value], schema: &Value, path: &str, causes: &mut Vec
     }
 }
 
-/// The paths of keys that appear more than once in one JSON object of `raw`, kube-style
-/// (`spec.replicas`). serde_json keeps the last value, as Go does; this pass finds the rest.
-/// Anything that is not JSON (a YAML body) yields nothing here.
-pub fn duplicate_fields(raw: &[u8]) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut de = serde_json::Deserializer::from_slice(raw);
-    let walk = DuplicateWalk { path: String::new(), found: &mut found };
-    if walk.deserialize(&mut de).is_err() {
-        return Vec::new();
-    }
-    found
-}
-
-/// Visits every value of a JSON document, remembering repeated keys.
-struct DuplicateWalk<'a> {
-    path: String,
-    found: &'a mut Vec<String>,
-}
-
-impl<'de> DeserializeSeed<'de> for DuplicateWalk<'_> {
-    type Value = ();
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for DuplicateWalk<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0;
-        loop {
-            let path = format!("{}[{i}]", self.path);
-            let item = DuplicateWalk { path, found: &mut *self.found };
-            if seq.next_element_seed(item)?.is_none() {
-                return Ok(());
-            }
-            i += 1;
-        }
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let path = join(&self.path, &key);
-            if !seen.insert(key) {
-                self.found.push(path.clone());
-            }
-            map.next_value_seed(DuplicateWalk { path, found: &mut *self.found })?;
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,14 +457,6 @@ mod tests {
             assert!(spec.get("properties").is_some(), "{} lists its spec fields", res.kind);
             assert!(!flag(spec, "x-kubernetes-preserve-unknown-fields"), "{}", res.kind);
         }
-    }
-
-    #[test]
-    fn finds_duplicate_keys_with_paths() {
-        let raw = br#"{"spec":{"a":1,"b":[{"x":1,"x":2}],"a":3},"kind":"K","kind":"K"}"#;
-        assert_eq!(duplicate_fields(raw), ["spec.b[0].x", "spec.a", "kind"]);
-        assert!(duplicate_fields(b"a: 1\na: 2\n").is_empty());
-        assert!(duplicate_fields(br#"{"a":{"b":1},"c":{"b":2}}"#).is_empty());
     }
 
     #[test]
@@ -601,7 +551,8 @@ mod tests {
         assert!(found.warnings.is_empty());
         assert_eq!(obj["spec"], json!({}), "Ignore prunes too");
         let mut obj = body;
-        let err = admit(vm(), &mut obj, Via::Patch(b"{}"), FieldValidation::Strict).unwrap_err();
+        let err =
+            admit(vm(), &mut obj, Via::MergePatch(b"{}"), FieldValidation::Strict).unwrap_err();
         let st = serde_json::to_value(err.to_status()).unwrap();
         assert_eq!(st["code"], 422);
         assert_eq!(st["details"]["causes"][0]["field"], "patch");

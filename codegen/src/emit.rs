@@ -53,6 +53,8 @@ pub fn tokens(api: &Api) -> TokenStream {
         pub static RESOURCES: &[crate::resource::ResourceInfo] = &[#(#resources),*];
         /// The OpenAPI v2 document, byte for byte as checked in.
         pub static OPENAPI_V2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/openapi-v2.json"));
+        /// The same document as gnostic's `openapi.v2.Document` protobuf, encoded at build time.
+        pub static OPENAPI_V2_PB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/openapi-v2.pb"));
         /// One OpenAPI v3 document per group-version, derived from the v2 document at build time.
         pub static OPENAPI_V3: &[crate::resource::OpenApiV3Doc] = &[#(#v3),*];
         /// Registers one `web::resource` per document path.

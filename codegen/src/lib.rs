@@ -3,7 +3,8 @@
 //!
 //! Two phases, as progenitor does: [`model::lower`] validates the document and lowers it into a
 //! small IR, collecting every problem before failing; [`emit`] and [`openapi_v3`] turn the IR into
-//! Rust (via `quote!` and `prettyplease`) and JSON. The root crate's `build.rs` calls
+//! Rust (via `quote!` and `prettyplease`) and JSON; [`openapi_v2_pb`] encodes the v2 document as
+//! gnostic protobuf. The root crate's `build.rs` calls
 //! [`generate_to_dir`]; `cargo run -p codegen --example dump -- <doc.json>` prints the Rust.
 //!
 //! What the generated code expects from the including crate is CONTRACT.md section 2:
@@ -13,6 +14,7 @@
 
 pub mod emit;
 pub mod model;
+pub mod openapi_v2_pb;
 pub mod openapi_v3;
 pub mod swagger;
 #[cfg(test)]
@@ -28,6 +30,8 @@ pub struct Generated {
     pub code: String,
     /// `(index key "apis/<group>/<version>", JSON)` for each group-version, in `GROUPS` order.
     pub openapi_v3: Vec<(String, Vec<u8>)>,
+    /// The v2 document as gnostic's `openapi.v2.Document` protobuf message.
+    pub openapi_v2_pb: Vec<u8>,
 }
 
 /// Why generation failed.
@@ -60,16 +64,19 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// Generates the Rust module and the OpenAPI v3 documents from the document's bytes.
-pub fn generate(doc: &[u8]) -> Result<Generated, Error> {
-    let doc: swagger::Document = serde_json::from_slice(doc).map_err(Error::Parse)?;
+pub fn generate(bytes: &[u8]) -> Result<Generated, Error> {
+    let doc: swagger::Document = serde_json::from_slice(bytes).map_err(Error::Parse)?;
     let api = model::lower(&doc).map_err(Error::Invalid)?;
     let openapi_v3 = openapi_v3::documents(&doc, &api).map_err(Error::Invalid)?;
     let code = emit::render(&api).map_err(|e| Error::Invalid(vec![e]))?;
-    Ok(Generated { code, openapi_v3 })
+    // Read again as plain JSON: the protobuf keeps every member, in the document's order.
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(Error::Parse)?;
+    let openapi_v2_pb = openapi_v2_pb::encode_document(&value);
+    Ok(Generated { code, openapi_v3, openapi_v2_pb })
 }
 
 /// Reads `doc` and writes into `out_dir`: `generated.rs`, `openapi-v2.json` (the document's exact
-/// bytes) and `openapi-v3/apis/<group>/<version>.json`. The entry point of the root `build.rs`.
+/// bytes), `openapi-v2.pb` (its protobuf form) and `openapi-v3/apis/<group>/<version>.json`. The entry point of the root `build.rs`.
 pub fn generate_to_dir(doc: &Path, out_dir: &Path) -> Result<(), String> {
     write_all(doc, out_dir).map_err(|e| e.to_string())
 }
@@ -83,6 +90,8 @@ fn write_all(doc: &Path, out_dir: &Path) -> Result<(), Error> {
     let generated = generate(&bytes)?;
     let v2 = out_dir.join("openapi-v2.json");
     std::fs::write(&v2, &bytes).map_err(io(&v2))?;
+    let pb = out_dir.join("openapi-v2.pb");
+    std::fs::write(&pb, &generated.openapi_v2_pb).map_err(io(&pb))?;
     for (key, json) in &generated.openapi_v3 {
         let file = out_dir.join("openapi-v3").join(format!("{key}.json"));
         let dir = file.parent().expect("has a parent");

@@ -12,16 +12,18 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
 
-use super::codec::{negotiate, respond};
-use super::params::Query;
+use super::codec::{negotiate, respond, with_warnings};
+use super::params::{FieldValidation, Query};
+use super::subresource::{self, SCALE_API_VERSION, SCALE_KIND};
 use super::write::{self, Commit, Ownership};
 use super::{for_version, meta_str, object_key, Part, Target};
 use crate::error::{ApiError, Cause};
 use crate::managed_fields::{
     self as mf, typed, Entry, FieldSet, Managers, Operation, PathElement, Type,
 };
-use crate::resource::ResourceInfo;
+use crate::resource::{ResourceInfo, ScaleInfo};
 use crate::server::AppState;
+use crate::{strict_decoding, validation};
 
 /// How often an unconditional apply is retried when a concurrent write wins.
 const APPLY_RETRIES: usize = 16;
@@ -39,6 +41,8 @@ pub enum Scope {
     ExceptStatus,
     /// The `status` subresource.
     OnlyStatus,
+    /// The `scale` subresource: only the replica count at this path (`.spec.replicas`).
+    Scale(&'static str),
 }
 
 impl Scope {
@@ -55,6 +59,7 @@ impl Scope {
     pub fn subresource(self) -> &'static str {
         match self {
             Scope::OnlyStatus => "status",
+            Scope::Scale(_) => "scale",
             Scope::Whole | Scope::ExceptStatus => "",
         }
     }
@@ -69,6 +74,27 @@ impl Scope {
                 for key in objs.iter().filter_map(|o| o.as_object()).flat_map(Map::keys) {
                     if key != "status" {
                         out.insert(&[PathElement::field(key)]);
+                    }
+                }
+            }
+            Scope::Scale(path) => {
+                // Every sibling of every step towards the replica count.
+                let steps: Vec<&str> = path.split('.').filter(|s| !s.is_empty()).collect();
+                for (depth, step) in steps.iter().enumerate() {
+                    let above: Vec<PathElement> =
+                        steps[..depth].iter().map(|s| PathElement::field(s)).collect();
+                    for obj in objs {
+                        let mut at = Some(*obj);
+                        for s in &steps[..depth] {
+                            at = at.and_then(|v| v.get(*s));
+                        }
+                        for key in at.and_then(Value::as_object).into_iter().flat_map(Map::keys) {
+                            if key != step {
+                                let mut p = above.clone();
+                                p.push(PathElement::field(key));
+                                out.insert(&p);
+                            }
+                        }
                     }
                 }
             }
@@ -87,6 +113,23 @@ impl Scope {
                     None => m.remove("status"),
                 };
             }
+            Scope::Scale(path) => {
+                let pointer = path.replace('.', "/");
+                let replicas = merged.pointer(&pointer).cloned();
+                *merged = live.clone();
+                match replicas {
+                    Some(r) => {
+                        // The path exists in the merge, so setting it cannot fail.
+                        let _ = subresource::set_nested(merged, path, r);
+                    }
+                    None => {
+                        let (parent, leaf) = pointer.rsplit_once('/').unwrap_or(("", &pointer));
+                        if let Some(m) = merged.pointer_mut(parent).and_then(Value::as_object_mut) {
+                            m.remove(leaf);
+                        }
+                    }
+                }
+            }
             Scope::OnlyStatus => {
                 let status = merged.get("status").cloned();
                 *merged = live.clone();
@@ -101,6 +144,39 @@ impl Scope {
     }
 }
 
+/// An apply's options, checked as kube's `ValidatePatchOptions` does: one Invalid for every bad
+/// option, fieldManager first.
+struct Options {
+    manager: String,
+    force: bool,
+    dry_run: bool,
+    validation: FieldValidation,
+}
+
+impl Options {
+    fn parse(req: &HttpRequest) -> Result<Options, ApiError> {
+        let q = Query::parse(req)?;
+        let manager = q.get("fieldManager").unwrap_or("").to_string();
+        let mut causes = Vec::new();
+        if manager.is_empty() {
+            causes.push(Cause::required("fieldManager", "is required for apply patch"));
+        }
+        causes.extend(mf::manager_causes(&manager));
+        let (dry_run, validation) = match q.write_options("PatchOptions") {
+            Ok(options) => options,
+            Err(ApiError::Invalid { causes: more, .. }) => {
+                causes.extend(more);
+                (false, FieldValidation::Ignore)
+            }
+            Err(e) => return Err(e),
+        };
+        if !causes.is_empty() {
+            return Err(ApiError::invalid_options("PatchOptions", causes));
+        }
+        Ok(Options { manager, force: q.flag("force"), dry_run, validation })
+    }
+}
+
 /// Answers an apply PATCH on `target`: 201 when it created the object, else 200.
 pub(crate) async fn apply(
     state: &AppState,
@@ -110,29 +186,13 @@ pub(crate) async fn apply(
     body: &[u8],
 ) -> Result<HttpResponse, ApiError> {
     let scope = Scope::of(res, target.part);
-    let q = Query::parse(req)?;
-    // One Invalid for every bad option, fieldManager first, as kube's `ValidatePatchOptions`.
-    let manager = q.get("fieldManager").unwrap_or("");
-    let mut causes = Vec::new();
-    if manager.is_empty() {
-        causes.push(Cause::required("fieldManager", "is required for apply patch"));
-    }
-    causes.extend(mf::manager_causes(manager));
-    let dry_run = match q.write_options("PatchOptions") {
-        Ok((dry_run, _validation)) => dry_run,
-        Err(ApiError::Invalid { causes: more, .. }) => {
-            causes.extend(more);
-            false
-        }
-        Err(e) => return Err(e),
-    };
-    if !causes.is_empty() {
-        return Err(ApiError::invalid_options("PatchOptions", causes));
-    }
+    let opts = Options::parse(req)?;
     let format = negotiate(req, true)?;
-    let request = Request { res, target: &target, manager, force: q.flag("force"), scope, dry_run };
     let config = decode_config(body)?;
     check_config(res, &config)?;
+    check_declared((res.group, res.version, res.kind), &target, &config)?;
+    let warnings = strict_yaml(body, opts.validation)?;
+    let request = Request::new(res, &target, &opts, scope);
     let key = object_key(res, target.namespace.as_deref().unwrap_or(""), request.name());
     for _ in 0..APPLY_RETRIES {
         let outcome = match state.store.get(&key).await? {
@@ -143,7 +203,62 @@ pub(crate) async fn apply(
             Some(current) => request.update(state, &key, &current, &config).await?,
         };
         if let Some((code, obj)) = outcome {
-            return respond(code, format, &for_version(res, &obj));
+            return Ok(with_warnings(respond(code, format, &for_version(res, &obj))?, &warnings));
+        }
+    }
+    Err(ApiError::optimistic_lock(res, request.name()))
+}
+
+/// Answers an apply PATCH on `…/scale`: an `autoscaling/v1` Scale whose `spec.replicas` is
+/// applied to the field `x-virt-resource.scale` names, owned under the `scale` subresource
+/// (kube's fieldmanager ScaleHandler). Never creates.
+pub(crate) async fn apply_scale(
+    state: &AppState,
+    res: &'static ResourceInfo,
+    info: &'static ScaleInfo,
+    target: Target,
+    req: &HttpRequest,
+    body: &[u8],
+) -> Result<HttpResponse, ApiError> {
+    let opts = Options::parse(req)?;
+    let format = negotiate(req, true)?;
+    let scale = decode_config(body)?;
+    let version = scale.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if version != SCALE_API_VERSION {
+        return Err(ApiError::bad_request(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {SCALE_API_VERSION}"
+        )));
+    }
+    let kind = scale.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind != SCALE_KIND {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the apply patch ({kind}) does not match the expected kind ({SCALE_KIND})"
+        )));
+    }
+    if scale.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    check_declared(("autoscaling", "v1", SCALE_KIND), &target, &scale)?;
+    let warnings = strict_yaml(body, opts.validation)?;
+    // The same intent, said of the object itself.
+    let mut config = serde_json::json!({
+        "apiVersion": res.api_version(),
+        "kind": res.kind,
+        "metadata": scale.get("metadata").cloned().unwrap_or_else(|| Value::Object(Map::new())),
+    });
+    if let Some(replicas) = scale.pointer("/spec/replicas") {
+        let replicas = subresource::spec_replicas_of(&scale, true).map(|_| replicas.clone())?;
+        subresource::set_nested(&mut config, info.spec_replicas_path, replicas)?;
+    }
+    let request = Request::new(res, &target, &opts, Scope::Scale(info.spec_replicas_path));
+    let key = object_key(res, target.namespace.as_deref().unwrap_or(""), request.name());
+    for _ in 0..APPLY_RETRIES {
+        let Some(current) = state.store.get(&key).await? else {
+            return Err(ApiError::not_found(res, request.name()));
+        };
+        if let Some((code, obj)) = request.update(state, &key, &current, &config).await? {
+            let (view, _) = subresource::to_scale(info, &obj)?;
+            return Ok(with_warnings(respond(code, format, &view)?, &warnings));
         }
     }
     Err(ApiError::optimistic_lock(res, request.name()))
@@ -158,7 +273,23 @@ struct Request<'a> {
     dry_run: bool,
 }
 
-impl Request<'_> {
+impl<'a> Request<'a> {
+    fn new(
+        res: &'static ResourceInfo,
+        target: &'a Target,
+        opts: &'a Options,
+        scope: Scope,
+    ) -> Self {
+        Request {
+            res,
+            target,
+            manager: &opts.manager,
+            force: opts.force,
+            scope,
+            dry_run: opts.dry_run,
+        }
+    }
+
     fn name(&self) -> &str {
         self.target.name.as_deref().unwrap_or("")
     }
@@ -234,7 +365,9 @@ impl Request<'_> {
             self.force,
             self.scope,
         )?;
-        sync_last_applied(self.manager, config, &mut out);
+        if !matches!(self.scope, Scope::Scale(_)) {
+            sync_last_applied(self.manager, config, &mut out);
+        }
         Ok(out)
     }
 
@@ -271,6 +404,52 @@ fn decode_config(body: &[u8]) -> Result<Value, ApiError> {
         ));
     }
     Ok(v)
+}
+
+/// Every field an apply sets must be declared: structured-merge-diff cannot type the
+/// configuration otherwise, whatever `fieldValidation` says. kube answers a 500 with this text
+/// (kubernetes#139253); it is the client's mistake, so ours is a 400.
+fn check_declared(
+    gvk: (&str, &str, &str),
+    target: &Target,
+    config: &Value,
+) -> Result<(), ApiError> {
+    let undeclared = validation::undeclared_in_apply(gvk, config);
+    let errors = match undeclared.as_slice() {
+        [] => return Ok(()),
+        [one] => format!("{one}: field not declared in schema"),
+        many => format!(
+            "errors:\n  {}",
+            many.iter()
+                .map(|p| format!("{p}: field not declared in schema"))
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        ),
+    };
+    Err(ApiError::bad_request(format!(
+        "failed to create typed patch object ({}/{}; {}, Kind={}): {errors}",
+        target.namespace.as_deref().unwrap_or(""),
+        target.name.as_deref().unwrap_or(""),
+        if gvk.0.is_empty() { gvk.1.to_string() } else { format!("{}/{}", gvk.0, gvk.1) },
+        gvk.2
+    )))
+}
+
+/// Keys repeated in the configuration (handlers/patch.go `applyPatcher` decodes it again
+/// strictly): refused under `Strict`, the warnings under `Warn`.
+fn strict_yaml(body: &[u8], mode: FieldValidation) -> Result<Vec<String>, ApiError> {
+    if mode == FieldValidation::Ignore {
+        return Ok(Vec::new());
+    }
+    let lines =
+        std::str::from_utf8(body).map(strict_decoding::yaml_duplicate_keys).unwrap_or_default();
+    if mode == FieldValidation::Strict && !lines.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
+            lines.join("\n  ")
+        )));
+    }
+    Ok(lines)
 }
 
 /// What kube checks of an apply configuration before merging (structuredmerge.go `Apply`).

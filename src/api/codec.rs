@@ -48,29 +48,74 @@ fn media_ranges(accept: &str) -> Vec<MediaRange<'_>> {
         .collect()
 }
 
-/// Picks the response format from `Accept`: the first clause we can serve wins. Clauses asking for
-/// a transformed answer (`as=Table` and the like) are not offered yet and are skipped.
+/// Picks the response format from `Accept`: the first clause we can serve wins. Clauses asking
+/// for a transformed answer (`as=...`) are skipped, except Tables where `tables` allows them.
 pub fn negotiate(req: &HttpRequest, yaml_ok: bool) -> Result<Format, ApiError> {
-    let accept = match req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()) {
-        None => return Ok(Format::Json),
-        Some(a) if a.trim().is_empty() => return Ok(Format::Json),
-        Some(a) => a,
-    };
-    for range in media_ranges(accept) {
-        if range.params.iter().any(|(k, _)| k == "as" || k == "g" || k == "v") {
-            continue;
-        }
-        if range.params.iter().any(|(k, v)| k == "q" && v.parse::<f32>().is_ok_and(|q| q == 0.0)) {
-            continue;
-        }
-        match range.essence.as_str() {
-            "application/json" | "application/*" | "*/*" => return Ok(Format::Json),
-            "application/yaml" if yaml_ok => return Ok(Format::Yaml),
-            _ => {}
-        }
+    negotiate_output(req, yaml_ok, false).map(|o| o.format)
+}
+
+/// What a read answers: an encoding and, for an `as=Table` clause, the Table's apiVersion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Output {
+    pub format: Format,
+    pub table: Option<&'static str>,
+}
+
+/// As `negotiate`, also offering Tables (JSON or YAML) in `meta.k8s.io` v1 and v1beta1 where
+/// `tables`. As kube's `AllowsMediaTypeTransform`, a clause asking for any other transformation
+/// (another Table version, PartialObjectMetadata) is not acceptable, so the next one is tried,
+/// and nothing acceptable is a 406.
+pub fn negotiate_output(
+    req: &HttpRequest,
+    yaml_ok: bool,
+    tables: bool,
+) -> Result<Output, ApiError> {
+    let blank = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|a| a.trim().is_empty());
+    if blank {
+        return Ok(Output { format: Format::Json, table: None });
     }
-    let offered = if yaml_ok { "application/json, application/yaml" } else { "application/json" };
-    Err(ApiError::NotAcceptable(format!("only the following media types are accepted: {offered}")))
+    let picked = first_accepted(req, |essence, as_, g, v| {
+        let format = match essence {
+            "application/json" => Format::Json,
+            "application/*" | "*/*" if as_.is_none() => Format::Json,
+            "application/yaml" if yaml_ok => Format::Yaml,
+            _ => return None,
+        };
+        let table = match (as_, g, v) {
+            (None, None, None) => None,
+            (Some("Table"), Some("meta.k8s.io"), Some("v1")) if tables => Some("meta.k8s.io/v1"),
+            (Some("Table"), Some("meta.k8s.io"), Some("v1beta1")) if tables => {
+                Some("meta.k8s.io/v1beta1")
+            }
+            _ => return None,
+        };
+        Some(Output { format, table })
+    });
+    picked.ok_or_else(|| {
+        let offered =
+            if yaml_ok { "application/json, application/yaml" } else { "application/json" };
+        ApiError::NotAcceptable(format!("only the following media types are accepted: {offered}"))
+    })
+}
+
+/// The first clause of `Accept` that `pick` takes, given its essence and its `as`, `g` and `v`
+/// parameters (clauses with q=0 skipped); `None` without an Accept header or when none is taken.
+pub fn first_accepted<T>(
+    req: &HttpRequest,
+    pick: impl Fn(&str, Option<&str>, Option<&str>, Option<&str>) -> Option<T>,
+) -> Option<T> {
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok())?;
+    media_ranges(accept).iter().find_map(|range| {
+        if range.params.iter().any(|(k, v)| k == "q" && v.parse::<f32>().is_ok_and(|q| q == 0.0)) {
+            return None;
+        }
+        let param = |name: &str| range.params.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
+        pick(&range.essence, param("as"), param("g"), param("v"))
+    })
 }
 
 /// The essence of the request's `Content-Type` (parameters such as charset dropped).
@@ -174,4 +219,47 @@ pub fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpRespons
         }
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test::TestRequest;
+
+    fn output(accept: &str, tables: bool) -> Result<Output, ApiError> {
+        let req = TestRequest::default().insert_header((header::ACCEPT, accept)).to_http_request();
+        negotiate_output(&req, true, tables)
+    }
+
+    #[test]
+    fn tables_are_negotiated_as_kube_allows_them() {
+        let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        let table = |format, v| Ok(Output { format, table: Some(v) });
+        let plain = |format| Ok(Output { format, table: None });
+        assert_eq!(output(kubectl, true), table(Format::Json, "meta.k8s.io/v1"));
+        assert_eq!(output(kubectl, false), plain(Format::Json));
+        assert_eq!(
+            output("application/json;g=meta.k8s.io;as=Table;v=v1beta1", true),
+            table(Format::Json, "meta.k8s.io/v1beta1")
+        );
+        assert_eq!(
+            output("application/yaml;as=Table;v=v1;g=meta.k8s.io", true),
+            table(Format::Yaml, "meta.k8s.io/v1")
+        );
+        // Unknown versions and other transformations are passed over.
+        assert_eq!(
+            output("application/json;as=Table;v=v2;g=meta.k8s.io, application/yaml", true),
+            plain(Format::Yaml)
+        );
+        for refused in [
+            "application/json;as=Table;v=v2;g=meta.k8s.io",
+            "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+            "*/*;as=Table;v=v1;g=meta.k8s.io",
+            "application/json;as=Table;v=v1;g=meta.k8s.io;q=0",
+        ] {
+            assert!(matches!(output(refused, true), Err(ApiError::NotAcceptable(_))), "{refused}");
+        }
+        assert_eq!(output("*/*", true), plain(Format::Json));
+        assert_eq!(output("", true), plain(Format::Json));
+    }
 }

@@ -11,13 +11,14 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::codec::{negotiate, respond, Format};
+use super::codec::{negotiate_output, respond, Format, Output};
 use super::params::{ContinueToken, ListOptions, Query, RvMatch};
 use super::{collection_prefix, for_version, object_key, Target};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 use crate::server::{AppState, PeerSocket};
 use crate::store::{EventType, ListRequest, StoreError};
+use crate::table::{self, TableOptions};
 use crate::watch::{Item, Predicate, Start, Watch, WatchError};
 
 /// How many rows one store read fetches while filling a page.
@@ -37,7 +38,7 @@ pub async fn get(
         let opts = ListOptions::parse(&q, res.namespaced)?;
         return watch_response(state, res, target, req, opts, true).await;
     }
-    let format = negotiate(req, true)?;
+    let output = negotiate_output(req, true, true)?;
     if let Some(rv) = q.get("resourceVersion").filter(|v| !v.is_empty() && *v != "0") {
         let n: u64 = rv
             .parse()
@@ -45,14 +46,14 @@ pub async fn get(
         wait_for_revision(state, n).await?;
     }
     let key = object_key(res, target.ns(), target.name());
-    if format == Format::Json && !q.flag("export") {
+    if output.format == Format::Json && output.table.is_none() && !q.flag("export") {
         // The common case straight from the stored bytes, as a list item is encoded.
         let entry =
             state.store.get_raw(&key).ok_or_else(|| ApiError::not_found(res, target.name()))?;
         let api_version = serde_json::to_vec(&res.api_version()).unwrap_or_default();
         let mut body = Vec::with_capacity(entry.value.len() + 32);
         encode_item(res, &api_version, &entry.value, &mut body)?;
-        return Ok(HttpResponse::Ok().content_type(format.content_type()).body(body));
+        return Ok(HttpResponse::Ok().content_type(output.format.content_type()).body(body));
     }
     let obj =
         state.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, target.name()))?;
@@ -60,7 +61,20 @@ pub async fn get(
     if q.flag("export") {
         export(&mut out, q.flag("exact"));
     }
-    respond(StatusCode::OK, format, &out)
+    match table_options(&output, &q)? {
+        None => respond(StatusCode::OK, output.format, &out),
+        // A one-object Table carries the object's resourceVersion (the CRD table convertor).
+        Some(opts) => {
+            let metadata = json!({"resourceVersion": super::meta_str(&out, "resourceVersion")});
+            let rows = vec![table::row(res, &out, &opts, table::now())];
+            respond(StatusCode::OK, output.format, &table::table(res, &opts, metadata, rows))
+        }
+    }
+}
+
+/// The Table options when `output` is a Table: `includeObject` and `noHeaders`.
+fn table_options(output: &Output, q: &Query) -> Result<Option<TableOptions>, ApiError> {
+    output.table.map(|v| TableOptions::parse(v, q)).transpose()
 }
 
 /// `export=true`: strip what a user cannot set (A.11).
@@ -123,13 +137,25 @@ pub async fn list(
     if opts.watch {
         return watch_response(state, res, target, req, opts, true).await;
     }
-    let format = negotiate(req, true)?;
+    let output = negotiate_output(req, true, true)?;
     let page = list_page(state, res, target.namespace.as_deref(), &opts).await?;
-    match format {
-        Format::Json => Ok(HttpResponse::Ok()
-            .content_type(format.content_type())
+    match table_options(&output, &q)? {
+        // Streamed from the stored bytes (see `Page::into_json_stream`). Streams are not gzipped.
+        None if output.format == Format::Json => Ok(HttpResponse::Ok()
+            .content_type(output.format.content_type())
             .streaming(page.into_json_stream(res))),
-        _ => respond(StatusCode::OK, format, &page.into_json(res)?),
+        None => respond(StatusCode::OK, output.format, &page.into_json(res)?),
+        Some(topts) => {
+            let list = page.into_json(res)?;
+            let now = table::now();
+            let rows = list["items"]
+                .as_array()
+                .map(|items| items.iter().map(|o| table::row(res, o, &topts, now)).collect())
+                .unwrap_or_default();
+            let metadata = list["metadata"].as_object().map(table::list_metadata);
+            let metadata = metadata.unwrap_or_else(|| json!({}));
+            respond(StatusCode::OK, output.format, &table::table(res, &topts, metadata, rows))
+        }
     }
 }
 
@@ -464,7 +490,11 @@ async fn watch_response(
     opts: ListOptions,
     stream_type: bool,
 ) -> Result<HttpResponse, ApiError> {
-    negotiate(req, false)?;
+    // The watch-list stream has no Table form: a Table clause is passed over there, so the next
+    // acceptable clause is used or the answer is 406 (E2E watchlist.go).
+    let tables = opts.send_initial_events != Some(true);
+    let output = negotiate_output(req, false, tables)?;
+    let table = table_options(&output, &Query::parse(req)?)?;
     if let (Some(name), Some(selected)) = (target.name.as_deref(), opts.fields.exact_name()) {
         if name != selected {
             return Err(ApiError::bad_request(
@@ -514,6 +544,7 @@ async fn watch_response(
             due: false,
         }),
         end_bookmark,
+        table,
         peer: req.conn_data::<PeerSocket>().cloned(),
         next_peer_check: now + PEER_CHECK,
         done: false,
@@ -544,6 +575,8 @@ struct WatchStream {
     bookmarks: Option<Bookmarks>,
     /// Send the watch-list's end bookmark when the initial events are out.
     end_bookmark: bool,
+    /// Each event's object as a one-row Table; `no_headers` is set once the first has gone out.
+    table: Option<TableOptions>,
     /// The connection, to end the watch (and drop its subscription) once the client is gone.
     peer: Option<PeerSocket>,
     next_peer_check: Instant,
@@ -646,7 +679,19 @@ impl WatchStream {
                     EventType::Modified => "MODIFIED",
                     EventType::Deleted => "DELETED",
                 };
-                json!({"type": kind, "object": for_version(self.res, &ev.object)})
+                let object = for_version(self.res, &ev.object);
+                let object = match &mut self.table {
+                    None => object,
+                    Some(opts) => {
+                        let rv = super::meta_str(&object, "resourceVersion").to_string();
+                        let rows = vec![table::row(self.res, &object, opts, table::now())];
+                        let t = table::table(self.res, opts, json!({"resourceVersion": rv}), rows);
+                        // Column definitions only on the first event (watchEmbeddedEncoder).
+                        opts.no_headers = true;
+                        t
+                    }
+                };
+                json!({"type": kind, "object": object})
             }
             Some(Ok(Item::Synced(rev))) => {
                 if !self.end_bookmark {

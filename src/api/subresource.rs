@@ -20,8 +20,8 @@ use crate::managed_fields;
 use crate::resource::{ResourceInfo, ScaleInfo};
 use crate::server::AppState;
 
-const SCALE_API_VERSION: &str = "autoscaling/v1";
-const SCALE_KIND: &str = "Scale";
+pub(crate) const SCALE_API_VERSION: &str = "autoscaling/v1";
+pub(crate) const SCALE_KIND: &str = "Scale";
 /// How often an unconditional scale write is retried when a concurrent write wins.
 const SCALE_RETRIES: usize = 16;
 /// The replicas kube's scale handler puts in the Scale a patch applies to when the object has
@@ -219,10 +219,8 @@ pub async fn patch_scale(
     let (dry_run, _validation) = q.write_options("PatchOptions")?;
     let format = negotiate(req, true)?;
     let Some(patch) = NonApplyPatch::decode(&content_type(req), &body)? else {
-        // TODO-compat: apply on /scale needs the scale-aware field ownership of SSA.
-        return Err(ApiError::UnsupportedMediaType(
-            "server-side apply (application/apply-patch+yaml) is not supported on the scale subresource - accepted media types include: application/json-patch+json, application/merge-patch+json".into(),
-        ));
+        let info = scale_info(res)?;
+        return super::apply::apply_scale(state, res, info, target, req, &body).await;
     };
     reject_force(&q)?;
     let manager = managed_fields::manager_of(&q, req, "PatchOptions")?;
@@ -299,7 +297,7 @@ fn scale_info(res: &'static ResourceInfo) -> Result<&'static ScaleInfo, ApiError
 /// The Scale of `obj` (AX etcd.go `scaleFromCustomResource`) and the object's own
 /// `spec.replicas`, `None` when it has none. Zero spec replicas and an empty selector are left
 /// out, as `autoscaling/v1` encodes them (`omitempty`).
-fn to_scale(info: &ScaleInfo, obj: &Value) -> Result<(Value, Option<i64>), ApiError> {
+pub(crate) fn to_scale(info: &ScaleInfo, obj: &Value) -> Result<(Value, Option<i64>), ApiError> {
     let spec = nested_int(obj, info.spec_replicas_path).map_err(ApiError::Internal)?;
     let status = nested_int(obj, info.status_replicas_path).map_err(ApiError::Internal)?;
     let selector = match info.label_selector_path {
@@ -337,7 +335,7 @@ fn to_scale(info: &ScaleInfo, obj: &Value) -> Result<(Value, Option<i64>), ApiEr
 
 /// The Scale's `spec.replicas` as Go decodes it into an int32 (absent = 0). A bad value is 400
 /// in a body, and 422 on the field `patch` when a patch produced it (AS handlers/patch.go).
-fn spec_replicas_of(scale: &Value, patched: bool) -> Result<i64, ApiError> {
+pub(crate) fn spec_replicas_of(scale: &Value, patched: bool) -> Result<i64, ApiError> {
     let spec = scale.get("spec").unwrap_or(&Value::Null);
     let (replicas, bad) = match spec {
         Value::Null => (Some(0), None),
@@ -458,7 +456,7 @@ fn accessor_error(fields: &[&str], v: &Value, expected: &str) -> String {
 
 /// Sets the value at a simple JSON path, creating missing objects on the way
 /// (`unstructured.SetNestedField`).
-fn set_nested(obj: &mut Value, path: &str, value: Value) -> Result<(), ApiError> {
+pub(crate) fn set_nested(obj: &mut Value, path: &str, value: Value) -> Result<(), ApiError> {
     let fields: Vec<&str> = path.trim_start_matches('.').split('.').collect();
     let (last, parents) = fields.split_last().expect("a validated, non-empty path");
     let mut cur = obj;

@@ -38,7 +38,7 @@ pub async fn create(
     let format = negotiate(req, res.is_stored())?;
     let mut obj = decode_object(req, &body, res.is_stored())?;
     check_type_meta(res, &obj)?;
-    let admitted = validation::admit(res, &mut obj, Via::Body(&body), field_validation)?;
+    let admitted = validation::admit(res, &mut obj, body_via(req, &body), field_validation)?;
     check_create_meta(res, &target, &mut obj)?;
     if let Some(field) = res.token_field {
         let answer = crate::token::answer(state, res, field, obj).await?;
@@ -90,6 +90,28 @@ pub async fn create(
     }
 }
 
+/// An update's server-set fields must at least have their types, though their values are not
+/// the client's to choose.
+fn check_system_field_types(
+    res: &ResourceInfo,
+    name: &str,
+    meta: &serde_json::Map<String, Value>,
+) -> Result<(), ApiError> {
+    let causes = meta::system_field_type_causes(meta);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(res, name, causes))
+}
+
+/// How a POST or PUT body arrived, for its duplicate keys.
+fn body_via<'a>(req: &HttpRequest, body: &'a [u8]) -> Via<'a> {
+    match (content_type(req).as_str(), std::str::from_utf8(body)) {
+        ("application/yaml", Ok(text)) => Via::YamlBody(text),
+        _ => Via::Body(body),
+    }
+}
+
 /// PUT: replace an object; custom resources need `metadata.resourceVersion` and never create.
 pub async fn update(
     state: &AppState,
@@ -105,8 +127,9 @@ pub async fn update(
     let mut obj = decode_object(req, &body, true)?;
     check_type_meta(res, &obj)?;
     let name = target.name();
-    let admitted = validation::admit(res, &mut obj, Via::Body(&body), field_validation)?;
+    let admitted = validation::admit(res, &mut obj, body_via(req, &body), field_validation)?;
     let meta = metadata_mut(&mut obj)?;
+    check_system_field_types(res, name, meta)?;
     let body_name = meta.get("name").and_then(Value::as_str).unwrap_or("");
     if body_name != name {
         return Err(ApiError::bad_request(format!(
@@ -178,8 +201,13 @@ pub async fn patch(
             return Err(ApiError::PatchRejected);
         }
         check_type_meta(res, &patched)?;
-        let admitted = validation::admit(res, &mut patched, Via::Patch(&body), field_validation)?;
+        let via = match kind {
+            NonApplyPatch::Json(_) => Via::JsonPatch(&body),
+            NonApplyPatch::Merge(_) => Via::MergePatch(&body),
+        };
+        let admitted = validation::admit(res, &mut patched, via, field_validation)?;
         let meta = metadata_mut(&mut patched)?;
+        check_system_field_types(res, name, meta)?;
         let wanted_rv =
             meta.get("resourceVersion").and_then(Value::as_str).unwrap_or("").to_string();
         let conditional = wanted_rv != meta_str(&current, "resourceVersion");
@@ -404,9 +432,11 @@ pub(crate) fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(),
     let schema_causes =
         validation::check(res, &subresource::confine(res, Part::Main, &Value::Null, obj.clone()));
     let meta = metadata_mut(obj)?;
+    let type_causes = meta::system_field_type_causes(meta);
     meta::wipe_system_fields(meta);
     let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-    let mut causes = meta::validate(meta, res.namespaced);
+    let mut causes = type_causes;
+    causes.extend(meta::validate(meta, res.namespaced));
     causes.extend(schema_causes);
     if !causes.is_empty() {
         return Err(ApiError::invalid(res, &name, causes));

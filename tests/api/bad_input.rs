@@ -845,3 +845,57 @@ fn a_panicking_handler_gets_a_500_status_and_the_server_goes_on() {
     let plain = TestServer::start_with(ServerOptions { memory: true, ..Default::default() });
     assert_eq!(plain.get("/debug/panic").status, 404);
 }
+
+/// Server-set metadata fields of the wrong type are refused, not silently replaced: kube's
+/// ObjectMeta decoding fails on them before any rule replaces their values.
+#[test]
+fn wrong_types_in_server_set_metadata_are_refused() {
+    let s = server();
+    let fields = [
+        ("uid", json!(5)),
+        ("creationTimestamp", json!(7)),
+        ("resourceVersion", json!(5)),
+        ("generation", json!("one")),
+        ("deletionGracePeriodSeconds", json!("30")),
+        ("managedFields", json!(5)),
+    ];
+    for (field, value) in fields {
+        let what = format!("metadata.{field} = {value}");
+        let check = |r: crate::common::Resp| {
+            assert_eq!(r.status, 422, "{what}: {}", r.text());
+            let st = r.json();
+            assert_eq!(st["reason"], "Invalid", "{what}: {st}");
+            assert_eq!(st["details"]["causes"][0]["field"], format!("metadata.{field}"), "{st}");
+            assert_eq!(st["details"]["causes"][0]["reason"], "FieldValueTypeInvalid", "{st}");
+        };
+        let body: Value =
+            serde_json::from_slice(&vm_with_meta("POST", field, value.clone())).unwrap();
+        check(s.post(VMS, &body));
+        let mut put = s.get(VM1).json();
+        put["metadata"][field] = value.clone();
+        check(s.put(VM1, &put));
+        check(s.patch(VM1, MERGE, &json!({"metadata": {field: value}})));
+    }
+}
+
+/// Header blocks past what the HTTP layer reads (here 300 KiB, or 120 headers) get 431 before any handler
+/// runs, as Go's server answers kube-apiserver's past its 1 MiB (neither sends a Status), and
+/// the connection closes; the server goes on.
+#[test]
+fn oversized_header_blocks_get_431_and_the_server_goes_on() {
+    let s = server();
+    let addr = s.url("").trim_start_matches("http://").trim_end_matches('/').to_string();
+    let many: String = (0..120).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let big = format!("X-Big: {}\r\n", "a".repeat(300 * 1024));
+    for headers in [many, big] {
+        let mut conn = TcpStream::connect(&addr).expect("connect");
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let req = format!("GET {VM1} HTTP/1.1\r\nHost: x\r\n{headers}\r\n");
+        let _ = conn.write_all(req.as_bytes());
+        let mut answer = Vec::new();
+        let _ = conn.read_to_end(&mut answer);
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 431 "), "{text}");
+    }
+    assert_eq!(s.get(VM1).status, 200);
+}

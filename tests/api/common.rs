@@ -177,7 +177,16 @@ impl TestServer {
 
     /// Opens a watch (any path with `watch=true` or a `/watch/` path) and returns its events.
     pub fn watch(&self, path: &str) -> Watch {
-        let resp = match self.agent.get(&self.url(path)).call() {
+        self.watch_with(path, &[])
+    }
+
+    /// `watch` with request headers (a Table Accept, say).
+    pub fn watch_with(&self, path: &str, headers: &[(&str, &str)]) -> Watch {
+        let mut req = self.agent.get(&self.url(path));
+        for (k, v) in headers {
+            req = req.set(k, v);
+        }
+        let resp = match req.call() {
             Ok(r) => r,
             Err(ureq::Error::Status(code, r)) => {
                 panic!("watch {path}: {code} {}", r.into_string().unwrap_or_default())

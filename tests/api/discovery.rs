@@ -319,12 +319,127 @@ fn discovery_in_yaml_and_406() {
     assert_eq!(r.status, 200);
     let doc: Value = serde_yaml::from_slice(&r.body).expect("YAML");
     assert_eq!(doc["kind"], "APIGroupList");
-    // client-go's aggregated-discovery Accept falls back to plain JSON.
-    let accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
-    let r = s.request("GET", "/apis", &[("Accept", accept)], None);
+    // Nothing acceptable at all: 406.
+    let r = s.request("GET", "/apis", &[("Accept", "text/html")], None);
+    assert_status(&r, 406, "NotAcceptable");
+}
+
+/// What client-go 1.32 sends to `/api` and `/apis`.
+const AGGREGATED_ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+#[test]
+fn aggregated_discovery_matches_the_legacy_documents() {
+    let s = TestServer::start();
+    let r = s.request("GET", "/apis", &[("Accept", AGGREGATED_ACCEPT)], None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+    );
+    assert_eq!(r.header("vary"), Some("Accept"));
+    let doc = r.json();
+    assert_eq!(doc["kind"], "APIGroupDiscoveryList");
+    assert_eq!(doc["apiVersion"], "apidiscovery.k8s.io/v2");
+    let items = doc["items"].as_array().expect("items");
+    let names: Vec<&str> = items.iter().map(|g| g["metadata"]["name"].as_str().unwrap()).collect();
+    let want: Vec<&str> = GROUPS.iter().map(|(g, _)| *g).collect();
+    assert_eq!(names, want, "groups in /apis order");
+
+    // Every version's resources say what the legacy resource lists say.
+    for (item, (group, versions)) in items.iter().zip(GROUPS) {
+        let got: Vec<&str> = item["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["version"].as_str().unwrap())
+            .collect();
+        assert_eq!(&got, versions, "{group}: versions preferred first");
+        for v in item["versions"].as_array().unwrap() {
+            assert_eq!(v["freshness"], "Current");
+            let version = v["version"].as_str().unwrap();
+            let legacy = s.get_json(&format!("/apis/{group}/{version}"));
+            let legacy = legacy["resources"].as_array().unwrap();
+            let mut expected = Vec::new();
+            for l in legacy.iter().filter(|l| !l["name"].as_str().unwrap().contains('/')) {
+                let plural = l["name"].as_str().unwrap();
+                let subresources: Vec<Value> = legacy
+                    .iter()
+                    .filter_map(|sub| {
+                        let (parent, name) = sub["name"].as_str()?.split_once('/')?;
+                        (parent == plural).then(|| {
+                            json!({"subresource": name,
+                                "responseKind": {"group": sub.get("group").and_then(Value::as_str).unwrap_or(group),
+                                                 "version": sub.get("version").and_then(Value::as_str).unwrap_or(version),
+                                                 "kind": sub["kind"]},
+                                "verbs": sub["verbs"]})
+                        })
+                    })
+                    .collect();
+                let mut e = json!({
+                    "resource": plural,
+                    "responseKind": {"group": group, "version": version, "kind": l["kind"]},
+                    "scope": if l["namespaced"] == true { "Namespaced" } else { "Cluster" },
+                    "singularResource": l["singularName"],
+                    "verbs": l["verbs"],
+                });
+                for (from, to) in [("shortNames", "shortNames"), ("categories", "categories")] {
+                    if let Some(x) = l.get(from) {
+                        e[to] = x.clone();
+                    }
+                }
+                if !subresources.is_empty() {
+                    e["subresources"] = json!(subresources);
+                }
+                expected.push(e);
+            }
+            assert_eq!(v["resources"], json!(expected), "{group}/{version}");
+        }
+    }
+    let vm = &items[0]["versions"][0]["resources"][0];
+    assert_eq!(vm["resource"], "virtualmachines");
+    assert_eq!(vm["shortNames"], json!(["vm", "vms"]));
+    assert_eq!(vm["subresources"][0]["subresource"], "status");
+}
+
+#[test]
+fn aggregated_discovery_etag_v2beta1_and_core() {
+    let s = TestServer::start();
+    let r = s.request("GET", "/apis", &[("Accept", AGGREGATED_ACCEPT)], None);
+    let etag = r.header("etag").expect("an ETag").to_string();
+    assert!(etag.starts_with('"') && etag.len() == 130, "{etag}");
+    assert_eq!(r.header("cache-control"), Some("public"));
+    let again =
+        s.request("GET", "/apis", &[("Accept", AGGREGATED_ACCEPT), ("If-None-Match", &etag)], None);
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    assert_eq!(again.header("etag"), Some(etag.as_str()));
+    let stale = s.request(
+        "GET",
+        "/apis",
+        &[("Accept", AGGREGATED_ACCEPT), ("If-None-Match", "\"0123\"")],
+        None,
+    );
+    assert_eq!(stale.status, 200);
+
+    let beta = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+    let r = s.request("GET", "/apis", &[("Accept", beta)], None);
+    assert_eq!(r.header("content-type"), Some(beta));
+    assert_eq!(r.json()["apiVersion"], "apidiscovery.k8s.io/v2beta1");
+
+    // A.10: no core versions, so no core groups.
+    let r = s.request("GET", "/api", &[("Accept", AGGREGATED_ACCEPT)], None);
     assert_eq!(r.status, 200);
-    let ct = r.header("Content-Type").unwrap_or("");
-    assert_eq!(ct.split(';').next(), Some("application/json"));
-    assert!(!ct.contains("apidiscovery"), "{ct}: a plain APIGroupList");
-    assert_eq!(r.json()["kind"], "APIGroupList");
+    let doc = r.json();
+    assert_eq!(doc["kind"], "APIGroupDiscoveryList");
+    assert_eq!(doc["items"], json!([]));
+    assert!(r.header("etag").is_some());
+
+    // A plain clause first, or an unknown version, gets the legacy document.
+    for accept in [
+        "application/json,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList,application/json",
+    ] {
+        let r = s.request("GET", "/apis", &[("Accept", accept)], None);
+        assert_eq!(r.json()["kind"], "APIGroupList", "{accept}");
+    }
 }

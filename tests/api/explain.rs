@@ -1,5 +1,6 @@
 //! `kubectl explain` answers from our OpenAPI document: kinds' spec and status fields, their types,
-//! enums and list keys, as kubectl 1.32 reads them from `/openapi/v3`.
+//! enums and list keys, as kubectl 1.32 reads them from `/openapi/v3`, and from `/openapi/v2` as
+//! protobuf with `--output plaintext-openapiv2`.
 
 use crate::common::{Kubectl, TestServer};
 
@@ -100,4 +101,35 @@ fn explain_status_nested_fields_and_other_groups() {
     let out = k.ok(&["explain", "vm.spec.runStrategy", "--api-version=kubevirt.io/v1alpha3"]);
     assert!(out.contains("VERSION:    v1alpha3"), "{out}");
     assert!(out.contains("WaitAsReceiver"), "{out}");
+}
+
+#[test]
+fn explain_vm_metadata_and_the_openapi_v2_protobuf() {
+    let s = TestServer::start();
+    let k = Kubectl::new(&s);
+    let out = k.ok(&["explain", "vm"]);
+    assert!(out.contains("GROUP:      kubevirt.io"), "{out}");
+    assert!(out.contains("KIND:       VirtualMachine"), "{out}");
+    let names: Vec<String> = fields(&out).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["apiVersion", "kind", "metadata", "spec", "status"], "{out}");
+
+    let out = k.ok(&["explain", "vm.metadata.labels"]);
+    assert!(out.contains("FIELD: labels <map[string]string>"), "{out}");
+    assert!(out.contains("Map of string keys and values"), "{out}");
+
+    // The v2 path: client-go's OpenAPISchema() reads /openapi/v2 as gnostic protobuf.
+    let out = k.ok(&["explain", "vm", "--output", "plaintext-openapiv2"]);
+    assert!(out.contains("KIND:     VirtualMachine"), "{out}");
+    assert!(out.contains("VERSION:  kubevirt.io/v1"), "{out}");
+    for field in
+        ["apiVersion\t<string>", "metadata\t<Object>", "spec\t<Object>", "status\t<Object>"]
+    {
+        assert!(out.contains(field), "{field}: {out}");
+    }
+    assert!(out.contains("Desired state of the VirtualMachine."), "{out}");
+    let out = k.ok(&["explain", "vm.metadata.labels", "--output", "plaintext-openapiv2"]);
+    assert!(out.contains("FIELD:    labels <map[string]string>"), "{out}");
+    let out = k.ok(&["explain", "dv.spec", "--output", "plaintext-openapiv2"]);
+    assert!(out.contains("KIND:     DataVolume"), "{out}");
+    assert!(out.contains("Desired DataVolume."), "{out}");
 }

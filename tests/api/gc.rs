@@ -75,12 +75,19 @@ fn foreground_waits_for_dependents() {
 fn orphan_keeps_dependents_without_the_reference() {
     let s = TestServer::start_with(ServerOptions { memory: true, ..Default::default() });
     owner_and_dependent(&s, "or", true);
+    let owned_refs = |vmi: &Value| {
+        let entries = vmi["metadata"]["managedFields"].as_array().cloned().unwrap_or_default();
+        entries.iter().any(|e| e["fieldsV1"]["f:metadata"].get("f:ownerReferences").is_some())
+    };
+    assert!(owned_refs(&s.get(&format!("{VMIS}/or")).json()));
     let r = s.delete(&format!("{VMS}/or?propagationPolicy=Orphan"));
     assert_eq!(r.status, 200);
     eventually(Duration::from_secs(5), || gone(&s, &format!("{VMS}/or")));
     let vmi = s.get(&format!("{VMIS}/or"));
     assert_eq!(vmi.status, 200);
     assert!(vmi.json()["metadata"].get("ownerReferences").is_none(), "{}", vmi.text());
+    // Whoever set the reference no longer owns it: the collector's write is an update too.
+    assert!(!owned_refs(&vmi.json()), "{}", vmi.text());
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! kubectl 1.32 as the first real client: discovery, apply, create, get, delete against the real
-//! binary, each test with its own server, kubeconfig and discovery cache.
+//! binary, each test with its own server, kubeconfig and discovery cache; the server's Tables give
+//! `get` and `get -w` the printer columns.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -7,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use virt_apiserver::generated::{GROUPS, RESOURCES};
 
-use crate::common::{repo_root, Kubectl, TestServer};
+use crate::common::{eventually, repo_root, Kubectl, TestServer};
 
 fn manifest_path(name: &str) -> PathBuf {
     repo_root().join("tests/manifests").join(name)
@@ -498,4 +499,147 @@ fn delete_cascades_to_owned_instances() {
             gone(format!("{vmis}/{cascade}"));
         }
     }
+}
+
+/// Sets a VM's printable status and Ready condition through `/status`, as virt-controller would.
+fn set_vm_status(server: &TestServer, ns: &str, name: &str, printable: &str, ready: &str) {
+    let res = crate::common::preferred("kubevirt.io", "virtualmachines");
+    let status = serde_json::json!({"status": {"printableStatus": printable,
+        "conditions": [{"type": "Ready", "status": ready}]}});
+    let path = format!("{}/status", crate::common::item_path(res, ns, name));
+    let r = server.patch(&path, "application/merge-patch+json", &status);
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// The column names of a kubectl table's header line.
+fn header(text: &str) -> Vec<&str> {
+    text.lines().next().unwrap_or("").split_whitespace().collect()
+}
+
+#[test]
+fn get_prints_the_printer_columns() {
+    let server = TestServer::start();
+    let k = Kubectl::in_namespace(&server, "columns");
+    k.ok(&["apply", "-f", p(&manifest_path("vm.yaml"))]);
+    set_vm_status(&server, "columns", "fedora-vm", "Running", "True");
+
+    // The server's Table (B.8): Name, then the document's columns for the kind.
+    let out = k.ok(&["get", "vm"]);
+    assert_eq!(header(&out), ["NAME", "AGE", "STATUS", "READY"], "{out}");
+    let rows = table(&out);
+    assert_eq!(rows.len(), 1, "{out}");
+    assert_eq!(
+        (rows[0]["NAME"].as_str(), rows[0]["STATUS"].as_str(), rows[0]["READY"].as_str()),
+        ("fedora-vm", "Running", "True"),
+        "{out}"
+    );
+    let age = &rows[0]["AGE"];
+    assert!(age.ends_with('s') || age.ends_with('m'), "an age: {out}");
+
+    // Row metadata feeds -A and --show-labels; one object prints the same columns.
+    let out = k.ok(&["get", "vm", "-A"]);
+    assert_eq!(header(&out), ["NAMESPACE", "NAME", "AGE", "STATUS", "READY"], "{out}");
+    let out = k.ok(&["get", "vm", "--show-labels"]);
+    assert_eq!(header(&out), ["NAME", "AGE", "STATUS", "READY", "LABELS"], "{out}");
+    let out = k.ok(&["get", "vm", "fedora-vm"]);
+    assert_eq!(header(&out), ["NAME", "AGE", "STATUS", "READY"], "{out}");
+    assert_eq!(table(&out)[0]["STATUS"], "Running", "{out}");
+    // --sort-by asks for whole objects in the rows.
+    let out = k.ok(&["get", "vm", "--sort-by=.metadata.name"]);
+    assert_eq!(table(&out)[0]["NAME"], "fedora-vm", "{out}");
+}
+
+#[test]
+fn get_with_chunk_size_pages_through_the_list() {
+    let server = TestServer::start();
+    let k = Kubectl::in_namespace(&server, "chunks");
+    let res = crate::common::preferred("kubevirt.io", "virtualmachines");
+    let names: Vec<String> = (1..=5).map(|i| format!("vm-{i}")).collect();
+    for n in &names {
+        server.create(res, &crate::common::object(res, "chunks", n));
+    }
+    let run = k.run(&["get", "vm", "--chunk-size=2", "-v=6"]);
+    assert!(run.ok(), "{}", run.describe());
+    let out = run.stdout();
+    let listed: Vec<String> = table(&out).iter().map(|r| r["NAME"].clone()).collect();
+    assert_eq!(listed, names, "every object, once, in order:\n{out}");
+    // Three requests of two, the later ones continuing the first (-v=6 logs each request).
+    let err = run.stderr();
+    let pages: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("GET ") && l.contains("/virtualmachines?") && l.contains("limit=2"))
+        .collect();
+    assert_eq!(pages.len(), 3, "{}", run.describe());
+    assert_eq!(pages.iter().filter(|l| l.contains("continue=")).count(), 2, "{err}");
+    // As JSON too: one List of everything.
+    let list = json(&k.ok(&["get", "vm", "--chunk-size=2", "-o", "json"]));
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(5));
+}
+
+#[test]
+fn describe_shows_the_virtual_machine() {
+    let server = TestServer::start();
+    let k = Kubectl::in_namespace(&server, "describe");
+    k.ok(&["apply", "-f", p(&manifest_path("vm.yaml"))]);
+    let out = k.ok(&["describe", "vm", "fedora-vm"]);
+    for want in [
+        "Name:         fedora-vm",
+        "Namespace:    describe",
+        "app=fedora",
+        "API Version:  kubevirt.io/v1",
+        "Kind:         VirtualMachine",
+        "Spec:",
+        "Run Strategy:  Always",
+        "Template:",
+        "Events:",
+    ] {
+        assert!(out.contains(want), "{want:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn get_watch_prints_the_printer_columns() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    let server = TestServer::start();
+    let k = Kubectl::in_namespace(&server, "watching");
+    k.ok(&["apply", "-f", p(&manifest_path("vm.yaml"))]);
+    let mut child =
+        k.command(&["get", "vm", "-w"]).stdout(Stdio::piped()).spawn().expect("start kubectl");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let line_with = |needle: &str| -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return l,
+                Ok(_) => {}
+                Err(e) => panic!("kubectl get -w printed no line with {needle:?}: {e}"),
+            }
+        }
+    };
+    let head = line_with("NAME");
+    assert_eq!(head.split_whitespace().collect::<Vec<_>>(), ["NAME", "AGE", "STATUS", "READY"]);
+    line_with("fedora-vm");
+    // Changes arrive as Table rows with the same columns.
+    eventually(Duration::from_secs(20), || {
+        server.get("/metrics").text().contains("apiserver_registered_watchers 1").then_some(())
+    });
+    set_vm_status(&server, "watching", "fedora-vm", "Stopped", "False");
+    let row = line_with("Stopped");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!((cells[0], cells[2], cells[3]), ("fedora-vm", "Stopped", "False"), "{row}");
+    let _ = child.kill();
+    let _ = child.wait();
 }

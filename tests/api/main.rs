@@ -20,6 +20,7 @@ mod lists;
 mod openapi;
 mod seed_ops;
 mod subresources;
+mod table;
 mod tls;
 mod token;
 mod validation;

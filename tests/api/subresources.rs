@@ -524,3 +524,85 @@ fn kubectl_scale_writes_spec_replicas() {
     let shown = run(&["get", "vmirs", "rs", "-o", "jsonpath={.spec.replicas}"]);
     assert_eq!(shown, "1");
 }
+
+const APPLY: &str = "application/apply-patch+yaml";
+
+fn scale_apply(s: &TestServer, name: &str, manager: &str, body: &Value) -> Resp {
+    s.patch(&format!("{}/scale?fieldManager={manager}", rs(name)), APPLY, body)
+}
+
+fn scale_config(name: &str, replicas: i64) -> Value {
+    json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+           "metadata": {"name": name, "namespace": NS}, "spec": {"replicas": replicas}})
+}
+
+/// Server-side apply of a Scale (kube's fieldmanager ScaleHandler): the replica count is owned
+/// under the `scale` subresource on the object itself, and conflicts with the main resource's
+/// appliers both ways.
+#[test]
+fn apply_on_scale_owns_the_replica_count() {
+    let s = TestServer::start();
+    replica_set(&s, "rs");
+    // Its creator owns the count (an Update entry), so the first apply conflicts with it.
+    let st = failure(&scale_apply(&s, "rs", "hpa", &scale_config("rs", 3)), 409, "Conflict");
+    assert!(st["message"].as_str().unwrap().ends_with(": .spec.replicas"), "{st}");
+    let out = ok(scale_apply(&s, "rs", "hpa&force=true", &scale_config("rs", 3)), 200);
+    assert_eq!(out["kind"], "Scale", "{out}");
+    assert_eq!(out["spec"]["replicas"], 3, "{out}");
+    let obj = ok(s.get(&rs("rs")), 200);
+    assert_eq!(obj["spec"]["replicas"], 3);
+    let entries = obj["metadata"]["managedFields"].as_array().expect("managedFields").clone();
+    let hpa: Vec<&Value> = entries.iter().filter(|e| e["manager"] == "hpa").collect();
+    assert_eq!(hpa.len(), 1, "{entries:?}");
+    assert_eq!(hpa[0]["operation"], "Apply");
+    assert_eq!(hpa[0]["subresource"], "scale");
+    assert_eq!(hpa[0]["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+
+    // An applier of the main resource that wants another count conflicts with it.
+    let main = object("VirtualMachineInstanceReplicaSet", "rs", json!({"replicas": 5}));
+    let path = format!("{}?fieldManager=deployer", rs("rs"));
+    let st = failure(&s.patch(&path, APPLY, &main), 409, "Conflict");
+    assert_eq!(
+        st["message"],
+        "Apply failed with 1 conflict: conflict with \"hpa\" with subresource \"scale\": .spec.replicas",
+    );
+    // Forcing takes it; then the Scale applier conflicts in turn.
+    ok(s.patch(&format!("{path}&force=true"), APPLY, &main), 200);
+    let st = failure(&scale_apply(&s, "rs", "hpa", &scale_config("rs", 4)), 409, "Conflict");
+    assert!(st["message"].as_str().unwrap().contains("conflict with \"deployer\""), "{st}");
+
+    // Same count, no conflict; the object is untouched apart from ownership.
+    let before = ok(s.get(&rs("rs")), 200);
+    ok(scale_apply(&s, "rs", "hpa", &scale_config("rs", 5)), 200);
+    let after = ok(s.get(&rs("rs")), 200);
+    assert_eq!(after["spec"], before["spec"]);
+    assert_eq!(after["status"], before["status"]);
+}
+
+#[test]
+fn apply_on_scale_checks_its_body() {
+    let s = TestServer::start();
+    replica_set(&s, "rs");
+    let mut wrong = scale_config("rs", 3);
+    wrong["apiVersion"] = json!("kubevirt.io/v1");
+    let st = failure(&scale_apply(&s, "rs", "hpa", &wrong), 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        "Incorrect version specified in apply patch. Specified patch version: kubevirt.io/v1, expected: autoscaling/v1"
+    );
+    let mut unknown = scale_config("rs", 3);
+    unknown["spec"]["bogus"] = json!(1);
+    let st = failure(&scale_apply(&s, "rs", "hpa", &unknown), 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        format!("failed to create typed patch object ({NS}/rs; autoscaling/v1, Kind=Scale): .spec.bogus: field not declared in schema")
+    );
+    let st = failure(
+        &s.patch(&format!("{}/scale", rs("rs")), APPLY, &scale_config("rs", 3)),
+        422,
+        "Invalid",
+    );
+    assert!(st["message"].as_str().unwrap().contains("fieldManager: Required value"), "{st}");
+    failure(&scale_apply(&s, "missing", "hpa", &scale_config("missing", 3)), 404, "NotFound");
+    assert_eq!(ok(s.get(&rs("rs")), 200)["spec"]["replicas"], 2);
+}

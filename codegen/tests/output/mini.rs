@@ -158,6 +158,10 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
 pub static OPENAPI_V2: &[u8] = include_bytes!(
     concat!(env!("OUT_DIR"), "/openapi-v2.json")
 );
+/// The same document as gnostic's `openapi.v2.Document` protobuf, encoded at build time.
+pub static OPENAPI_V2_PB: &[u8] = include_bytes!(
+    concat!(env!("OUT_DIR"), "/openapi-v2.pb")
+);
 /// One OpenAPI v3 document per group-version, derived from the v2 document at build time.
 pub static OPENAPI_V3: &[crate::resource::OpenApiV3Doc] = &[
     crate::resource::OpenApiV3Doc {

@@ -210,3 +210,37 @@ async fn discovery_finds_every_group() {
     api.create(&PostParams::default(), &vm("found")).await.unwrap();
     assert_eq!(api.list(&ListParams::default()).await.unwrap().items.len(), 1);
 }
+
+#[tokio::test]
+async fn aggregated_discovery_finds_every_group_in_one_round_trip() {
+    let s = start().await;
+    // `/apis` and `/api` as apidiscovery.k8s.io/v2 (B.7); `/api` lists no groups (A.10), which
+    // the aggregated form expresses without excluding the core group.
+    let discovery = Discovery::new(client(&s).await).run_aggregated().await.unwrap();
+    let groups: Vec<String> = discovery.groups().map(|g| g.name().to_string()).collect();
+    for g in
+        ["kubevirt.io", "cdi.kubevirt.io", "upload.cdi.kubevirt.io", "instancetype.kubevirt.io"]
+    {
+        assert!(groups.iter().any(|x| x == g), "{g} missing from {groups:?}");
+    }
+    assert!(!groups.iter().any(|g| g.is_empty()), "no core group: {groups:?}");
+    let kv = discovery.get("kubevirt.io").unwrap();
+    assert_eq!(kv.preferred_version_or_latest(), "v1");
+    assert_eq!(kv.versions().collect::<Vec<_>>(), ["v1", "v1alpha3", "v1alpha2"]);
+    let (ar, caps) = kv
+        .recommended_resources()
+        .into_iter()
+        .find(|(ar, _)| ar.kind == "VirtualMachine")
+        .expect("VirtualMachine is discovered");
+    assert_eq!(ar.plural, "virtualmachines");
+    assert_eq!(caps.scope, Scope::Namespaced);
+    assert!(caps.supports_operation("watch"));
+    assert!(
+        caps.subresources.iter().any(|(sub, _)| sub.plural == "status"),
+        "the status subresource: {:?}",
+        caps.subresources
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client(&s).await, "agg", &ar);
+    api.create(&PostParams::default(), &vm("found")).await.unwrap();
+    assert_eq!(api.list(&ListParams::default()).await.unwrap().items.len(), 1);
+}

@@ -1,0 +1,152 @@
+//! What the workloads need from a server under test, and the HTTP and /proc helpers both
+//! implementations share.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::stream::Stream;
+
+/// A server under test. `set` groups objects: a namespace for us, a key prefix for etcd.
+pub trait Backend: Sync {
+    fn label(&self) -> &'static str;
+    /// Stores `body` as a new object; answers the size of what the server says it stored.
+    fn create(
+        &self,
+        agent: &ureq::Agent,
+        set: &str,
+        name: &str,
+        body: &str,
+    ) -> Result<usize, String>;
+    fn get(&self, agent: &ureq::Agent, set: &str, name: &str) -> Result<(), String>;
+    /// Reads all of `set` in pages of `limit` at one revision; answers (items, pages).
+    fn list(&self, agent: &ureq::Agent, set: &str, limit: usize) -> Result<(usize, usize), String>;
+    /// Rewrites an existing object (the `i`th time); answers the revision written.
+    fn update(
+        &self,
+        agent: &ureq::Agent,
+        set: &str,
+        name: &str,
+        body: &str,
+        i: usize,
+    ) -> Result<u64, String>;
+    /// Watches one object from now on; the stream's lines go to `tx`.
+    fn watch(
+        &self,
+        set: &str,
+        name: &str,
+        tx: mpsc::Sender<(Vec<u8>, Instant)>,
+    ) -> Result<Stream, String>;
+    /// The revisions of the events in one line of a watch stream.
+    fn event_revisions(&self, line: &[u8]) -> Vec<u64>;
+    /// Stops the server and starts it again on the same data; answers the time to serving.
+    fn restart(&mut self) -> Result<Duration, String>;
+    fn pid(&self) -> u32;
+    /// `(commits, writes)` from the server's own counters, when it has them.
+    fn write_counters(&self) -> Option<(u64, u64)>;
+    /// 429 answers seen so far.
+    fn throttled(&self) -> u64;
+}
+
+/// One keep-alive connection pool per client thread.
+pub fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new().timeout(Duration::from_secs(60)).max_idle_connections(4).build()
+}
+
+/// Sends a request and answers the body of a 2xx. A 429 (the in-flight limits) is counted in
+/// `throttled` and retried as a client honouring Retry-After would, so the run goes on and the
+/// count decides at the end.
+pub fn send(
+    req: ureq::Request,
+    body: Option<&str>,
+    throttled: &AtomicU64,
+) -> Result<String, String> {
+    let url = req.url().to_owned();
+    for _ in 0..100 {
+        let res = match body {
+            Some(b) if req.header("Content-Type").is_none() => {
+                req.clone().set("Content-Type", "application/json").send_string(b)
+            }
+            Some(b) => req.clone().send_string(b),
+            None => req.clone().call(),
+        };
+        return match res {
+            Ok(r) => r.into_string().map_err(|e| format!("{url}: reading the body: {e}")),
+            Err(ureq::Error::Status(429, _)) => {
+                throttled.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            Err(ureq::Error::Status(code, r)) => {
+                let text = r.into_string().unwrap_or_default();
+                Err(format!("{url}: {code}: {}", text.chars().take(300).collect::<String>()))
+            }
+            Err(e) => Err(format!("{url}: {e}")),
+        };
+    }
+    Err(format!("{url}: still 429 after 100 tries"))
+}
+
+/// A number that JSON may carry as a string (etcd's gateway writes int64 as strings, kube
+/// writes resourceVersion as one).
+pub fn num(v: &serde_json::Value) -> u64 {
+    v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())).unwrap_or(0)
+}
+
+/// Resident memory of a process, in bytes: all, its peak, and the anonymous part (what is not
+/// file pages such as SQLite's or bbolt's memory maps).
+#[derive(Clone, Copy, Default)]
+pub struct Memory {
+    pub rss: u64,
+    pub peak: u64,
+    pub anon: u64,
+}
+
+pub fn memory(pid: u32) -> Result<Memory, String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .ok_or_else(|| format!("no {name} in /proc/{pid}/status"))
+    };
+    Ok(Memory { rss: field("VmRSS:")?, peak: field("VmHWM:")?, anon: field("RssAnon:")? })
+}
+
+/// Polls `ready` until it answers true; answers the time since `t0`.
+pub fn wait_ready(
+    t0: Instant,
+    limit: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Result<Duration, String> {
+    while t0.elapsed() < limit {
+        if ready() {
+            return Ok(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Err(format!("not serving after {limit:?}"))
+}
+
+/// Asks a process to stop with SIGTERM, as an operator would; SIGKILL if it lingers.
+pub fn stop(child: &mut std::process::Child) {
+    let _ = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(15) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A free loopback port, for servers (etcd) that cannot report the port they took.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    l.local_addr().unwrap().port()
+}

@@ -1,0 +1,295 @@
+//! What kube's strict decoders report beyond unknown fields: keys repeated within one JSON or
+//! YAML mapping, and JSON patch operations with fields an operation does not have. Decoding
+//! itself keeps the last of repeated keys, as Go's decoders do; these passes find the rest so
+//! `fieldValidation` can warn about them or refuse them (see `validation::admit`). Pure functions.
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+/// At most this many repeated YAML keys are reported; each costs one more parse of the body.
+const MAX_YAML_DUPLICATES: usize = 32;
+
+/// The fields a JSON patch operation may carry (RFC 6902).
+const JSON_PATCH_FIELDS: [&str; 4] = ["op", "path", "value", "from"];
+
+/// The paths of keys that appear more than once in one JSON object of `raw`, kube-style
+/// (`spec.replicas`), in document order. Anything that is not JSON yields nothing.
+pub fn duplicate_fields(raw: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let walk = JsonWalk { path: String::new(), found: &mut found };
+    if walk.deserialize(&mut de).is_err() {
+        return Vec::new();
+    }
+    found
+}
+
+/// kube's strict JSON patch errors (handlers/patch.go decodes the operations strictly):
+/// `json patch unknown field "[0].foo"` and `json patch duplicate field "[1].path"`, by operation.
+pub fn json_patch_field_errors(raw: &[u8]) -> Vec<String> {
+    let Ok(Value::Array(ops)) = serde_json::from_slice::<Value>(raw) else { return Vec::new() };
+    let duplicates = duplicate_fields(raw);
+    let mut out = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let prefix = format!("[{i}].");
+        if let Some(fields) = op.as_object() {
+            let mut unknown: Vec<&String> =
+                fields.keys().filter(|k| !JSON_PATCH_FIELDS.contains(&k.as_str())).collect();
+            unknown.sort();
+            out.extend(unknown.iter().map(|k| format!("json patch unknown field \"[{i}].{k}\"")));
+        }
+        out.extend(
+            duplicates
+                .iter()
+                .filter(|p| p.strip_prefix(&prefix).is_some_and(|rest| !rest.contains(['.', '['])))
+                .map(|p| format!("json patch duplicate field \"{p}\"")),
+        );
+    }
+    out
+}
+
+/// Keys repeated within one mapping of a YAML document, as yaml.v2's strict decoder words them
+/// (`line 10: key "foo" already set in map`), in document order. `text` must already parse.
+///
+/// serde_yaml gives a visitor no positions, but an error raised while a key is read carries
+/// that key's line: each pass stops at the first repeated key not reported yet.
+pub fn yaml_duplicate_keys(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    while out.len() < MAX_YAML_DUPLICATES {
+        let pass = YamlPass { skip: out.len(), seen: Cell::new(0) };
+        let de = serde_yaml::Deserializer::from_str(text);
+        let Err(err) = YamlWalk(&pass).deserialize(de) else { break };
+        let (Some(key), Some(at)) = (pass_key(&err), err.location()) else { break };
+        out.push(format!("line {}: key {key} already set in map", at.line()));
+    }
+    out
+}
+
+/// The quoted key a pass stopped at, from the error it raised (`<path>: DUP"key"`).
+fn pass_key(err: &serde_yaml::Error) -> Option<String> {
+    let msg = err.to_string();
+    let at = msg.find(DUPLICATE_MARK)?;
+    let rest = &msg[at + DUPLICATE_MARK.len()..];
+    // serde_yaml appends " at line N column M" to the message.
+    Some(rest.rsplit_once(" at line ").map_or(rest, |(k, _)| k).to_string())
+}
+
+const DUPLICATE_MARK: &str = "repeated key ";
+
+/// The visitor methods of a walk that only looks at mappings: scalars end it.
+macro_rules! scalars_are_leaves {
+    () => {
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+    };
+}
+
+/// Visits every value of a JSON document, remembering repeated keys.
+struct JsonWalk<'a> {
+    path: String,
+    found: &'a mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for JsonWalk<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for JsonWalk<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    scalars_are_leaves!();
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        loop {
+            let path = format!("{}[{i}]", self.path);
+            let item = JsonWalk { path, found: &mut *self.found };
+            if seq.next_element_seed(item)?.is_none() {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path =
+                if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+            if !seen.insert(key) {
+                self.found.push(path.clone());
+            }
+            map.next_value_seed(JsonWalk { path, found: &mut *self.found })?;
+        }
+        Ok(())
+    }
+}
+
+/// One pass over a YAML document: lets the first `skip` repeated keys through and stops at the
+/// next one.
+struct YamlPass {
+    skip: usize,
+    seen: Cell<usize>,
+}
+
+struct YamlWalk<'a>(&'a YamlPass);
+
+impl<'de> DeserializeSeed<'de> for YamlWalk<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for YamlWalk<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    scalars_are_leaves!();
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(YamlWalk(self.0))?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let seen = std::cell::RefCell::new(HashSet::new());
+        while map.next_key_seed(YamlKey { pass: self.0, seen: &seen })?.is_some() {
+            map.next_value_seed(YamlWalk(self.0))?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads one mapping key and fails, at that key's position, on the first unreported repeat.
+struct YamlKey<'a> {
+    pass: &'a YamlPass,
+    seen: &'a std::cell::RefCell<HashSet<String>>,
+}
+
+impl YamlKey<'_> {
+    fn key<E: de::Error>(self, key: String) -> Result<(), E> {
+        if self.seen.borrow_mut().insert(key.clone()) {
+            return Ok(());
+        }
+        let n = self.pass.seen.get() + 1;
+        self.pass.seen.set(n);
+        if n > self.pass.skip {
+            // Go's %#v of a string key.
+            return Err(E::custom(format!("{DUPLICATE_MARK}{key:?}")));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for YamlKey<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for YamlKey<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a scalar mapping key")
+    }
+    fn visit_str<E: de::Error>(self, k: &str) -> Result<(), E> {
+        self.key(k.to_string())
+    }
+    fn visit_bool<E: de::Error>(self, k: bool) -> Result<(), E> {
+        self.key(k.to_string())
+    }
+    fn visit_i64<E: de::Error>(self, k: i64) -> Result<(), E> {
+        self.key(k.to_string())
+    }
+    fn visit_u64<E: de::Error>(self, k: u64) -> Result<(), E> {
+        self.key(k.to_string())
+    }
+    fn visit_f64<E: de::Error>(self, k: f64) -> Result<(), E> {
+        self.key(k.to_string())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.key("null".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_duplicate_json_keys_with_paths() {
+        let raw = br#"{"spec":{"a":1,"b":[{"x":1,"x":2}],"a":3},"kind":"K","kind":"K"}"#;
+        assert_eq!(duplicate_fields(raw), ["spec.b[0].x", "spec.a", "kind"]);
+        assert!(duplicate_fields(b"a: 1\na: 2\n").is_empty());
+        assert!(duplicate_fields(br#"{"a":{"b":1},"c":{"b":2}}"#).is_empty());
+    }
+
+    #[test]
+    fn finds_repeated_yaml_keys_with_their_lines() {
+        let text = "a: 1\nb:\n  c: 2\n  c:\n    x: 3\na: 4\nl:\n- {k: 1, k: 2}\nm:\n  c: 1\n";
+        assert_eq!(
+            yaml_duplicate_keys(text),
+            [
+                "line 4: key \"c\" already set in map",
+                "line 6: key \"a\" already set in map",
+                "line 8: key \"k\" already set in map",
+            ]
+        );
+        assert!(yaml_duplicate_keys("a: 1\nb: {a: 1}\n").is_empty());
+        // JSON is YAML: one line.
+        assert_eq!(
+            yaml_duplicate_keys(r#"{"spec":{"x":1,"x":2}}"#),
+            ["line 1: key \"x\" already set in map"]
+        );
+        let many: String = (0..100).map(|_| "k: 1\n").collect();
+        assert_eq!(yaml_duplicate_keys(&many).len(), MAX_YAML_DUPLICATES);
+    }
+
+    #[test]
+    fn json_patch_fields_are_checked_per_operation() {
+        let raw = br#"[{"op":"add","path":"/a","value":1,"foo":"bar"},
+                       {"op":"add","path":"/b","path":"/c","value":2},
+                       {"op":"add","path":"/d","value":{"x":1,"x":2}}]"#;
+        assert_eq!(
+            json_patch_field_errors(raw),
+            ["json patch unknown field \"[0].foo\"", "json patch duplicate field \"[1].path\""]
+        );
+        assert!(json_patch_field_errors(br#"{"op":"add"}"#).is_empty());
+    }
+}
