@@ -1,11 +1,13 @@
 //! Object decoding as create and update see it: a JSON or YAML body (the first byte picks the
-//! media type) decoded, its nesting bounded, and its metadata validated.
+//! media type) decoded, its nesting bounded, its metadata validated, and its repeated keys
+//! found as strict decoding reports them.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use virt_apiserver::api::codec::decode_body;
 use virt_apiserver::limits::check_depth;
 use virt_apiserver::meta;
+use virt_apiserver::strict_decoding;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&kind, body)) = data.split_first() else { return };
@@ -19,4 +21,8 @@ fuzz_target!(|data: &[u8]| {
         let _ = meta::validate(m, kind & 4 == 0);
     }
     let _ = serde_json::to_vec(&obj);
+    let _ = strict_decoding::duplicate_fields(body);
+    if let Ok(text) = std::str::from_utf8(body) {
+        let _ = strict_decoding::yaml_duplicate_keys(text);
+    }
 });

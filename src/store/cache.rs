@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::{RwLock, RwLockReadGuard};
+use std::sync::{Mutex, RwLock, RwLockReadGuard};
 
 use bytes::Bytes;
 
@@ -31,7 +31,22 @@ pub struct Entry {
 #[derive(Default)]
 pub struct Cache {
     state: RwLock<State>,
+    /// Recent `count_after` answers: a paged list asks once per page, each time after a later
+    /// key at the same revision, so the next answer is the last one less the keys in between
+    /// (one page), instead of a walk to the end of the collection on every page.
+    counts: Mutex<Vec<Counted>>,
 }
+
+/// `count_after(prefix, after, rev) == count`.
+struct Counted {
+    prefix: Box<str>,
+    after: Box<str>,
+    rev: u64,
+    count: u64,
+}
+
+/// How many `count_after` answers are remembered (one per concurrent paged list).
+const REMEMBERED_COUNTS: usize = 32;
 
 #[derive(Default)]
 struct State {
@@ -43,7 +58,7 @@ struct State {
 impl Cache {
     /// A cache holding `objects` at revision `rev` (the state read at start-up).
     pub fn new(rev: u64, objects: BTreeMap<Box<str>, Entry>) -> Cache {
-        Cache { state: RwLock::new(State { rev, objects }) }
+        Cache { state: RwLock::new(State { rev, objects }), counts: Mutex::default() }
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -85,7 +100,29 @@ impl Cache {
     /// revision.
     pub fn count_after(&self, prefix: &str, after: &str, rev: u64) -> Option<u64> {
         let st = self.read();
-        (st.rev == rev).then(|| range(&st.objects, prefix, Some(after)).count() as u64)
+        if st.rev != rev {
+            return None;
+        }
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        counts.retain(|c| c.rev == rev);
+        let known = counts
+            .iter()
+            .filter(|c| &*c.prefix == prefix && &*c.after <= after)
+            .max_by(|a, b| a.after.cmp(&b.after));
+        let count = match known {
+            Some(c) => {
+                let between = range(&st.objects, prefix, Some(&c.after))
+                    .take_while(|(k, _)| &***k <= after)
+                    .count() as u64;
+                c.count - between
+            }
+            None => range(&st.objects, prefix, Some(after)).count() as u64,
+        };
+        if counts.len() >= REMEMBERED_COUNTS {
+            counts.remove(0);
+        }
+        counts.push(Counted { prefix: prefix.into(), after: after.into(), rev, count });
+        Some(count)
     }
 
     /// Moves the state to `rev` by the committed changes (`None`: the key was deleted).
@@ -160,5 +197,22 @@ mod tests {
         assert_eq!(c.count_after("g/p/", "g/p/a/x", 3), None);
         assert_eq!(c.get("g/p0"), None);
         assert_eq!(c.get("g/p/c/z"), entry(4));
+    }
+
+    #[test]
+    fn counts_after_consecutive_keys_match_a_full_walk() {
+        let c = Cache::default();
+        let keys: Vec<String> = (0..50).map(|i| format!("g/p/ns/o{i:03}")).collect();
+        c.apply(1, keys.iter().map(|k| (k.as_str(), entry(1))).chain([("g/q/x", entry(1))]));
+        for page in keys.chunks(7) {
+            let last = page.last().unwrap();
+            let want = keys.iter().filter(|k| k.as_str() > last.as_str()).count() as u64;
+            assert_eq!(c.count_after("g/p/", last, 1), Some(want));
+        }
+        // Back to an earlier key, another prefix, and a new revision: each still exact.
+        assert_eq!(c.count_after("g/p/", &keys[3], 1), Some(46));
+        assert_eq!(c.count_after("g/", &keys[48], 1), Some(2));
+        c.apply(2, [("g/p/ns/o000", None)]);
+        assert_eq!(c.count_after("g/p/", "", 2), Some(49));
     }
 }
