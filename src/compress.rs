@@ -30,12 +30,12 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
     })
 }
 
-/// gzip level 1 would do for speed, but the large bodies are mostly the OpenAPI documents,
-/// served from memory; the default level is what clients expect sizes from.
+/// Level 1, as kube-apiserver's `defaultGzipContentEncodingLevel`: the least CPU for ratios
+/// within 1.1–1.3× of the best.
 fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut enc = flate2::write::GzEncoder::new(
         Vec::with_capacity(bytes.len() / 4),
-        flate2::Compression::default(),
+        flate2::Compression::fast(),
     );
     enc.write_all(bytes)?;
     enc.finish()

@@ -124,16 +124,35 @@ fn deleting(obj: &Value) -> bool {
 /// A pass holds every object at once; keeping whole decoded objects would cost several times
 /// the store's memory for a large store.
 fn gc_view(bytes: &[u8]) -> Result<Value, StoreError> {
+    // Typed, so that serde skips everything else without building it (a pass reads every
+    // object: the rest of metadata, managedFields above all, would cost more than the scan).
     #[derive(serde::Deserialize)]
     struct View {
         #[serde(default)]
-        metadata: serde_json::Map<String, Value>,
+        metadata: Meta,
     }
-    // The other fields of metadata are small, but only these are kept.
-    const FIELDS: [&str; 5] = ["uid", "name", "finalizers", "deletionTimestamp", "ownerReferences"];
-    let view: View = serde_json::from_slice(bytes)?;
-    let metadata: serde_json::Map<String, Value> =
-        view.metadata.into_iter().filter(|(k, _)| FIELDS.contains(&k.as_str())).collect();
+    #[derive(serde::Deserialize, Default)]
+    #[serde(rename_all = "camelCase")]
+    struct Meta {
+        uid: Option<Value>,
+        name: Option<Value>,
+        finalizers: Option<Value>,
+        deletion_timestamp: Option<Value>,
+        owner_references: Option<Value>,
+    }
+    let View { metadata: m } = serde_json::from_slice(bytes)?;
+    let mut metadata = serde_json::Map::new();
+    for (field, value) in [
+        ("uid", m.uid),
+        ("name", m.name),
+        ("finalizers", m.finalizers),
+        ("deletionTimestamp", m.deletion_timestamp),
+        ("ownerReferences", m.owner_references),
+    ] {
+        if let Some(v) = value {
+            metadata.insert(field.into(), v);
+        }
+    }
     Ok(json!({ "metadata": metadata }))
 }
 
