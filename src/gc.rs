@@ -2,8 +2,10 @@
 //! inside the server, since there is no controller manager.
 //!
 //! The collector keeps no state of its own: everything it acts on is in the objects (finalizers,
-//! deletion timestamps, owner references), so a restart simply rescans. A pass lists every object,
-//! indexes them by uid, and then:
+//! deletion timestamps, owner references), so a restart simply rescans. A pass reads every
+//! object's bytes, decodes only those that have owners or are being deleted (most have neither,
+//! and their bytes say so), looks each owner up where its reference points (kind, name,
+//! namespace; gone unless that object has the referenced uid, as kube's `isDangling`), and then:
 //! - an owner being deleted with the `orphan` finalizer has its dependents' references to it
 //!   removed, then the finalizer;
 //! - an owner being deleted with `foregroundDeletion` has its dependents deleted (in the
@@ -156,6 +158,23 @@ fn gc_view(bytes: &[u8]) -> Result<Value, StoreError> {
     Ok(json!({ "metadata": metadata }))
 }
 
+/// What marks an object a pass must judge: it has owners, or it is being deleted.
+const NEEDLES: [&[u8]; 2] = [b"\"ownerReferences\"", b"\"deletionTimestamp\""];
+
+/// The storage key of the owner a reference (from the object at `dependent_key`) names, if its
+/// kind is served.
+fn owner_key(dependent_key: &str, r: &Value) -> Option<String> {
+    let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+    let group = field("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+    let res = RESOURCES.iter().find(|res| res.group == group && res.kind == field("kind"))?;
+    let namespace = if res.namespaced { dependent_key.split('/').nth(2).unwrap_or("") } else { "" };
+    Some(crate::api::object_key(res, namespace, field("name")))
+}
+
+async fn owner_has_uid(state: &AppState, key: &str, uid: &str) -> Result<bool, ApiError> {
+    Ok(state.store.get(key).await?.is_some_and(|o| meta_str(&o, "uid") == uid))
+}
+
 /// One pass over every object; true when it changed something.
 pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
     let mut all: Vec<(String, Value)> = Vec::new();
@@ -172,13 +191,39 @@ pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
             .await?;
         start_after = page.items.last().map(|(k, _)| k.clone());
         for (key, bytes) in page.items {
-            all.push((key, gc_view(&bytes)?));
+            // Most objects neither own nor are owned nor are being deleted: their bytes say so
+            // without a parse (a nested `ownerReferences`, in a template, only costs a parse).
+            if NEEDLES.iter().any(|n| memchr::memmem::find(&bytes, n).is_some()) {
+                all.push((key, gc_view(&bytes)?));
+            }
         }
         if !page.more {
             break;
         }
     }
-    let alive: HashSet<&str> = all.iter().map(|(_, o)| meta_str(o, "uid")).collect();
+    // Owners are looked up where their references point, as kube's collector does: an owner
+    // is there when the object of that kind, name and namespace has the referenced uid.
+    let mut found: HashMap<(String, String), bool> = HashMap::new();
+    let mut dangling: HashMap<&str, HashSet<String>> = HashMap::new();
+    for (key, obj) in &all {
+        let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+        for r in refs.into_iter().flatten() {
+            let Some(uid) = r.get("uid").and_then(Value::as_str) else { continue };
+            let owner_key = owner_key(key, r).unwrap_or_default();
+            let there = match found.get(&(uid.to_string(), owner_key.clone())) {
+                Some(&there) => there,
+                None => {
+                    let there =
+                        !owner_key.is_empty() && owner_has_uid(state, &owner_key, uid).await?;
+                    found.insert((uid.to_string(), owner_key), there);
+                    there
+                }
+            };
+            if !there {
+                dangling.entry(key.as_str()).or_default().insert(uid.to_string());
+            }
+        }
+    }
     // owner uid → its dependents' keys, and whether each blocks the owner's deletion.
     let mut dependents: HashMap<&str, Vec<(&str, bool)>> = HashMap::new();
     for (key, obj) in &all {
@@ -227,7 +272,9 @@ pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
         if owners.is_empty() {
             continue;
         }
-        let gone = |u: &str| !alive.contains(u);
+        let none = HashSet::new();
+        let dangling_here = dangling.get(key.as_str()).unwrap_or(&none);
+        let gone = |u: &str| dangling_here.contains(u);
         if owners.iter().all(|(u, _)| gone(u)) {
             if !deleting(obj) {
                 let opts = DeleteOptions {

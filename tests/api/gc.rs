@@ -109,7 +109,13 @@ fn dependents_of_missing_owners_are_collected_and_dangling_refs_dropped() {
         "shared",
         json!([dead, {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "name": "alive", "uid": alive}]),
     );
+    // An owner is found where its reference points: the right uid under another name is gone.
+    orphaned(
+        "misnamed",
+        json!([{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "name": "other", "uid": alive}]),
+    );
     eventually(Duration::from_secs(5), || gone(&s, &format!("{VMIS}/lonely")));
+    eventually(Duration::from_secs(5), || gone(&s, &format!("{VMIS}/misnamed")));
     eventually(Duration::from_secs(5), || {
         let refs = s.get(&format!("{VMIS}/shared")).json()["metadata"]["ownerReferences"].clone();
         (refs.as_array().map(Vec::len) == Some(1) && refs[0]["uid"] == alive.as_str()).then_some(())
