@@ -246,9 +246,9 @@ pub(crate) async fn apply_scale(
         "kind": res.kind,
         "metadata": scale.get("metadata").cloned().unwrap_or_else(|| Value::Object(Map::new())),
     });
-    if let Some(replicas) = scale.pointer("/spec/replicas") {
-        let replicas = subresource::spec_replicas_of(&scale, true).map(|_| replicas.clone())?;
-        subresource::set_nested(&mut config, info.spec_replicas_path, replicas)?;
+    if scale.pointer("/spec/replicas").is_some() {
+        let replicas = subresource::spec_replicas_of(&scale, true)?;
+        subresource::set_nested(&mut config, info.spec_replicas_path, Value::from(replicas))?;
     }
     let request = Request::new(res, &target, &opts, Scope::Scale(info.spec_replicas_path));
     let key = object_key(res, target.namespace.as_deref().unwrap_or(""), request.name());
@@ -316,7 +316,7 @@ impl<'a> Request<'a> {
                 ),
             });
         }
-        self.check_name(&obj)?;
+        self.target.check_identity(&obj)?;
         write::check_create_meta(self.res, self.target, &mut obj)?;
         write::init_new_object(self.res, &mut obj)?;
         write::check_size(&obj)?;
@@ -344,7 +344,7 @@ impl<'a> Request<'a> {
             return Err(ApiError::optimistic_lock(self.res, self.name()));
         }
         let obj = self.merge(&for_version(self.res, current), config)?;
-        self.check_name(&obj)?;
+        self.target.check_identity(&obj)?;
         let how =
             Commit { part: self.target.part, dry_run: self.dry_run, owner: Ownership::Applied };
         match write::commit_update(state, self.res, key, current, obj, how).await {
@@ -369,25 +369,6 @@ impl<'a> Request<'a> {
             sync_last_applied(self.manager, config, &mut out);
         }
         Ok(out)
-    }
-
-    /// The merged object must still be the one the URL names (patch.go `checkName`).
-    fn check_name(&self, obj: &Value) -> Result<(), ApiError> {
-        let name = meta_str(obj, "name");
-        if name != self.name() {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({name}) does not match the name on the URL ({})",
-                self.name()
-            )));
-        }
-        let (ns, want) =
-            (meta_str(obj, "namespace"), self.target.namespace.as_deref().unwrap_or(""));
-        if !want.is_empty() && !ns.is_empty() && ns != want {
-            return Err(ApiError::bad_request(format!(
-                "the namespace of the object ({ns}) does not match the namespace on the request ({want})"
-            )));
-        }
-        Ok(())
     }
 }
 

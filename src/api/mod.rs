@@ -57,6 +57,26 @@ impl Target {
     fn name(&self) -> &str {
         self.name.as_deref().unwrap_or("")
     }
+
+    /// A written object must be the one the URL names: its name, and its namespace when it
+    /// gives one (handlers/rest.go `checkName`, patch.go for the patched result).
+    fn check_identity(&self, obj: &Value) -> Result<(), ApiError> {
+        let name = meta_str(obj, "name");
+        if name != self.name() {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({name}) does not match the name on the URL ({})",
+                self.name()
+            )));
+        }
+        let ns = meta_str(obj, "namespace");
+        if !self.ns().is_empty() && !ns.is_empty() && ns != self.ns() {
+            return Err(ApiError::bad_request(format!(
+                "the namespace of the object ({ns}) does not match the namespace on the request ({})",
+                self.ns()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The storage key of one object: `<group>/<plural>/<namespace>/<name>`, shared by all versions.

@@ -188,20 +188,7 @@ pub async fn update_scale(
             "the body of the request must be a {SCALE_API_VERSION} {SCALE_KIND}, not {api_version} {kind}"
         )));
     }
-    let body_name = meta_str(&scale, "name");
-    if body_name != target.name() {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({body_name}) does not match the name on the URL ({})",
-            target.name()
-        )));
-    }
-    let body_ns = meta_str(&scale, "namespace");
-    if !body_ns.is_empty() && body_ns != target.ns() {
-        return Err(ApiError::bad_request(format!(
-            "the namespace of the object ({body_ns}) does not match the namespace on the request ({})",
-            target.ns()
-        )));
-    }
+    target.check_identity(&scale)?;
     let change = ScaleChange::Replace(scale);
     write_scale(state, res, &target, format, dry_run, &manager, change).await
 }

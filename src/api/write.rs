@@ -128,26 +128,13 @@ pub async fn update(
     check_type_meta(res, &obj)?;
     let name = target.name();
     let admitted = validation::admit(res, &mut obj, body_via(req, &body), field_validation)?;
+    check_system_field_types(res, name, metadata_mut(&mut obj)?)?;
+    target.check_identity(&obj)?;
     let meta = metadata_mut(&mut obj)?;
-    check_system_field_types(res, name, meta)?;
-    let body_name = meta.get("name").and_then(Value::as_str).unwrap_or("");
-    if body_name != name {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({body_name}) does not match the name on the URL ({name})"
-        )));
-    }
-    let body_ns = meta.get("namespace").and_then(Value::as_str).unwrap_or("").to_string();
-    if res.namespaced {
-        if body_ns.is_empty() {
-            meta.insert("namespace".into(), Value::String(target.ns().into()));
-        } else if body_ns != target.ns() {
-            return Err(ApiError::bad_request(format!(
-                "the namespace of the object ({body_ns}) does not match the namespace on the request ({})",
-                target.ns()
-            )));
-        }
-    } else {
+    if !res.namespaced {
         meta.remove("namespace");
+    } else if meta.get("namespace").and_then(Value::as_str).unwrap_or("").is_empty() {
+        meta.insert("namespace".into(), Value::String(target.ns().into()));
     }
     let rv = meta.get("resourceVersion").and_then(Value::as_str).unwrap_or("").to_string();
     if rv.is_empty() {
