@@ -43,7 +43,7 @@ pub fn tokens(api: &Api) -> TokenStream {
             }
         })
     });
-    let services = api.routes.iter().map(service);
+    let services = services(&api.routes);
     let handlers =
         api.routes.iter().flat_map(|r| r.operations.iter().map(move |op| handler(api, r, op)));
     quote! {
@@ -57,9 +57,10 @@ pub fn tokens(api: &Api) -> TokenStream {
         pub static OPENAPI_V2_PB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/openapi-v2.pb"));
         /// One OpenAPI v3 document per group-version, derived from the v2 document at build time.
         pub static OPENAPI_V3: &[crate::resource::OpenApiV3Doc] = &[#(#v3),*];
-        /// Registers one `web::resource` per document path.
+        /// Registers one `web::resource` per document path, those below a group-version in
+        /// that group-version's `web::scope`.
         pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
-            #(#services)*
+            #services
         }
         #(#handlers)*
     }
@@ -148,8 +149,60 @@ fn ident(name: &str) -> Ident {
     Ident::new(name, Span::call_site())
 }
 
-fn service(route: &Route) -> TokenStream {
-    let pattern = match route.patterns.as_slice() {
+/// The static prefix (`/apis/{group}/{version}`; two segments elsewhere: `/api/v1`) a route's paths sit
+/// below, if they all do.
+fn scope_of(route: &Route) -> Option<String> {
+    let depth = if route.path.starts_with("/apis/") { 3 } else { 2 };
+    let prefix: Vec<&str> = route.path.split('/').skip(1).take(depth).collect();
+    if prefix.len() < depth || prefix.iter().any(|s| s.is_empty() || s.contains('{')) {
+        return None;
+    }
+    let prefix = format!("/{}", prefix.join("/"));
+    let below = |p: &String| {
+        p.strip_prefix(&prefix).is_some_and(|rest| rest.len() > 1 && rest.starts_with('/'))
+    };
+    route.patterns.iter().all(below).then_some(prefix)
+}
+
+/// Routes below a group-version go in one `web::scope` each: actix tries a request against every
+/// registered pattern in turn (a regex each), so a scope's static prefix, checked once, spares
+/// the patterns of every other group-version. The rest are registered first, as before, so a
+/// scope never shadows them (a scope matches its own prefix too).
+fn services(routes: &[Route]) -> TokenStream {
+    let mut scopes: Vec<(String, Vec<TokenStream>)> = Vec::new();
+    let mut top = Vec::new();
+    for route in routes {
+        match scope_of(route) {
+            Some(prefix) => {
+                let tokens = service(route, &prefix, quote!(scope));
+                match scopes.iter_mut().find(|(p, _)| *p == prefix) {
+                    Some((_, group)) => group.push(tokens),
+                    None => scopes.push((prefix, vec![tokens])),
+                }
+            }
+            None => top.push(service(route, "", quote!(cfg))),
+        }
+    }
+    let scopes = scopes.into_iter().map(|(prefix, services)| {
+        quote! {
+            cfg.service({
+                let scope = ::actix_web::web::scope(#prefix);
+                #(let scope = #services;)*
+                scope
+            });
+        }
+    });
+    quote! {
+        #(#top;)*
+        #(#scopes)*
+    }
+}
+
+/// `target.service(resource)` for `route`, its patterns relative to `prefix`.
+fn service(route: &Route, prefix: &str, target: TokenStream) -> TokenStream {
+    let patterns: Vec<&str> =
+        route.patterns.iter().map(|p| p.strip_prefix(prefix).unwrap_or(p)).collect();
+    let pattern = match patterns.as_slice() {
         [one] => quote!(#one),
         many => quote!([#(#many),*]),
     };
@@ -178,7 +231,7 @@ fn service(route: &Route) -> TokenStream {
         }
     });
     quote! {
-        cfg.service(::actix_web::web::resource(#pattern) #(#routes)* #fallback);
+        #target.service(::actix_web::web::resource(#pattern) #(#routes)* #fallback)
     }
 }
 

@@ -183,7 +183,8 @@ pub static OPENAPI_V3: &[crate::resource::OpenApiV3Doc] = &[
         ),
     },
 ];
-/// Registers one `web::resource` per document path.
+/// Registers one `web::resource` per document path, those below a group-version in
+/// that group-version's `web::scope`.
 pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
     cfg.service(
         ::actix_web::web::resource("/").route(::actix_web::web::get().to(get_root_paths)),
@@ -220,10 +221,6 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
             .route(::actix_web::web::get().to(get_openapi_v3_index)),
     );
     cfg.service(
-        ::actix_web::web::resource("/openapi/v3/apis/{group}/{version}")
-            .route(::actix_web::web::get().to(get_openapi_v3_document)),
-    );
-    cfg.service(
         ::actix_web::web::resource(["/apis/zoo.example.io/", "/apis/zoo.example.io"])
             .route(::actix_web::web::get().to(get_zoo_example_io_api_group)),
     );
@@ -235,270 +232,11 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
             .route(::actix_web::web::get().to(get_zoo_example_io_v1beta1_api_resources)),
     );
     cfg.service(
-        ::actix_web::web::resource(
-                "/apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals",
-            )
-            .route(
-                ::actix_web::web::get().to(list_zoo_example_io_v1beta1_namespaced_animal),
-            )
-            .route(
-                ::actix_web::web::post()
-                    .to(create_zoo_example_io_v1beta1_namespaced_animal),
-            )
-            .route(
-                ::actix_web::web::delete()
-                    .to(delete_zoo_example_io_v1beta1_collection_namespaced_animal),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[2], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource(
-                "/apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals/{name}",
-            )
-            .route(
-                ::actix_web::web::get().to(read_zoo_example_io_v1beta1_namespaced_animal),
-            )
-            .route(
-                ::actix_web::web::put()
-                    .to(replace_zoo_example_io_v1beta1_namespaced_animal),
-            )
-            .route(
-                ::actix_web::web::patch()
-                    .to(patch_zoo_example_io_v1beta1_namespaced_animal),
-            )
-            .route(
-                ::actix_web::web::delete()
-                    .to(delete_zoo_example_io_v1beta1_namespaced_animal),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[2], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1beta1/animals")
-            .route(
-                ::actix_web::web::get()
-                    .to(list_zoo_example_io_v1beta1_animal_for_all_namespaces),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[2], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource(
-                "/apis/zoo.example.io/v1beta1/watch/namespaces/{namespace}/animals",
-            )
-            .route(
-                ::actix_web::web::get()
-                    .to(watch_zoo_example_io_v1beta1_namespaced_animal_list),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[2], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource(
-                "/apis/zoo.example.io/v1beta1/watch/namespaces/{namespace}/animals/{name}",
-            )
-            .route(
-                ::actix_web::web::get()
-                    .to(watch_zoo_example_io_v1beta1_namespaced_animal),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[2], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1beta1/watch/animals")
-            .route(
-                ::actix_web::web::get()
-                    .to(watch_zoo_example_io_v1beta1_animal_list_for_all_namespaces),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[2], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1beta1/healthz")
-            .route(::actix_web::web::get().to(get_zoo_example_io_v1beta1_healthz)),
-    );
-    cfg.service(
         ::actix_web::web::resource([
                 "/apis/zoo.example.io/v1/",
                 "/apis/zoo.example.io/v1",
             ])
             .route(::actix_web::web::get().to(get_zoo_example_io_v1_api_resources)),
-    );
-    cfg.service(
-        ::actix_web::web::resource(
-                "/apis/zoo.example.io/v1/namespaces/{namespace}/animals",
-            )
-            .route(::actix_web::web::get().to(list_zoo_example_io_v1_namespaced_animal))
-            .route(
-                ::actix_web::web::post().to(create_zoo_example_io_v1_namespaced_animal),
-            )
-            .route(
-                ::actix_web::web::delete()
-                    .to(delete_zoo_example_io_v1_collection_namespaced_animal),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[0], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource(
-                "/apis/zoo.example.io/v1/namespaces/{namespace}/animals/{name}",
-            )
-            .route(::actix_web::web::get().to(read_zoo_example_io_v1_namespaced_animal))
-            .route(
-                ::actix_web::web::put().to(replace_zoo_example_io_v1_namespaced_animal),
-            )
-            .route(
-                ::actix_web::web::patch().to(patch_zoo_example_io_v1_namespaced_animal),
-            )
-            .route(
-                ::actix_web::web::delete().to(delete_zoo_example_io_v1_namespaced_animal),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[0], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1/animals")
-            .route(
-                ::actix_web::web::get()
-                    .to(list_zoo_example_io_v1_animal_for_all_namespaces),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[0], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource(
-                "/apis/zoo.example.io/v1/watch/namespaces/{namespace}/animals",
-            )
-            .route(
-                ::actix_web::web::get()
-                    .to(watch_zoo_example_io_v1_namespaced_animal_list),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[0], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource(
-                "/apis/zoo.example.io/v1/watch/namespaces/{namespace}/animals/{name}",
-            )
-            .route(::actix_web::web::get().to(watch_zoo_example_io_v1_namespaced_animal))
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[0], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1/watch/animals")
-            .route(
-                ::actix_web::web::get()
-                    .to(watch_zoo_example_io_v1_animal_list_for_all_namespaces),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[0], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1/enclosures")
-            .route(::actix_web::web::get().to(list_zoo_example_io_v1_enclosure))
-            .route(::actix_web::web::post().to(create_zoo_example_io_v1_enclosure))
-            .route(
-                ::actix_web::web::delete()
-                    .to(delete_zoo_example_io_v1_collection_enclosure),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[1], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1/enclosures/{name}")
-            .route(::actix_web::web::get().to(read_zoo_example_io_v1_enclosure))
-            .route(::actix_web::web::put().to(replace_zoo_example_io_v1_enclosure))
-            .route(::actix_web::web::patch().to(patch_zoo_example_io_v1_enclosure))
-            .route(::actix_web::web::delete().to(delete_zoo_example_io_v1_enclosure))
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[1], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1/enclosures/{name}/status")
-            .route(::actix_web::web::get().to(read_zoo_example_io_v1_enclosure_status))
-            .route(
-                ::actix_web::web::put().to(replace_zoo_example_io_v1_enclosure_status),
-            )
-            .route(
-                ::actix_web::web::patch().to(patch_zoo_example_io_v1_enclosure_status),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[1], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1/enclosures/{name}/scale")
-            .route(::actix_web::web::get().to(read_zoo_example_io_v1_enclosure_scale))
-            .route(::actix_web::web::put().to(replace_zoo_example_io_v1_enclosure_scale))
-            .route(::actix_web::web::patch().to(patch_zoo_example_io_v1_enclosure_scale))
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[1], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1/watch/enclosures")
-            .route(::actix_web::web::get().to(watch_zoo_example_io_v1_enclosure_list))
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[1], &req)
-                }),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1/watch/enclosures/{name}")
-            .route(::actix_web::web::get().to(watch_zoo_example_io_v1_enclosure))
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[1], &req)
-                }),
-            ),
     );
     cfg.service(
         ::actix_web::web::resource([
@@ -516,20 +254,354 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                 ::actix_web::web::get().to(get_tickets_example_io_v1alpha1_api_resources),
             ),
     );
-    cfg.service(
-        ::actix_web::web::resource(
-                "/apis/tickets.example.io/v1alpha1/namespaces/{namespace}/ticketrequests",
-            )
-            .route(
-                ::actix_web::web::post()
-                    .to(create_tickets_example_io_v1alpha1_namespaced_ticket_request),
-            )
-            .default_service(
-                ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                    crate::api::method_not_allowed(&RESOURCES[3], &req)
-                }),
-            ),
-    );
+    cfg.service({
+        let scope = ::actix_web::web::scope("/openapi/v3");
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/apis/{group}/{version}")
+                    .route(::actix_web::web::get().to(get_openapi_v3_document)),
+            );
+        scope
+    });
+    cfg.service({
+        let scope = ::actix_web::web::scope("/apis/zoo.example.io/v1beta1");
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/namespaces/{namespace}/animals")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(list_zoo_example_io_v1beta1_namespaced_animal),
+                    )
+                    .route(
+                        ::actix_web::web::post()
+                            .to(create_zoo_example_io_v1beta1_namespaced_animal),
+                    )
+                    .route(
+                        ::actix_web::web::delete()
+                            .to(
+                                delete_zoo_example_io_v1beta1_collection_namespaced_animal,
+                            ),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/namespaces/{namespace}/animals/{name}")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(read_zoo_example_io_v1beta1_namespaced_animal),
+                    )
+                    .route(
+                        ::actix_web::web::put()
+                            .to(replace_zoo_example_io_v1beta1_namespaced_animal),
+                    )
+                    .route(
+                        ::actix_web::web::patch()
+                            .to(patch_zoo_example_io_v1beta1_namespaced_animal),
+                    )
+                    .route(
+                        ::actix_web::web::delete()
+                            .to(delete_zoo_example_io_v1beta1_namespaced_animal),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/animals")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(list_zoo_example_io_v1beta1_animal_for_all_namespaces),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/watch/namespaces/{namespace}/animals")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(watch_zoo_example_io_v1beta1_namespaced_animal_list),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource(
+                        "/watch/namespaces/{namespace}/animals/{name}",
+                    )
+                    .route(
+                        ::actix_web::web::get()
+                            .to(watch_zoo_example_io_v1beta1_namespaced_animal),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/watch/animals")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(
+                                watch_zoo_example_io_v1beta1_animal_list_for_all_namespaces,
+                            ),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/healthz")
+                    .route(
+                        ::actix_web::web::get().to(get_zoo_example_io_v1beta1_healthz),
+                    ),
+            );
+        scope
+    });
+    cfg.service({
+        let scope = ::actix_web::web::scope("/apis/zoo.example.io/v1");
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/namespaces/{namespace}/animals")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(list_zoo_example_io_v1_namespaced_animal),
+                    )
+                    .route(
+                        ::actix_web::web::post()
+                            .to(create_zoo_example_io_v1_namespaced_animal),
+                    )
+                    .route(
+                        ::actix_web::web::delete()
+                            .to(delete_zoo_example_io_v1_collection_namespaced_animal),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/namespaces/{namespace}/animals/{name}")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(read_zoo_example_io_v1_namespaced_animal),
+                    )
+                    .route(
+                        ::actix_web::web::put()
+                            .to(replace_zoo_example_io_v1_namespaced_animal),
+                    )
+                    .route(
+                        ::actix_web::web::patch()
+                            .to(patch_zoo_example_io_v1_namespaced_animal),
+                    )
+                    .route(
+                        ::actix_web::web::delete()
+                            .to(delete_zoo_example_io_v1_namespaced_animal),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/animals")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(list_zoo_example_io_v1_animal_for_all_namespaces),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/watch/namespaces/{namespace}/animals")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(watch_zoo_example_io_v1_namespaced_animal_list),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource(
+                        "/watch/namespaces/{namespace}/animals/{name}",
+                    )
+                    .route(
+                        ::actix_web::web::get()
+                            .to(watch_zoo_example_io_v1_namespaced_animal),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/watch/animals")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(watch_zoo_example_io_v1_animal_list_for_all_namespaces),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/enclosures")
+                    .route(::actix_web::web::get().to(list_zoo_example_io_v1_enclosure))
+                    .route(
+                        ::actix_web::web::post().to(create_zoo_example_io_v1_enclosure),
+                    )
+                    .route(
+                        ::actix_web::web::delete()
+                            .to(delete_zoo_example_io_v1_collection_enclosure),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/enclosures/{name}")
+                    .route(::actix_web::web::get().to(read_zoo_example_io_v1_enclosure))
+                    .route(
+                        ::actix_web::web::put().to(replace_zoo_example_io_v1_enclosure),
+                    )
+                    .route(
+                        ::actix_web::web::patch().to(patch_zoo_example_io_v1_enclosure),
+                    )
+                    .route(
+                        ::actix_web::web::delete().to(delete_zoo_example_io_v1_enclosure),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/enclosures/{name}/status")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(read_zoo_example_io_v1_enclosure_status),
+                    )
+                    .route(
+                        ::actix_web::web::put()
+                            .to(replace_zoo_example_io_v1_enclosure_status),
+                    )
+                    .route(
+                        ::actix_web::web::patch()
+                            .to(patch_zoo_example_io_v1_enclosure_status),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/enclosures/{name}/scale")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(read_zoo_example_io_v1_enclosure_scale),
+                    )
+                    .route(
+                        ::actix_web::web::put()
+                            .to(replace_zoo_example_io_v1_enclosure_scale),
+                    )
+                    .route(
+                        ::actix_web::web::patch()
+                            .to(patch_zoo_example_io_v1_enclosure_scale),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/watch/enclosures")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(watch_zoo_example_io_v1_enclosure_list),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                        }),
+                    ),
+            );
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/watch/enclosures/{name}")
+                    .route(::actix_web::web::get().to(watch_zoo_example_io_v1_enclosure))
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                        }),
+                    ),
+            );
+        scope
+    });
+    cfg.service({
+        let scope = ::actix_web::web::scope("/apis/tickets.example.io/v1alpha1");
+        let scope = scope
+            .service(
+                ::actix_web::web::resource("/namespaces/{namespace}/ticketrequests")
+                    .route(
+                        ::actix_web::web::post()
+                            .to(
+                                create_tickets_example_io_v1alpha1_namespaced_ticket_request,
+                            ),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            crate::api::method_not_allowed(&RESOURCES[3], &req)
+                        }),
+                    ),
+            );
+        scope
+    });
 }
 /// `getRootPaths`: `GET /`
 async fn get_root_paths(
