@@ -5,6 +5,11 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use clap::Parser;
+
+// Every request decodes, checks and encodes JSON trees: many small short-lived allocations, which
+// glibc's allocator serves at ~25% of a write's CPU.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use virt_apiserver::authn::TokenFile;
 use virt_apiserver::authz::Abac;
 use virt_apiserver::filters::Filters;
