@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::store::{Event, EventType, ListRequest, Store, StoreError, Subscription};
+use crate::store::{Bytes, Event, EventType, ListRequest, Store, StoreError, Subscription};
 
 /// Objects read per store call for a watch's initial state.
 const START_PAGE: usize = 1000;
@@ -40,6 +40,9 @@ pub struct WatchEvent {
     pub rev: u64,
     /// The object to send; its `metadata.resourceVersion` is `rev`.
     pub object: Arc<Value>,
+    /// `object` as stored, when it is exactly that (not for a selector's synthetic delete):
+    /// every watcher of an event sends the same bytes instead of encoding it again.
+    pub value: Option<Bytes>,
 }
 
 /// What a watch yields.
@@ -180,13 +183,15 @@ impl Watch {
                     ..Default::default()
                 };
                 loop {
-                    let page = store.list(req.clone()).await?;
+                    let page = store.list_raw(req.clone()).await?;
                     req.revision = Some(page.revision);
                     req.start_after = page.items.last().map(|(k, _)| k.clone());
-                    for (_, object) in page.items {
+                    for (_, value) in page.items {
+                        let object: Value = serde_json::from_slice(&value)?;
                         if (self.predicate)(&object) {
                             let rev = resource_version(&object)?;
-                            let event = WatchEvent { kind: EventType::Added, rev, object };
+                            let (object, value) = (Arc::new(object), Some(value));
+                            let event = WatchEvent { kind: EventType::Added, rev, object, value };
                             backlog.push_back(Item::Event(event));
                         }
                     }
@@ -223,19 +228,22 @@ impl Watch {
             return None;
         }
         let matches = |v: &Value| (self.predicate)(v);
-        let (kind, object) = match event.kind {
+        let stored = Some(event.value.clone());
+        let (kind, object, value) = match event.kind {
             EventType::Added => {
-                (matches(&event.object).then_some(EventType::Added)?, event.object.clone())
+                (matches(&event.object).then_some(EventType::Added)?, event.object.clone(), stored)
             }
             // The tombstone holds the last content, so judging it judges the old object.
-            EventType::Deleted => {
-                (matches(&event.object).then_some(EventType::Deleted)?, event.object.clone())
-            }
+            EventType::Deleted => (
+                matches(&event.object).then_some(EventType::Deleted)?,
+                event.object.clone(),
+                stored,
+            ),
             EventType::Modified => {
                 let old = event.prev.as_deref().is_some_and(matches);
                 match (old, matches(&event.object)) {
-                    (false, true) => (EventType::Added, event.object.clone()),
-                    (true, true) => (EventType::Modified, event.object.clone()),
+                    (false, true) => (EventType::Added, event.object.clone(), stored),
+                    (true, true) => (EventType::Modified, event.object.clone(), stored),
                     // The object left the selection: the client sees it deleted, with the
                     // previous content at the new revision.
                     (true, false) => {
@@ -244,13 +252,13 @@ impl Watch {
                         {
                             meta.insert("resourceVersion".into(), event.rev.to_string().into());
                         }
-                        (EventType::Deleted, Arc::new(last))
+                        (EventType::Deleted, Arc::new(last), None)
                     }
                     (false, false) => return None,
                 }
             }
         };
-        Some(WatchEvent { kind, rev: event.rev, object })
+        Some(WatchEvent { kind, rev: event.rev, object, value })
     }
 }
 

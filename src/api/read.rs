@@ -679,6 +679,9 @@ impl WatchStream {
                     EventType::Modified => "MODIFIED",
                     EventType::Deleted => "DELETED",
                 };
+                if let (None, Some(stored)) = (&self.table, &ev.value) {
+                    return Some(self.stored_line(kind, stored));
+                }
                 let object = for_version(self.res, &ev.object);
                 let object = match &mut self.table {
                     None => object,
@@ -726,6 +729,14 @@ impl WatchStream {
         Some(line(&value))
     }
 
+    fn stored_line(&mut self, kind: &str, stored: &[u8]) -> Bytes {
+        stored_event_line(self.res, kind, stored).unwrap_or_else(|e| {
+            // Stored bytes always decode; should they not, the watch ends with the error.
+            self.done = true;
+            line(&json!({"type": "ERROR", "object": e.to_status()}))
+        })
+    }
+
     /// A BOOKMARK: the watched kind with only a resourceVersion (B.5); the watch-list's end
     /// bookmark also carries kube 1.32's annotations.
     fn bookmark(&self, rev: u64, initial_events_end: bool) -> Bytes {
@@ -761,6 +772,17 @@ async fn sleep_until_some(at: Option<Instant>) {
 }
 
 /// One watch event: compact JSON and a newline (clients split on newlines).
+/// An event line around an object's stored bytes, as `line` encodes the event with the object
+/// from `for_version`: a fan-out to many watchers encodes nothing per watcher.
+fn stored_event_line(res: &ResourceInfo, kind: &str, stored: &[u8]) -> Result<Bytes, ApiError> {
+    let api_version = serde_json::to_vec(&res.api_version()).unwrap_or_default();
+    let mut out = Vec::with_capacity(stored.len() + api_version.len() + 32);
+    out.extend_from_slice(b"{\"object\":");
+    encode_item(res, &api_version, stored, &mut out)?;
+    out.extend_from_slice(format!(",\"type\":\"{kind}\"}}\n").as_bytes());
+    Ok(Bytes::from(out))
+}
+
 fn line(value: &Value) -> Bytes {
     let mut bytes = serde_json::to_vec(value).unwrap_or_default();
     bytes.push(b'\n');
@@ -792,6 +814,23 @@ mod tests {
             continue_token: continue_token.map(Into::into),
             remaining,
         }
+    }
+
+    #[test]
+    fn a_stored_event_line_is_the_encoded_event_byte_for_byte() {
+        let res = &crate::generated::RESOURCES[0];
+        for obj in [
+            json!({"apiVersion": "other/v9", "kind": "K", "metadata": {"name": "a"},
+                   "spec": {"s": "q\"u\\o\"te {[", "n": -1.5e3, "apiVersion": "nested"}}),
+            json!({"metadata": {"name": "no-api-version"}}),
+        ] {
+            let stored = serde_json::to_vec(&obj).unwrap();
+            for kind in ["ADDED", "MODIFIED", "DELETED"] {
+                let want = line(&json!({"type": kind, "object": for_version(res, &obj)}));
+                assert_eq!(stored_event_line(res, kind, &stored).unwrap(), want);
+            }
+        }
+        assert!(stored_event_line(res, "ADDED", b"{\"apiVersion\":").is_err());
     }
 
     #[test]

@@ -463,6 +463,7 @@ impl Engine {
                 key: row.get(1)?,
                 kind,
                 object: Arc::new(serde_json::from_slice(&value)?),
+                value: Bytes::from(value),
                 prev,
                 size,
             }));
@@ -542,6 +543,7 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 key,
                 kind: EventType::Added,
                 object: obj.clone(),
+                value: bytes.clone(),
                 prev: None,
                 size: bytes.len(),
             };
@@ -569,6 +571,7 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 key,
                 kind: EventType::Modified,
                 object: obj.clone(),
+                value: bytes.clone(),
                 prev: Some(Arc::new(prev)),
                 size: bytes.len() + old.value.len(),
             };
@@ -582,7 +585,7 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
             // and the delete answer both carry it (B.5).
             let mut last = prev.clone();
             set_resource_version(&mut last, rev)?;
-            let bytes = serde_json::to_vec(&last)?;
+            let bytes = Bytes::from(serde_json::to_vec(&last)?);
             conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
                 rev,
                 key,
@@ -590,7 +593,7 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 1,
                 old.create_rev,
                 old.rev,
-                bytes
+                &bytes[..]
             ])?;
             conn.prepare_cached(sql::CURRENT_DELETE)?.execute([&key])?;
             let last = Arc::new(last);
@@ -599,8 +602,9 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 key,
                 kind: EventType::Deleted,
                 object: last.clone(),
-                prev: Some(Arc::new(prev)),
                 size: bytes.len() + old.value.len(),
+                value: bytes,
+                prev: Some(Arc::new(prev)),
             };
             Ok(Staged { event, entry: None, answer: last })
         }

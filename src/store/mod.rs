@@ -103,6 +103,8 @@ pub struct Event {
     pub kind: EventType,
     /// The new state; for `Deleted`, the last state with the delete's revision.
     pub object: Arc<Value>,
+    /// `object` as stored: watches send these bytes rather than encoding `object` again each.
+    pub value: Bytes,
     /// The state before the write (`None` for `Added`), for selector transitions.
     pub prev: Option<Arc<Value>>,
     /// Stored bytes of `object` and `prev`: what a queued event costs, for queue limits.
