@@ -12,7 +12,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
 
-use super::codec::{negotiate, respond, with_warnings};
+use super::codec::{negotiate, respond, with_warnings, Answer};
 use super::params::{FieldValidation, Query};
 use super::subresource::{self, SCALE_API_VERSION, SCALE_KIND};
 use super::write::{self, Commit, Ownership};
@@ -202,8 +202,8 @@ pub(crate) async fn apply(
             None => request.create(state, &key, &config).await?,
             Some(current) => request.update(state, &key, &current, &config).await?,
         };
-        if let Some((code, obj)) = outcome {
-            return Ok(with_warnings(respond(code, format, &for_version(res, &obj))?, &warnings));
+        if let Some((code, answer)) = outcome {
+            return Ok(with_warnings(answer.respond(res, code, format)?, &warnings));
         }
     }
     Err(ApiError::optimistic_lock(res, request.name()))
@@ -256,8 +256,8 @@ pub(crate) async fn apply_scale(
         let Some(current) = state.store.get(&key).await? else {
             return Err(ApiError::not_found(res, request.name()));
         };
-        if let Some((code, obj)) = request.update(state, &key, &current, &config).await? {
-            let (view, _) = subresource::to_scale(info, &obj)?;
+        if let Some((code, answer)) = request.update(state, &key, &current, &config).await? {
+            let (view, _) = subresource::to_scale(info, answer.object())?;
             return Ok(with_warnings(respond(code, format, &view)?, &warnings));
         }
     }
@@ -300,7 +300,7 @@ impl<'a> Request<'a> {
         state: &AppState,
         key: &str,
         config: &Value,
-    ) -> Result<Option<(StatusCode, Value)>, ApiError> {
+    ) -> Result<Option<(StatusCode, Answer)>, ApiError> {
         let nothing = Value::Object(Map::new());
         let mut obj = self.merge(&nothing, config)?;
         let uid = meta_str(&obj, "uid");
@@ -321,10 +321,10 @@ impl<'a> Request<'a> {
         write::init_new_object(self.res, &mut obj)?;
         write::check_size(&obj)?;
         if self.dry_run {
-            return Ok(Some((StatusCode::CREATED, obj)));
+            return Ok(Some((StatusCode::CREATED, Answer::Computed(obj))));
         }
         match state.store.create(key, obj).await {
-            Ok(stored) => Ok(Some((StatusCode::CREATED, (*stored).clone()))),
+            Ok(stored) => Ok(Some((StatusCode::CREATED, Answer::Stored(stored)))),
             Err(crate::store::StoreError::AlreadyExists) => Ok(None),
             Err(e) => Err(ApiError::from_store(e, self.res, self.name())),
         }
@@ -337,7 +337,7 @@ impl<'a> Request<'a> {
         key: &str,
         current: &Value,
         config: &Value,
-    ) -> Result<Option<(StatusCode, Value)>, ApiError> {
+    ) -> Result<Option<(StatusCode, Answer)>, ApiError> {
         // An apply is unconditional unless the configuration names a resourceVersion.
         let wanted_rv = meta_str(config, "resourceVersion");
         if !wanted_rv.is_empty() && wanted_rv != meta_str(current, "resourceVersion") {

@@ -7,6 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+use crate::store::Written;
 
 /// A response encoding this server offers for API objects.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -205,6 +207,45 @@ pub fn respond(
         .body(bytes))
 }
 
+/// What a write answers with: the object as stored (a JSON answer sends its stored bytes, as a
+/// get does, rather than encoding the object again) or only computed (a dry run, a no-op).
+pub enum Answer {
+    Stored(Written),
+    Computed(Value),
+}
+
+impl Answer {
+    pub fn object(&self) -> &Value {
+        match self {
+            Answer::Stored(w) => &w.object,
+            Answer::Computed(v) => v,
+        }
+    }
+
+    /// The answer in `format`, with `res`'s apiVersion.
+    pub fn respond(
+        &self,
+        res: &ResourceInfo,
+        code: StatusCode,
+        format: Format,
+    ) -> Result<HttpResponse, ApiError> {
+        match (self, format) {
+            (Answer::Stored(w), Format::Json) => {
+                let api_version = serde_json::to_vec(&res.api_version()).unwrap_or_default();
+                let mut body = Vec::with_capacity(w.value.len() + 32);
+                encode_item(res, &api_version, &w.value, &mut body)?;
+                Ok(HttpResponse::build(code)
+                    .insert_header((
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static(format.content_type()),
+                    ))
+                    .body(body))
+            }
+            _ => respond(code, format, &super::for_version(res, self.object())),
+        }
+    }
+}
+
 /// Adds one `Warning: 299 - "<text>"` header per distinct warning, as kube-apiserver does.
 pub fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
     let mut sent: Vec<&str> = Vec::new();
@@ -221,9 +262,139 @@ pub fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpRespons
     resp
 }
 
+/// Appends one stored object as `for_version` would encode it: the stored bytes with the
+/// top-level `apiVersion` value replaced, or, for an object without one, decoded and encoded.
+/// Stored bytes are serde_json's own encoding, so this matches a decode and encode.
+pub fn encode_item(
+    res: &ResourceInfo,
+    api_version: &[u8],
+    stored: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), ApiError> {
+    match api_version_span(stored) {
+        Some((from, to)) => {
+            out.extend_from_slice(&stored[..from]);
+            out.extend_from_slice(api_version);
+            out.extend_from_slice(&stored[to..]);
+        }
+        None => serde_json::to_writer(&mut *out, &super::for_version(res, &decode_stored(stored)?))
+            .map_err(|e| ApiError::Internal(e.to_string()))?,
+    }
+    Ok(())
+}
+
+/// The byte range of the top-level `"apiVersion"` string value (quotes included) in a JSON
+/// object; `None` if it has none or is not an object.
+pub(crate) fn api_version_span(json: &[u8]) -> Option<(usize, usize)> {
+    let mut i = skip_ws(json, 0);
+    if json.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(json, i);
+        if json.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = value_end(json, i)?;
+        let key = &json[i..key_end];
+        i = skip_ws(json, key_end);
+        if json.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(json, i + 1);
+        let end = value_end(json, start)?;
+        if key == b"\"apiVersion\"" {
+            return (json[start] == b'"').then_some((start, end));
+        }
+        i = skip_ws(json, end);
+        if json.get(i) != Some(&b',') {
+            return None;
+        }
+        i += 1;
+    }
+}
+
+fn skip_ws(json: &[u8], mut i: usize) -> usize {
+    while json.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// The end (exclusive) of the JSON value starting at `start`.
+fn value_end(json: &[u8], start: usize) -> Option<usize> {
+    match *json.get(start)? {
+        b'"' => {
+            let mut i = start + 1;
+            loop {
+                match *json.get(i)? {
+                    b'\\' => i += 2,
+                    b'"' => return Some(i + 1),
+                    _ => i += 1,
+                }
+            }
+        }
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = start;
+            loop {
+                match *json.get(i)? {
+                    b'"' => {
+                        i = value_end(json, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let mut i = start;
+            while json
+                .get(i)
+                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
+            {
+                i += 1;
+            }
+            (i > start).then_some(i)
+        }
+    }
+}
+
+fn decode_stored(bytes: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::from(crate::store::StoreError::from(e)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_top_level_api_version_is_found_without_decoding() {
+        let span = |s: &str| api_version_span(s.as_bytes()).map(|(a, b)| s[a..b].to_owned());
+        assert_eq!(span(r#"{"apiVersion":"a/v1","kind":"K"}"#).as_deref(), Some(r#""a/v1""#));
+        assert_eq!(
+            span(r#" { "m" : {"apiVersion":"x"} , "apiVersion" : "b\"c" }"#).as_deref(),
+            Some(r#""b\"c""#)
+        );
+        assert_eq!(
+            span(r#"{"m":["apiVersion",{"a":"]"}],"n":1,"apiVersion":"z"}"#).as_deref(),
+            Some(r#""z""#)
+        );
+        assert_eq!(span(r#"{"m":{"apiVersion":"x"}}"#), None);
+        assert_eq!(span(r#"{"apiVersion":1}"#), None);
+        assert_eq!(span("{}"), None);
+        assert_eq!(span("[]"), None);
+        assert_eq!(span(r#"{"a":"unterminated"#), None);
+    }
     use actix_web::test::TestRequest;
 
     fn output(accept: &str, tables: bool) -> Result<Output, ApiError> {

@@ -83,7 +83,7 @@ pub(crate) async fn delete_one(
                 return Ok(Outcome::Deleted(current));
             }
             match state.store.delete(key, stored_revision(&current)).await {
-                Ok(last) => return Ok(Outcome::Deleted(last)),
+                Ok(last) => return Ok(Outcome::Deleted(last.object)),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(ApiError::from_store(e, res, name)),
             }
@@ -101,7 +101,7 @@ pub(crate) async fn delete_one(
             return Ok(Outcome::Finalizing(obj));
         }
         match state.store.update(key, stored_revision(&current), obj).await {
-            Ok(stored) => return Ok(Outcome::Finalizing((*stored).clone())),
+            Ok(stored) => return Ok(Outcome::Finalizing((*stored.object).clone())),
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(ApiError::from_store(e, res, name)),
         }

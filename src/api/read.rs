@@ -11,7 +11,7 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::codec::{negotiate_output, respond, Format, Output};
+use super::codec::{encode_item, negotiate_output, respond, Format, Output};
 use super::params::{ContinueToken, ListOptions, Query, RvMatch};
 use super::{collection_prefix, for_version, object_key, Target};
 use crate::error::ApiError;
@@ -251,113 +251,6 @@ const ITEMS: &[u8] = b"\"items\":[]";
 
 fn decode(bytes: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::from(StoreError::from(e)))
-}
-
-/// Appends one stored object as `for_version` would encode it: the stored bytes with the
-/// top-level `apiVersion` value replaced, or, for an object without one, decoded and encoded.
-/// Stored bytes are serde_json's own encoding, so this matches a decode and encode.
-fn encode_item(
-    res: &ResourceInfo,
-    api_version: &[u8],
-    stored: &[u8],
-    out: &mut Vec<u8>,
-) -> Result<(), ApiError> {
-    match api_version_span(stored) {
-        Some((from, to)) => {
-            out.extend_from_slice(&stored[..from]);
-            out.extend_from_slice(api_version);
-            out.extend_from_slice(&stored[to..]);
-        }
-        None => serde_json::to_writer(&mut *out, &for_version(res, &decode(stored)?))
-            .map_err(|e| ApiError::Internal(e.to_string()))?,
-    }
-    Ok(())
-}
-
-/// The byte range of the top-level `"apiVersion"` string value (quotes included) in a JSON
-/// object; `None` if it has none or is not an object.
-fn api_version_span(json: &[u8]) -> Option<(usize, usize)> {
-    let mut i = skip_ws(json, 0);
-    if json.get(i) != Some(&b'{') {
-        return None;
-    }
-    i += 1;
-    loop {
-        i = skip_ws(json, i);
-        if json.get(i) != Some(&b'"') {
-            return None;
-        }
-        let key_end = value_end(json, i)?;
-        let key = &json[i..key_end];
-        i = skip_ws(json, key_end);
-        if json.get(i) != Some(&b':') {
-            return None;
-        }
-        let start = skip_ws(json, i + 1);
-        let end = value_end(json, start)?;
-        if key == b"\"apiVersion\"" {
-            return (json[start] == b'"').then_some((start, end));
-        }
-        i = skip_ws(json, end);
-        if json.get(i) != Some(&b',') {
-            return None;
-        }
-        i += 1;
-    }
-}
-
-fn skip_ws(json: &[u8], mut i: usize) -> usize {
-    while json.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
-        i += 1;
-    }
-    i
-}
-
-/// The end (exclusive) of the JSON value starting at `start`.
-fn value_end(json: &[u8], start: usize) -> Option<usize> {
-    match *json.get(start)? {
-        b'"' => {
-            let mut i = start + 1;
-            loop {
-                match *json.get(i)? {
-                    b'\\' => i += 2,
-                    b'"' => return Some(i + 1),
-                    _ => i += 1,
-                }
-            }
-        }
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut i = start;
-            loop {
-                match *json.get(i)? {
-                    b'"' => {
-                        i = value_end(json, i)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-        }
-        _ => {
-            let mut i = start;
-            while json
-                .get(i)
-                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
-            {
-                i += 1;
-            }
-            (i > start).then_some(i)
-        }
-    }
 }
 
 /// Reads one page: the revision comes from the continue token, `resourceVersion` and
@@ -772,14 +665,16 @@ async fn sleep_until_some(at: Option<Instant>) {
 }
 
 /// One watch event: compact JSON and a newline (clients split on newlines).
-/// An event line around an object's stored bytes, as `line` encodes the event with the object
-/// from `for_version`: a fan-out to many watchers encodes nothing per watcher.
+/// An event line around an object's stored bytes: the event `line` encodes with the object from
+/// `for_version` (its object byte for byte), but a fan-out to many watchers encodes nothing per
+/// watcher.
 fn stored_event_line(res: &ResourceInfo, kind: &str, stored: &[u8]) -> Result<Bytes, ApiError> {
     let api_version = serde_json::to_vec(&res.api_version()).unwrap_or_default();
     let mut out = Vec::with_capacity(stored.len() + api_version.len() + 32);
-    out.extend_from_slice(b"{\"object\":");
+    // kube's field order (watch.Event: type, then object).
+    out.extend_from_slice(format!("{{\"type\":\"{kind}\",\"object\":").as_bytes());
     encode_item(res, &api_version, stored, &mut out)?;
-    out.extend_from_slice(format!(",\"type\":\"{kind}\"}}\n").as_bytes());
+    out.extend_from_slice(b"}\n");
     Ok(Bytes::from(out))
 }
 
@@ -825,9 +720,14 @@ mod tests {
             json!({"metadata": {"name": "no-api-version"}}),
         ] {
             let stored = serde_json::to_vec(&obj).unwrap();
+            let object = serde_json::to_string(&for_version(res, &obj)).unwrap();
             for kind in ["ADDED", "MODIFIED", "DELETED"] {
-                let want = line(&json!({"type": kind, "object": for_version(res, &obj)}));
-                assert_eq!(stored_event_line(res, kind, &stored).unwrap(), want);
+                let want = format!("{{\"type\":\"{kind}\",\"object\":{object}}}\n");
+                let got = stored_event_line(res, kind, &stored).unwrap();
+                assert_eq!(std::str::from_utf8(&got).unwrap(), want);
+                let as_line = line(&json!({"type": kind, "object": for_version(res, &obj)}));
+                let parsed = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
+                assert_eq!(parsed(&got), parsed(&as_line));
             }
         }
         assert!(stored_event_line(res, "ADDED", b"{\"apiVersion\":").is_err());
@@ -857,25 +757,6 @@ mod tests {
             let got = streamed(page(items, token, remaining), res);
             assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap());
         }
-    }
-
-    #[test]
-    fn the_top_level_api_version_is_found_without_decoding() {
-        let span = |s: &str| api_version_span(s.as_bytes()).map(|(a, b)| s[a..b].to_owned());
-        assert_eq!(span(r#"{"apiVersion":"a/v1","kind":"K"}"#).as_deref(), Some(r#""a/v1""#));
-        assert_eq!(
-            span(r#" { "m" : {"apiVersion":"x"} , "apiVersion" : "b\"c" }"#).as_deref(),
-            Some(r#""b\"c""#)
-        );
-        assert_eq!(
-            span(r#"{"m":["apiVersion",{"a":"]"}],"n":1,"apiVersion":"z"}"#).as_deref(),
-            Some(r#""z""#)
-        );
-        assert_eq!(span(r#"{"m":{"apiVersion":"x"}}"#), None);
-        assert_eq!(span(r#"{"apiVersion":1}"#), None);
-        assert_eq!(span("{}"), None);
-        assert_eq!(span("[]"), None);
-        assert_eq!(span(r#"{"a":"unterminated"#), None);
     }
 
     #[test]

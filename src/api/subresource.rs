@@ -269,7 +269,7 @@ async fn write_scale(
         match commit_update(state, res, &key, &current, obj, how).await {
             Err(ApiError::Conflict { .. }) if retry => continue,
             Err(e) => return Err(e),
-            Ok((code, out)) => return respond(code, format, &to_scale(info, &out)?.0),
+            Ok((code, out)) => return respond(code, format, &to_scale(info, out.object())?.0),
         }
     }
     Err(ApiError::optimistic_lock(res, name))

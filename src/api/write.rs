@@ -5,7 +5,7 @@ use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
 
-use super::codec::{content_type, decode_object, negotiate, respond, with_warnings};
+use super::codec::{content_type, decode_object, negotiate, respond, with_warnings, Answer};
 use super::params::Query;
 use super::patch::{reject_force, NonApplyPatch};
 use super::{for_version, meta_str, object_key, stored_revision, subresource, Part, Target};
@@ -63,7 +63,7 @@ pub async fn create(
         let key = object_key(res, meta_str(&obj, "namespace"), &name);
         match state.store.create(&key, obj.clone()).await {
             Ok(stored) => {
-                let answer = respond(StatusCode::CREATED, format, &for_version(res, &stored))?;
+                let answer = Answer::Stored(stored).respond(res, StatusCode::CREATED, format)?;
                 return Ok(with_warnings(answer, &admitted.warnings));
             }
             Err(StoreError::AlreadyExists) if !named && tries + 1 < GENERATE_NAME_TRIES => {
@@ -158,7 +158,7 @@ pub async fn update(
     let owner = Ownership::Update { manager: &manager, subresource: subresource_name(target.part) };
     let how = Commit { part: target.part, dry_run, owner };
     let (code, out) = commit_update(state, res, &key, &current, obj, how).await?;
-    Ok(with_warnings(respond(code, format, &for_version(res, &out))?, &admitted.warnings))
+    Ok(with_warnings(out.respond(res, code, format)?, &admitted.warnings))
 }
 
 /// PATCH with a JSON patch, a JSON merge patch or server-side apply; unconditional unless the
@@ -208,8 +208,7 @@ pub async fn patch(
             Err(ApiError::Conflict { .. }) if !conditional => continue,
             Err(e) => return Err(e),
             Ok((code, out)) => {
-                let answer = respond(code, format, &for_version(res, &out))?;
-                return Ok(with_warnings(answer, &admitted.warnings));
+                return Ok(with_warnings(out.respond(res, code, format)?, &admitted.warnings));
             }
         }
     }
@@ -252,7 +251,7 @@ pub(crate) async fn commit_update(
     current: &Value,
     new: Value,
     how: Commit<'_>,
-) -> Result<(StatusCode, Value), ApiError> {
+) -> Result<(StatusCode, Answer), ApiError> {
     let Commit { part, dry_run, owner } = how;
     let mut new = subresource::confine(res, part, current, new);
     let name = meta_str(current, "name").to_string();
@@ -341,29 +340,29 @@ pub(crate) async fn commit_update(
     }
     check_size(&new)?;
     if managed_fields::same_ignoring_times(&new, current) {
-        return Ok((StatusCode::OK, current.clone()));
+        return Ok((StatusCode::OK, Answer::Computed(current.clone())));
     }
     let deleting = old_meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
     if deleting && finalizers(super::metadata(&new).unwrap_or(&Map::new())).is_empty() {
         if dry_run {
-            return Ok((StatusCode::OK, new));
+            return Ok((StatusCode::OK, Answer::Computed(new)));
         }
         state
             .store
             .delete(key, stored_revision(current))
             .await
             .map_err(|e| ApiError::from_store(e, res, &name))?;
-        return Ok((StatusCode::OK, new));
+        return Ok((StatusCode::OK, Answer::Computed(new)));
     }
     if dry_run {
-        return Ok((StatusCode::OK, new));
+        return Ok((StatusCode::OK, Answer::Computed(new)));
     }
     let stored = state
         .store
         .update(key, stored_revision(current), new)
         .await
         .map_err(|e| ApiError::from_store(e, res, &name))?;
-    Ok((StatusCode::OK, (*stored).clone()))
+    Ok((StatusCode::OK, Answer::Stored(stored)))
 }
 
 /// Whether anything but `metadata` differs: that bumps `generation` for custom resources.

@@ -11,7 +11,7 @@
 //! transaction, taken only when no command is waiting (and one per tick under steady load), so
 //! a write never waits behind more than one batch.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use tokio::sync::oneshot;
 use super::cache::{Cache, Entry};
 use super::compact::{self, Retention, RetentionConfig};
 use super::hub::Hub;
-use super::{sql, Event, EventType, ListRequest, RawList, StoreError};
+use super::{sql, Event, EventType, ListRequest, RawList, StoreError, Written};
 
 type Result<T> = std::result::Result<T, StoreError>;
 
@@ -47,7 +47,7 @@ pub enum Command {
     /// A create, update or delete; queued writes are committed together (see `write_batch`).
     Write {
         op: WriteOp,
-        reply: Reply<Arc<Value>>,
+        reply: Reply<Written>,
     },
     Probe {
         reply: Reply<()>,
@@ -97,11 +97,10 @@ pub struct WriteCounters {
 
 /// A write done inside the batch's open transaction, published only once it commits.
 struct Staged {
+    /// Also what the writer is answered: the event's object and its stored bytes.
     event: Event,
     /// The key's new cache entry (`None`: deleted).
     entry: Option<Entry>,
-    /// What the caller is answered.
-    answer: Arc<Value>,
 }
 
 /// The path SQLite reads as a private in-memory database.
@@ -111,10 +110,29 @@ const MEMORY: &str = ":memory:";
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The live row of a key.
-struct Row {
-    rev: u64,
-    create_rev: u64,
-    value: Vec<u8>,
+/// The live state a batch's writes are checked against: the cache (the state at the last
+/// commit) under what the batch has staged so far. The log is never read for it.
+struct Live<'a> {
+    cache: &'a Cache,
+    staged: HashMap<String, Option<Entry>>,
+}
+
+impl Live<'_> {
+    fn get(&self, key: &str) -> Option<Entry> {
+        match self.staged.get(key) {
+            Some(entry) => entry.clone(),
+            None => self.cache.get(key),
+        }
+    }
+
+    /// The live entry of `key`, if its revision is `expected`.
+    fn checked(&self, key: &str, expected: u64) -> Result<Entry> {
+        match self.get(key) {
+            None => Err(StoreError::NotFound),
+            Some(e) if e.rev != expected => Err(StoreError::Conflict { current_rev: e.rev }),
+            Some(e) => Ok(e),
+        }
+    }
 }
 
 pub struct Engine {
@@ -350,7 +368,7 @@ impl Engine {
     /// Runs `batch` in one transaction, each write in its own savepoint so a failing one takes
     /// no revision and leaves the others in; then commits (one fsync), publishes the events in
     /// revision order, and only then answers: nobody hears of a write before it is durable.
-    fn write_batch(&mut self, batch: Vec<(WriteOp, Reply<Arc<Value>>)>) {
+    fn write_batch(&mut self, batch: Vec<(WriteOp, Reply<Written>)>) {
         let (ops, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
         let mut results = Vec::with_capacity(ops.len());
         if let Err(e) = self.run_batch(ops, &mut results) {
@@ -372,12 +390,16 @@ impl Engine {
             self.counters.commits.fetch_add(1, Ordering::Relaxed);
             self.counters.writes.fetch_add(staged.len() as u64, Ordering::Relaxed);
         }
-        let answers: Vec<Result<Arc<Value>>> = results
+        let answers: Vec<Result<Written>> = results
             .into_iter()
             .map(|result| {
                 result.map(|staged| {
+                    let written = Written {
+                        object: staged.event.object.clone(),
+                        value: staged.event.value.clone(),
+                    };
                     self.hub.publish(&Arc::new(staged.event));
-                    staged.answer
+                    written
                 })
             })
             .collect();
@@ -392,12 +414,14 @@ impl Engine {
     fn run_batch(&mut self, ops: Vec<WriteOp>, results: &mut Vec<Result<Staged>>) -> Result<()> {
         let mut tx = begin(&mut self.conn)?;
         let mut rev = self.rev;
+        let mut live = Live { cache: &self.cache, staged: HashMap::new() };
         for op in ops {
             let sp = tx.savepoint()?;
-            match stage(&sp, op, rev + 1) {
+            match stage(&sp, &live, op, rev + 1) {
                 Ok(staged) => {
                     sp.commit()?;
                     rev += 1;
+                    live.staged.insert(staged.event.key.clone(), staged.entry.clone());
                     results.push(Ok(staged));
                 }
                 Err(e) => {
@@ -517,16 +541,17 @@ fn load_current(conn: &Connection) -> Result<BTreeMap<Box<str>, Entry>> {
 }
 
 /// Does one write inside the open transaction, as revision `rev`.
-fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
+fn stage(conn: &Connection, live: &Live<'_>, op: WriteOp, rev: u64) -> Result<Staged> {
     match op {
         WriteOp::Create { key, mut obj } => {
             set_resource_version(&mut obj, rev)?;
             let bytes = stored_bytes(&obj)?;
-            if current_row(conn, &key)?.is_some() {
+            if live.get(&key).is_some() {
                 return Err(StoreError::AlreadyExists);
             }
             // A re-create links to the tombstone, as kine does.
-            let prev: Option<u64> = conn.query_row(sql::LATEST_REV, [&key], |r| r.get(0))?;
+            let prev: Option<u64> =
+                conn.prepare_cached(sql::LATEST_REV)?.query_row([&key], |r| r.get(0))?;
             conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
                 rev,
                 key,
@@ -537,23 +562,22 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 &bytes[..]
             ])?;
             conn.prepare_cached(sql::CURRENT_SET)?.execute(params![key, rev])?;
-            let obj = Arc::new(obj);
             let event = Event {
                 rev,
                 key,
                 kind: EventType::Added,
-                object: obj.clone(),
+                object: Arc::new(obj),
                 value: bytes.clone(),
                 prev: None,
                 size: bytes.len(),
             };
             let entry = Some(Entry { rev, create_rev: rev, value: bytes });
-            Ok(Staged { event, entry, answer: obj })
+            Ok(Staged { event, entry })
         }
         WriteOp::Update { key, expected, mut obj } => {
             set_resource_version(&mut obj, rev)?;
             let bytes = stored_bytes(&obj)?;
-            let old = checked_row(conn, &key, expected)?;
+            let old = live.checked(&key, expected)?;
             let prev: Value = serde_json::from_slice(&old.value)?;
             conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
                 rev,
@@ -565,21 +589,20 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 &bytes[..]
             ])?;
             conn.prepare_cached(sql::CURRENT_SET)?.execute(params![key, rev])?;
-            let obj = Arc::new(obj);
             let event = Event {
                 rev,
                 key,
                 kind: EventType::Modified,
-                object: obj.clone(),
+                object: Arc::new(obj),
                 value: bytes.clone(),
                 prev: Some(Arc::new(prev)),
                 size: bytes.len() + old.value.len(),
             };
             let entry = Some(Entry { rev, create_rev: old.create_rev, value: bytes });
-            Ok(Staged { event, entry, answer: obj })
+            Ok(Staged { event, entry })
         }
         WriteOp::Delete { key, expected } => {
-            let old = checked_row(conn, &key, expected)?;
+            let old = live.checked(&key, expected)?;
             let prev: Value = serde_json::from_slice(&old.value)?;
             // The tombstone keeps the last state with the delete's revision: the DELETED event
             // and the delete answer both carry it (B.5).
@@ -596,17 +619,16 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
                 &bytes[..]
             ])?;
             conn.prepare_cached(sql::CURRENT_DELETE)?.execute([&key])?;
-            let last = Arc::new(last);
             let event = Event {
                 rev,
                 key,
                 kind: EventType::Deleted,
-                object: last.clone(),
+                object: Arc::new(last),
                 size: bytes.len() + old.value.len(),
                 value: bytes,
                 prev: Some(Arc::new(prev)),
             };
-            Ok(Staged { event, entry: None, answer: last })
+            Ok(Staged { event, entry: None })
         }
     }
 }
@@ -614,23 +636,6 @@ fn stage(conn: &Connection, op: WriteOp, rev: u64) -> Result<Staged> {
 /// IMMEDIATE takes the write lock up front, so a busy database fails before any work is done.
 fn begin(conn: &mut Connection) -> Result<Transaction<'_>> {
     Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
-}
-
-fn current_row(conn: &Connection, key: &str) -> Result<Option<Row>> {
-    let mut stmt = conn.prepare_cached(sql::CURRENT_GET)?;
-    let row = stmt
-        .query_row([key], |r| Ok(Row { rev: r.get(0)?, create_rev: r.get(1)?, value: r.get(2)? }))
-        .optional()?;
-    Ok(row)
-}
-
-/// The live row of `key`, if its revision is `expected`.
-fn checked_row(conn: &Connection, key: &str, expected: u64) -> Result<Row> {
-    match current_row(conn, key)? {
-        None => Err(StoreError::NotFound),
-        Some(row) if row.rev != expected => Err(StoreError::Conflict { current_rev: row.rev }),
-        Some(row) => Ok(row),
-    }
 }
 
 fn meta_get<T: rusqlite::types::FromSql>(conn: &Connection, name: &str) -> Result<Option<T>> {

@@ -111,6 +111,22 @@ pub struct Event {
     pub size: usize,
 }
 
+/// What a write left in the store: the object and its stored bytes (a JSON answer can send
+/// them as they are, as a get does).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    pub object: Arc<Value>,
+    pub value: Bytes,
+}
+
+impl std::ops::Deref for Written {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.object
+    }
+}
+
 /// Cheap clone handle to the store thread.
 #[derive(Clone)]
 pub struct Store {
@@ -241,7 +257,7 @@ impl Store {
     }
 
     /// Stores a new object; `AlreadyExists` if the key is live.
-    pub async fn create(&self, key: &str, obj: Value) -> Result<Arc<Value>, StoreError> {
+    pub async fn create(&self, key: &str, obj: Value) -> Result<Written, StoreError> {
         let op = WriteOp::Create { key: key.to_owned(), obj };
         self.call(|reply| Command::Write { op, reply }).await
     }
@@ -252,14 +268,14 @@ impl Store {
         key: &str,
         expected_rev: u64,
         obj: Value,
-    ) -> Result<Arc<Value>, StoreError> {
+    ) -> Result<Written, StoreError> {
         let op = WriteOp::Update { key: key.to_owned(), expected: expected_rev, obj };
         self.call(|reply| Command::Write { op, reply }).await
     }
 
     /// Deletes the object if its revision is still `expected_rev`; answers its last state with
     /// the delete's revision as `resourceVersion`.
-    pub async fn delete(&self, key: &str, expected_rev: u64) -> Result<Arc<Value>, StoreError> {
+    pub async fn delete(&self, key: &str, expected_rev: u64) -> Result<Written, StoreError> {
         let op = WriteOp::Delete { key: key.to_owned(), expected: expected_rev };
         self.call(|reply| Command::Write { op, reply }).await
     }

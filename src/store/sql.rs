@@ -52,10 +52,6 @@ pub const META_BUMP: &str = "INSERT INTO meta (name, value) VALUES (?1, 1)
 /// revision counter restarts from the larger of this and the compacted revision.
 pub const MAX_REV: &str = "SELECT COALESCE(MAX(rev), 0) FROM log";
 
-/// The live row of a key: (rev, create_rev, value).
-pub const CURRENT_GET: &str = "SELECT l.rev, l.create_rev, l.value
-    FROM current c JOIN log l ON l.rev = c.rev WHERE c.key = ?1";
-
 /// Every live row: (key, rev, create_rev, value), read in revision order so the log is walked
 /// front to back once (the cache's start-up load).
 pub const LOAD_CURRENT: &str = "SELECT key, rev, create_rev, value FROM log

@@ -35,7 +35,7 @@ async fn create_get_update_delete() {
     assert_eq!(s.current_revision().await.unwrap(), 0);
     let a = s.create("g/p/ns/a", obj("a", 1)).await.unwrap();
     assert_eq!(a["metadata"]["resourceVersion"], "1");
-    assert_eq!(s.get("g/p/ns/a").await.unwrap().unwrap(), a);
+    assert_eq!(s.get("g/p/ns/a").await.unwrap().unwrap(), a.object);
     assert_eq!(s.get("g/p/ns/b").await.unwrap(), None);
 
     assert_eq!(s.create("g/p/ns/a", obj("a", 9)).await, Err(StoreError::AlreadyExists));
@@ -473,6 +473,48 @@ fn concurrent_writes_share_commits() {
 }
 
 #[test]
+fn writes_in_one_batch_see_those_staged_before_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let s = Store::open(StoreConfig::new(path.to_str().unwrap())).unwrap();
+    let lock = WriteLock::take(&path);
+    type Op = Box<dyn FnOnce(Store) -> Result<Written, StoreError> + Send>;
+    let twin = |n| -> Op { Box::new(move |s| block_on(s.create("g/p/ns/twin", obj("twin", n)))) };
+    let ops: Vec<Op> = vec![
+        // Waits alone for the lock; the rest share one batch.
+        Box::new(|s| block_on(s.create("g/p/ns/first", obj("first", 1)))),
+        twin(2),
+        twin(3),
+        twin(4),
+    ];
+    let results = concurrently(&s, lock, ops);
+    let created: Vec<&Written> = results[1..].iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(created.len(), 1, "{results:?}");
+    assert_eq!(results[1..].iter().filter(|r| **r == Err(StoreError::AlreadyExists)).count(), 2);
+    assert!(s.write_stats().commits < 4, "{:?}", s.write_stats());
+    // An update and a delete later in one batch see the create before them.
+    let rev = rv(created[0]);
+    assert_eq!(block_on(s.get("g/p/ns/twin")).unwrap(), Some(created[0].object.clone()));
+    // The update's revision, if it goes first.
+    let next = block_on(s.current_revision()).unwrap() + 1;
+    let lock = WriteLock::take(&path);
+    let ops: Vec<Op> = vec![
+        Box::new(move |s| block_on(s.update("g/p/ns/twin", rev, obj("twin", 5)))),
+        Box::new(move |s| block_on(s.delete("g/p/ns/twin", next))),
+    ];
+    let results = concurrently(&s, lock, ops);
+    // The delete expects the update's revision: it succeeds only if the update came first.
+    match (&results[0], &results[1]) {
+        (Ok(u), Ok(d)) => assert_eq!((rv(u), rv(d)), (next, next + 1)),
+        (Ok(u), Err(e)) => {
+            assert_eq!(rv(u), next);
+            assert_eq!(*e, StoreError::Conflict { current_rev: rev });
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn a_failing_write_leaves_its_batch_mates_committed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
@@ -482,7 +524,7 @@ fn a_failing_write_leaves_its_batch_mates_committed() {
     block_on(s.create("g/p/ns/keep", obj("keep", 0))).unwrap();
     let mut live = s.subscribe();
     let lock = WriteLock::take(&path);
-    type Op = Box<dyn FnOnce(Store) -> Result<Arc<Value>, StoreError> + Send>;
+    type Op = Box<dyn FnOnce(Store) -> Result<Written, StoreError> + Send>;
     let ops: Vec<Op> = vec![
         // Waits alone for the lock.
         Box::new(|s| block_on(s.create("g/p/ns/first", obj("first", 1)))),
@@ -586,7 +628,7 @@ fn current_reads_do_not_wait_for_the_store_thread() {
     };
     std::thread::sleep(std::time::Duration::from_millis(200));
     let started = std::time::Instant::now();
-    assert_eq!(block_on(s.get("g/p/ns/a")).unwrap(), Some(a));
+    assert_eq!(block_on(s.get("g/p/ns/a")).unwrap(), Some(a.object));
     let page = block_on(s.list_raw(page("g/p/", Some(1), None, 10))).unwrap();
     assert_eq!((page.revision, page.items.len()), (1, 1));
     assert_eq!(block_on(s.count_after("g/p/", "", 1)).unwrap(), 1);
