@@ -81,9 +81,12 @@ fn relevant(ev: &Event) -> bool {
         v.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
             || v.pointer("/metadata/ownerReferences").is_some_and(|r| !r.is_null())
     };
+    // The previous state only as bytes, as a pass scans objects: decoding it here would cost a
+    // decode of every update for the few that matter.
+    let marked = |b: &[u8]| NEEDLES.iter().any(|n| memchr::memmem::find(b, n).is_some());
     matches!(ev.kind, crate::store::EventType::Deleted)
         || touches(&ev.object)
-        || ev.prev.as_deref().is_some_and(touches)
+        || ev.prev.as_ref().is_some_and(|p| marked(p.bytes()))
 }
 
 /// The kind a storage key belongs to, in its storage version.

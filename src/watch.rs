@@ -240,14 +240,14 @@ impl Watch {
                 stored,
             ),
             EventType::Modified => {
-                let old = event.prev.as_deref().is_some_and(matches);
+                let old = event.prev().is_some_and(matches);
                 match (old, matches(&event.object)) {
                     (false, true) => (EventType::Added, event.object.clone(), stored),
                     (true, true) => (EventType::Modified, event.object.clone(), stored),
                     // The object left the selection: the client sees it deleted, with the
                     // previous content at the new revision.
                     (true, false) => {
-                        let mut last = event.prev.as_deref()?.clone();
+                        let mut last = event.prev()?.clone();
                         if let Some(meta) = last.get_mut("metadata").and_then(Value::as_object_mut)
                         {
                             meta.insert("resourceVersion".into(), event.rev.to_string().into());

@@ -174,32 +174,28 @@ fn services(routes: &[Route]) -> TokenStream {
     for route in routes {
         match scope_of(route) {
             Some(prefix) => {
-                let tokens = service(route, &prefix, quote!(scope));
+                let tokens = resource_service(route, &prefix);
                 match scopes.iter_mut().find(|(p, _)| *p == prefix) {
                     Some((_, group)) => group.push(tokens),
                     None => scopes.push((prefix, vec![tokens])),
                 }
             }
-            None => top.push(service(route, "", quote!(cfg))),
+            None => top.push(resource_service(route, "")),
         }
     }
     let scopes = scopes.into_iter().map(|(prefix, services)| {
         quote! {
-            cfg.service({
-                let scope = ::actix_web::web::scope(#prefix);
-                #(let scope = #services;)*
-                scope
-            });
+            cfg.service(::actix_web::web::scope(#prefix) #(.service(#services))*);
         }
     });
     quote! {
-        #(#top;)*
+        #(cfg.service(#top);)*
         #(#scopes)*
     }
 }
 
-/// `target.service(resource)` for `route`, its patterns relative to `prefix`.
-fn service(route: &Route, prefix: &str, target: TokenStream) -> TokenStream {
+/// The `web::resource` serving `route`, its patterns relative to `prefix`.
+fn resource_service(route: &Route, prefix: &str) -> TokenStream {
     let patterns: Vec<&str> =
         route.patterns.iter().map(|p| p.strip_prefix(prefix).unwrap_or(p)).collect();
     let pattern = match patterns.as_slice() {
@@ -231,7 +227,7 @@ fn service(route: &Route, prefix: &str, target: TokenStream) -> TokenStream {
         }
     });
     quote! {
-        #target.service(::actix_web::web::resource(#pattern) #(#routes)* #fallback)
+        ::actix_web::web::resource(#pattern) #(#routes)* #fallback
     }
 }
 

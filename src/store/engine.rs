@@ -25,7 +25,7 @@ use tokio::sync::oneshot;
 use super::cache::{Cache, Entry};
 use super::compact::{self, Retention, RetentionConfig};
 use super::hub::Hub;
-use super::{sql, Event, EventType, ListRequest, RawList, StoreError, Written};
+use super::{sql, Event, EventType, ListRequest, Prev, RawList, StoreError, Written};
 
 type Result<T> = std::result::Result<T, StoreError>;
 
@@ -478,10 +478,7 @@ impl Engine {
                 _ => EventType::Modified,
             };
             let size = value.len() + prev.as_ref().map_or(0, Vec::len);
-            let prev = match prev {
-                Some(p) => Some(Arc::new(serde_json::from_slice(&p)?)),
-                None => None,
-            };
+            let prev = prev.map(|p| Prev::new(Bytes::from(p)));
             events.push(Arc::new(Event {
                 rev: row.get(0)?,
                 key: row.get(1)?,
@@ -578,7 +575,6 @@ fn stage(conn: &Connection, live: &Live<'_>, op: WriteOp, rev: u64) -> Result<St
             set_resource_version(&mut obj, rev)?;
             let bytes = stored_bytes(&obj)?;
             let old = live.checked(&key, expected)?;
-            let prev: Value = serde_json::from_slice(&old.value)?;
             conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
                 rev,
                 key,
@@ -595,8 +591,8 @@ fn stage(conn: &Connection, live: &Live<'_>, op: WriteOp, rev: u64) -> Result<St
                 kind: EventType::Modified,
                 object: Arc::new(obj),
                 value: bytes.clone(),
-                prev: Some(Arc::new(prev)),
                 size: bytes.len() + old.value.len(),
+                prev: Some(Prev::new(old.value)),
             };
             let entry = Some(Entry { rev, create_rev: old.create_rev, value: bytes });
             Ok(Staged { event, entry })
@@ -626,7 +622,7 @@ fn stage(conn: &Connection, live: &Live<'_>, op: WriteOp, rev: u64) -> Result<St
                 object: Arc::new(last),
                 size: bytes.len() + old.value.len(),
                 value: bytes,
-                prev: Some(Arc::new(prev)),
+                prev: Some(Prev::new(old.value)),
             };
             Ok(Staged { event, entry: None })
         }

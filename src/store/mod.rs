@@ -106,9 +106,39 @@ pub struct Event {
     /// `object` as stored: watches send these bytes rather than encoding `object` again each.
     pub value: Bytes,
     /// The state before the write (`None` for `Added`), for selector transitions.
-    pub prev: Option<Arc<Value>>,
+    pub prev: Option<Prev>,
     /// Stored bytes of `object` and `prev`: what a queued event costs, for queue limits.
     pub size: usize,
+}
+
+impl Event {
+    /// The state before the write, decoded on first use.
+    pub fn prev(&self) -> Option<&Value> {
+        self.prev.as_ref().map(Prev::value)
+    }
+}
+
+/// An event's previous state as stored, decoded only when asked (a watcher with a selector
+/// judging a transition) and then once for every watcher: the store thread never decodes it.
+#[derive(Debug, Clone)]
+pub struct Prev {
+    bytes: Bytes,
+    decoded: Arc<std::sync::OnceLock<Value>>,
+}
+
+impl Prev {
+    pub fn new(bytes: Bytes) -> Prev {
+        Prev { bytes, decoded: Arc::default() }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn value(&self) -> &Value {
+        // The store wrote these bytes from a Value; should they not decode, nothing matches.
+        self.decoded.get_or_init(|| serde_json::from_slice(&self.bytes).unwrap_or(Value::Null))
+    }
 }
 
 /// What a write left in the store: the object and its stored bytes (a JSON answer can send

@@ -198,8 +198,8 @@ async fn events_after_replays_kinds_and_previous_state() {
         ]
     );
     assert!(events[0].prev.is_none());
-    assert_eq!(events[1].prev.as_ref().unwrap()["spec"]["n"], 0);
-    assert_eq!(rv(events[2].prev.as_ref().unwrap()), 3);
+    assert_eq!(events[1].prev().unwrap()["spec"]["n"], 0);
+    assert_eq!(rv(events[2].prev().unwrap()), 3);
     assert_eq!(rv(&events[2].object), 4);
     assert_eq!(events[2].object["spec"]["n"], 1);
     // A re-create has no previous state even though a tombstone precedes it.

@@ -254,18 +254,15 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                 ::actix_web::web::get().to(get_tickets_example_io_v1alpha1_api_resources),
             ),
     );
-    cfg.service({
-        let scope = ::actix_web::web::scope("/openapi/v3");
-        let scope = scope
+    cfg.service(
+        ::actix_web::web::scope("/openapi/v3")
             .service(
                 ::actix_web::web::resource("/apis/{group}/{version}")
                     .route(::actix_web::web::get().to(get_openapi_v3_document)),
-            );
-        scope
-    });
-    cfg.service({
-        let scope = ::actix_web::web::scope("/apis/zoo.example.io/v1beta1");
-        let scope = scope
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::scope("/apis/zoo.example.io/v1beta1")
             .service(
                 ::actix_web::web::resource("/namespaces/{namespace}/animals")
                     .route(
@@ -287,8 +284,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/namespaces/{namespace}/animals/{name}")
                     .route(
@@ -312,8 +308,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/animals")
                     .route(
@@ -325,8 +320,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/watch/namespaces/{namespace}/animals")
                     .route(
@@ -338,8 +332,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource(
                         "/watch/namespaces/{namespace}/animals/{name}",
@@ -353,8 +346,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/watch/animals")
                     .route(
@@ -368,19 +360,16 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/healthz")
                     .route(
                         ::actix_web::web::get().to(get_zoo_example_io_v1beta1_healthz),
                     ),
-            );
-        scope
-    });
-    cfg.service({
-        let scope = ::actix_web::web::scope("/apis/zoo.example.io/v1");
-        let scope = scope
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::scope("/apis/zoo.example.io/v1")
             .service(
                 ::actix_web::web::resource("/namespaces/{namespace}/animals")
                     .route(
@@ -400,8 +389,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/namespaces/{namespace}/animals/{name}")
                     .route(
@@ -425,8 +413,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/animals")
                     .route(
@@ -438,8 +425,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/watch/namespaces/{namespace}/animals")
                     .route(
@@ -451,8 +437,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource(
                         "/watch/namespaces/{namespace}/animals/{name}",
@@ -466,8 +451,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/watch/animals")
                     .route(
@@ -479,8 +463,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/enclosures")
                     .route(::actix_web::web::get().to(list_zoo_example_io_v1_enclosure))
@@ -496,8 +479,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/enclosures/{name}")
                     .route(::actix_web::web::get().to(read_zoo_example_io_v1_enclosure))
@@ -515,8 +497,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/enclosures/{name}/status")
                     .route(
@@ -536,8 +517,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/enclosures/{name}/scale")
                     .route(
@@ -557,8 +537,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/watch/enclosures")
                     .route(
@@ -570,8 +549,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
-            );
-        let scope = scope
+            )
             .service(
                 ::actix_web::web::resource("/watch/enclosures/{name}")
                     .route(::actix_web::web::get().to(watch_zoo_example_io_v1_enclosure))
@@ -580,12 +558,10 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
-            );
-        scope
-    });
-    cfg.service({
-        let scope = ::actix_web::web::scope("/apis/tickets.example.io/v1alpha1");
-        let scope = scope
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::scope("/apis/tickets.example.io/v1alpha1")
             .service(
                 ::actix_web::web::resource("/namespaces/{namespace}/ticketrequests")
                     .route(
@@ -599,9 +575,8 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                             crate::api::method_not_allowed(&RESOURCES[3], &req)
                         }),
                     ),
-            );
-        scope
-    });
+            ),
+    );
 }
 /// `getRootPaths`: `GET /`
 async fn get_root_paths(
