@@ -116,6 +116,41 @@ pub fn memory(pid: u32) -> Result<Memory, String> {
     Ok(Memory { rss: field("VmRSS:")?, peak: field("VmHWM:")?, anon: field("RssAnon:")? })
 }
 
+/// CPU time (user + system, all threads) of a process, in clock ticks, from `/proc/PID/stat`;
+/// `pid` None reads this process (`/proc/self/stat`).
+pub fn cpu_ticks(pid: Option<u32>) -> Result<u64, String> {
+    let path = pid.map_or_else(|| "/proc/self/stat".to_owned(), |p| format!("/proc/{p}/stat"));
+    let stat = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    stat_cpu_ticks(&stat).ok_or_else(|| format!("{path}: no utime and stime in {stat:?}"))
+}
+
+/// utime + stime (fields 14 and 15) of a `/proc/PID/stat` line. The command name (field 2) is
+/// in parentheses and may hold spaces and parentheses itself, so fields are counted after the
+/// last ')', where field 3 (the state) starts.
+fn stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace().skip(14 - 3);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Clock ticks per second, the unit of `cpu_ticks`: `getconf CLK_TCK`, read once (100, Linux's
+/// usual value, only if that fails).
+pub fn ticks_per_sec() -> u64 {
+    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .filter(|&t| t > 0)
+            .unwrap_or(100)
+    })
+}
+
 /// Polls `ready` until it answers true; answers the time since `t0`.
 pub fn wait_ready(
     t0: Instant,
@@ -149,4 +184,49 @@ pub fn stop(child: &mut std::process::Child) {
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     l.local_addr().unwrap().port()
+}
+
+/// Checks of the pure helpers, run by `cargo test --bench compare` (the harness-less binary runs
+/// them when started without `--bench`: libtest does not run `#[test]`s here).
+#[cfg(test)]
+pub mod tests {
+    use super::stat_cpu_ticks;
+
+    pub fn all() {
+        stat_fields_after_the_command();
+        stat_command_with_spaces_and_parentheses();
+        stat_truncated();
+        ticks_per_sec_positive();
+    }
+
+    // A real line (pid 1234, `cat`): utime 7, stime 3 (fields 14 and 15).
+    const LINE: &str = "1234 (cat) R 1000 1234 1000 34816 1234 4194304 91 0 0 0 7 3 0 0 20 0 \
+        1 0 12345 5632000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+
+    fn stat_fields_after_the_command() {
+        assert_eq!(stat_cpu_ticks(LINE), Some(10));
+        assert_eq!(stat_cpu_ticks(&LINE.replace(" 7 3 ", " 123456 654321 ")), Some(777777));
+    }
+
+    fn stat_command_with_spaces_and_parentheses() {
+        let odd = LINE.replace("(cat)", "(a b) c (d) 9 9)");
+        assert_eq!(stat_cpu_ticks(&odd), Some(10));
+        assert_eq!(stat_cpu_ticks(&LINE.replace("(cat)", "())")), Some(10));
+    }
+
+    fn stat_truncated() {
+        assert_eq!(stat_cpu_ticks(""), None);
+        assert_eq!(stat_cpu_ticks("1234 cat R 1 2 3"), None);
+        assert_eq!(
+            stat_cpu_ticks("1234 (cat) R 1000 1234 1000 34816 1234 4194304 91 0 0 0 7"),
+            None
+        );
+        assert_eq!(stat_cpu_ticks("1234 (cat) R 1 1 1 1 1 1 1 1 1 1 x 3"), None);
+    }
+
+    fn ticks_per_sec_positive() {
+        assert!(super::ticks_per_sec() > 0);
+        // This process has run: its own line parses.
+        assert!(super::cpu_ticks(None).is_ok());
+    }
 }

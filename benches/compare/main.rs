@@ -6,6 +6,15 @@
 //! `cargo bench --bench compare` (full: 3 runs, medians, writes BENCHMARKS.md at the project
 //! root) or `cargo bench --bench compare -- --quick` (small counts, 1 run, under a minute; the
 //! report goes to target/BENCHMARKS-quick.md). `--note TEXT` adds a line to the report.
+//! `--only LIST` (comma-separated groups: `startup` = populate 100 000, restart, the large list
+//! and memory; `create`; `get`; `list` = the small list; `watch`) runs only those groups, for
+//! quick investigations, e.g. `cargo bench --bench compare -- --quick --only get,list`; groups
+//! that read the small set (get, list) still populate it, and the goals table lists only goals
+//! whose measures were taken. A full-mode run with `--only` writes target/BENCHMARKS-only.md,
+//! never BENCHMARKS.md.
+//! Each throughput (creates, gets, lists) also records CPU time per operation (per item for
+//! lists) of the server process, all threads, and of this process (the client threads), from
+//! utime + stime in /proc/PID/stat and /proc/self/stat around the measurement.
 //! Both servers are started here, on loopback ephemeral ports with temporary data, and killed at
 //! the end. Any 429 from our server (its in-flight limits, which a loopback benchmark with 32
 //! clients and 100 watchers must not trip) or any failed operation fails the run.
@@ -18,6 +27,7 @@ mod report;
 mod stream;
 mod workload;
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use backend::Backend;
@@ -77,31 +87,73 @@ fn count(n: usize) -> String {
     out
 }
 
-fn measures(p: &Plan) -> Vec<Measure> {
-    let m = |key, label: &str, unit| Measure { key, label: label.to_owned(), unit };
+/// The measure groups `--only` chooses from, in the order they run.
+const GROUPS: [&str; 5] = ["startup", "create", "get", "list", "watch"];
+
+/// The groups to run: all without `--only`, else those of its comma-separated list (in
+/// `GROUPS` order).
+fn parse_only(arg: Option<&str>) -> Result<Vec<&'static str>, String> {
+    let Some(arg) = arg else { return Ok(GROUPS.to_vec()) };
+    let mut chosen = Vec::new();
+    for name in arg.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let g = GROUPS.iter().find(|g| **g == name).ok_or_else(|| {
+            format!("--only: unknown group {name:?}; the groups are {}", GROUPS.join(","))
+        })?;
+        chosen.push(*g);
+    }
+    if chosen.is_empty() {
+        return Err(format!("--only needs a list of groups among {}", GROUPS.join(",")));
+    }
+    Ok(GROUPS.into_iter().filter(|g| chosen.contains(g)).collect())
+}
+
+/// Every measure, with the group that takes it.
+fn measures(p: &Plan) -> Vec<(&'static str, Measure)> {
+    let m = |group, key, label: &str, unit| (group, Measure { key, label: label.to_owned(), unit });
     let (small, large) = (count(p.list_small), count(p.list_large));
+    let (c, g, l, w, s) = ("create", "get", "list", "watch", "startup");
     vec![
-        m("create_1", "create, 1 client", Unit::PerSec),
-        m("create_1_p99", "create, 1 client, p99 latency", Unit::Ms),
-        m("create_32", "create, 32 clients", Unit::PerSec),
-        m("create_32_p99", "create, 32 clients, p99 latency", Unit::Ms),
-        m("wpt_1", "writes per transaction, 1 client", Unit::Times),
-        m("wpt_32", "writes per transaction, 32 clients", Unit::Times),
-        m("get_32", "get, 32 clients", Unit::PerSec),
-        m("get_32_p99", "get, 32 clients, p99 latency", Unit::Ms),
-        m("list_small", &format!("paged list of {small} (items/s, pages of {PAGE})"), Unit::PerSec),
-        m("list_large", &format!("paged list of {large} (items/s, pages of {PAGE})"), Unit::PerSec),
-        m("watch_1_p50", "watch delivery, 1 watcher, p50", Unit::Ms),
-        m("watch_1_p99", "watch delivery, 1 watcher, p99", Unit::Ms),
-        m("watch_100_p50", "watch delivery, 100 watchers, p50", Unit::Ms),
-        m("watch_100_p99", "watch delivery, 100 watchers, p99", Unit::Ms),
-        m("startup", &format!("start-up to serving with {large} objects"), Unit::Ms),
-        m("rss_start", &format!("RSS with {large} objects, right after start-up"), Unit::MiB),
-        m("rss", &format!("RSS with {large} objects (after a full list)"), Unit::MiB),
-        m("rss_anon", "  of which anonymous (heap, not file-backed)", Unit::MiB),
-        m("peak", &format!("peak RSS (VmHWM) with {large} objects"), Unit::MiB),
-        m("json", &format!("stored JSON of the {large} objects"), Unit::MiB),
-        m("rss_ratio", "RSS / stored JSON", Unit::Times),
+        m(c, "create_1", "create, 1 client", Unit::PerSec),
+        m(c, "cpu_srv_create_1", "server CPU per create, 1 client", Unit::Us),
+        m(c, "cpu_cli_create_1", "client CPU per create, 1 client", Unit::Us),
+        m(c, "create_1_p99", "create, 1 client, p99 latency", Unit::Ms),
+        m(c, "create_32", "create, 32 clients", Unit::PerSec),
+        m(c, "cpu_srv_create_32", "server CPU per create, 32 clients", Unit::Us),
+        m(c, "cpu_cli_create_32", "client CPU per create, 32 clients", Unit::Us),
+        m(c, "create_32_p99", "create, 32 clients, p99 latency", Unit::Ms),
+        m(c, "wpt_1", "writes per transaction, 1 client", Unit::Times),
+        m(c, "wpt_32", "writes per transaction, 32 clients", Unit::Times),
+        m(g, "get_32", "get, 32 clients", Unit::PerSec),
+        m(g, "cpu_srv_get_32", "server CPU per get, 32 clients", Unit::Us),
+        m(g, "cpu_cli_get_32", "client CPU per get, 32 clients", Unit::Us),
+        m(g, "get_32_p99", "get, 32 clients, p99 latency", Unit::Ms),
+        m(
+            l,
+            "list_small",
+            &format!("paged list of {small} (items/s, pages of {PAGE})"),
+            Unit::PerSec,
+        ),
+        m(l, "cpu_srv_list_small", &format!("server CPU per item, list of {small}"), Unit::Us),
+        m(l, "cpu_cli_list_small", &format!("client CPU per item, list of {small}"), Unit::Us),
+        m(
+            s,
+            "list_large",
+            &format!("paged list of {large} (items/s, pages of {PAGE})"),
+            Unit::PerSec,
+        ),
+        m(s, "cpu_srv_list_large", &format!("server CPU per item, list of {large}"), Unit::Us),
+        m(s, "cpu_cli_list_large", &format!("client CPU per item, list of {large}"), Unit::Us),
+        m(w, "watch_1_p50", "watch delivery, 1 watcher, p50", Unit::Ms),
+        m(w, "watch_1_p99", "watch delivery, 1 watcher, p99", Unit::Ms),
+        m(w, "watch_100_p50", "watch delivery, 100 watchers, p50", Unit::Ms),
+        m(w, "watch_100_p99", "watch delivery, 100 watchers, p99", Unit::Ms),
+        m(s, "startup", &format!("start-up to serving with {large} objects"), Unit::Ms),
+        m(s, "rss_start", &format!("RSS with {large} objects, right after start-up"), Unit::MiB),
+        m(s, "rss", &format!("RSS with {large} objects (after a full list)"), Unit::MiB),
+        m(s, "rss_anon", "  of which anonymous (heap, not file-backed)", Unit::MiB),
+        m(s, "peak", &format!("peak RSS (VmHWM) with {large} objects"), Unit::MiB),
+        m(s, "json", &format!("stored JSON of the {large} objects"), Unit::MiB),
+        m(s, "rss_ratio", "RSS / stored JSON", Unit::Times),
     ]
 }
 
@@ -123,6 +175,35 @@ struct Bench {
     plan: Plan,
     started: Instant,
     body: Body,
+}
+
+/// CPU time so far, in clock ticks, of a server process and of this one (the client threads).
+struct Cpu {
+    server: u64,
+    client: u64,
+}
+
+impl Cpu {
+    /// Now, for the process behind `b` at this moment (a restart changes it).
+    fn now(b: &dyn Backend) -> Cpu {
+        let read = |pid| backend::cpu_ticks(pid).unwrap_or_else(|e| panic!("{}: {e}", b.label()));
+        Cpu { server: read(Some(b.pid())), client: read(None) }
+    }
+
+    /// Records the server's and the client's CPU per operation since `self` under `keys`, in µs.
+    fn record(
+        self,
+        b: &dyn Backend,
+        ops: usize,
+        fig: &mut BTreeMap<&'static str, f64>,
+        keys: [&'static str; 2],
+    ) {
+        let now = Cpu::now(b);
+        let us =
+            |ticks: u64| ticks as f64 * 1e6 / backend::ticks_per_sec() as f64 / ops.max(1) as f64;
+        fig.insert(keys[0], us(now.server.saturating_sub(self.server)));
+        fig.insert(keys[1], us(now.client.saturating_sub(self.client)));
+    }
 }
 
 impl Bench {
@@ -152,10 +233,17 @@ impl Bench {
         side: usize,
     ) {
         let before = b.write_counters();
+        let cpu = Cpu::now(b);
         let t = self.step(b, &format!("create {n}, {clients} client(s)"), {
             workload::create(b, &self.body, set, n, clients)
         });
         let key = |k1, k32| if clients == 1 { k1 } else { k32 };
+        let cpu_keys = if clients == 1 {
+            ["cpu_srv_create_1", "cpu_cli_create_1"]
+        } else {
+            ["cpu_srv_create_32", "cpu_cli_create_32"]
+        };
+        cpu.record(b, n, &mut fig[side], cpu_keys);
         fig[side].insert(key("create_1", "create_32"), t.rate);
         fig[side].insert(key("create_1_p99", "create_32_p99"), ms(t.p99));
         if let (Some((c0, w0)), Some((c1, w1))) = (before, b.write_counters()) {
@@ -171,11 +259,29 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this binary without it,
     // and a test run should not spend minutes benchmarking.
     if !args.iter().any(|a| a == "--bench") {
+        // `cargo test --bench compare` lands here: libtest does not run this harness-less
+        // binary's `#[test]`s, so it runs the helpers' checks itself.
+        #[cfg(test)]
+        {
+            backend::tests::all();
+            tests::all();
+        }
         println!("compare: a benchmark; run it with `cargo bench --bench compare [-- --quick]`");
         return;
     }
     let plan = if args.iter().any(|a| a == "--quick") { QUICK } else { FULL };
-    let note = args.iter().position(|a| a == "--note").and_then(|i| args.get(i + 1)).cloned();
+    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
+    let note = arg("--note").cloned();
+    if args.iter().any(|a| a == "--only") && arg("--only").is_none() {
+        eprintln!("error: --only needs a list of groups among {}", GROUPS.join(","));
+        std::process::exit(2);
+    }
+    let only = parse_only(arg("--only").map(String::as_str)).unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(2);
+    });
+    let partial = only.len() < GROUPS.len();
+    let runs_group = |g: &str| only.contains(&g);
 
     let etcd_bin = etcd::binary().unwrap_or_else(|e| panic!("{e}"));
     let provenance = Provenance {
@@ -193,52 +299,74 @@ fn main() {
     let mut runs: Vec<Run> = (0..p.runs).map(|_| Run::default()).collect();
     let mib = |v: u64| v as f64 / 1024.0 / 1024.0;
     // Start-up, the large list and memory first, while exactly `list_large` objects are stored.
-    for (side, b) in [&ours as &dyn Backend, &etcd].into_iter().enumerate() {
-        let t = bench.step(b, &format!("populate {}", count(p.list_large)), {
-            workload::create(b, &bench.body, "large", p.list_large, 32)
-        });
-        for run in &mut runs {
-            run[side].insert("json", t.stored as f64 / 1024.0 / 1024.0);
-        }
-    }
-    for run in &mut runs {
-        for (side, b) in [&mut ours as &mut dyn Backend, &mut etcd].into_iter().enumerate() {
-            let restarted = b.restart();
-            let startup = bench.step(&*b, "restart on the populated data", restarted);
-            run[side].insert("startup", ms(startup));
-            let mem = bench.step(&*b, "memory after start-up", backend::memory(b.pid()));
-            run[side].insert("rss_start", mib(mem.rss));
-            let rate = bench.step(&*b, &format!("list {}", count(p.list_large)), {
-                workload::list(&*b, "large", p.list_large, PAGE)
+    if runs_group("startup") {
+        for (side, b) in [&ours as &dyn Backend, &etcd].into_iter().enumerate() {
+            let t = bench.step(b, &format!("populate {}", count(p.list_large)), {
+                workload::create(b, &bench.body, "large", p.list_large, 32)
             });
-            run[side].insert("list_large", rate);
-            let mem = bench.step(&*b, "memory after a list", backend::memory(b.pid()));
-            run[side].insert("rss", mib(mem.rss));
-            run[side].insert("rss_anon", mib(mem.anon));
-            run[side].insert("peak", mib(mem.peak));
-            run[side].insert("rss_ratio", mib(mem.rss) / run[side]["json"]);
+            for run in &mut runs {
+                run[side].insert("json", t.stored as f64 / 1024.0 / 1024.0);
+            }
+        }
+        for run in &mut runs {
+            for (side, b) in [&mut ours as &mut dyn Backend, &mut etcd].into_iter().enumerate() {
+                let restarted = b.restart();
+                let startup = bench.step(&*b, "restart on the populated data", restarted);
+                run[side].insert("startup", ms(startup));
+                let mem = bench.step(&*b, "memory after start-up", backend::memory(b.pid()));
+                run[side].insert("rss_start", mib(mem.rss));
+                let cpu = Cpu::now(&*b);
+                let rate = bench.step(&*b, &format!("list {}", count(p.list_large)), {
+                    workload::list(&*b, "large", p.list_large, PAGE)
+                });
+                cpu.record(
+                    &*b,
+                    p.list_large,
+                    &mut run[side],
+                    ["cpu_srv_list_large", "cpu_cli_list_large"],
+                );
+                run[side].insert("list_large", rate);
+                let mem = bench.step(&*b, "memory after a list", backend::memory(b.pid()));
+                run[side].insert("rss", mib(mem.rss));
+                run[side].insert("rss_anon", mib(mem.anon));
+                run[side].insert("peak", mib(mem.peak));
+                run[side].insert("rss_ratio", mib(mem.rss) / run[side]["json"]);
+            }
         }
     }
 
-    for b in [&ours as &dyn Backend, &etcd] {
-        bench.step(b, &format!("populate {}", count(p.list_small)), {
-            workload::create(b, &bench.body, "small", p.list_small, 32)
-        });
+    if runs_group("get") || runs_group("list") {
+        for b in [&ours as &dyn Backend, &etcd] {
+            bench.step(b, &format!("populate {}", count(p.list_small)), {
+                workload::create(b, &bench.body, "small", p.list_small, 32)
+            });
+        }
     }
     for (i, run) in runs.iter_mut().enumerate() {
         for (side, b) in [&ours as &dyn Backend, &etcd].into_iter().enumerate() {
-            bench.create(b, &format!("c1r{i}"), p.create_1, 1, run, side);
-            bench.create(b, &format!("c32r{i}"), p.create_32, 32, run, side);
-            let t = bench.step(b, &format!("get {}, 32 clients", p.gets), {
-                workload::get(b, "small", p.list_small, p.gets, 32)
-            });
-            run[side].insert("get_32", t.rate);
-            run[side].insert("get_32_p99", ms(t.p99));
-            let rate = bench.step(b, &format!("list {}", count(p.list_small)), {
-                workload::list(b, "small", p.list_small, PAGE)
-            });
-            run[side].insert("list_small", rate);
-            for watchers in [1, 100] {
+            if runs_group("create") {
+                bench.create(b, &format!("c1r{i}"), p.create_1, 1, run, side);
+                bench.create(b, &format!("c32r{i}"), p.create_32, 32, run, side);
+            }
+            if runs_group("get") {
+                let cpu = Cpu::now(b);
+                let t = bench.step(b, &format!("get {}, 32 clients", p.gets), {
+                    workload::get(b, "small", p.list_small, p.gets, 32)
+                });
+                cpu.record(b, p.gets, &mut run[side], ["cpu_srv_get_32", "cpu_cli_get_32"]);
+                run[side].insert("get_32", t.rate);
+                run[side].insert("get_32_p99", ms(t.p99));
+            }
+            if runs_group("list") {
+                let cpu = Cpu::now(b);
+                let rate = bench.step(b, &format!("list {}", count(p.list_small)), {
+                    workload::list(b, "small", p.list_small, PAGE)
+                });
+                let keys = ["cpu_srv_list_small", "cpu_cli_list_small"];
+                cpu.record(b, p.list_small, &mut run[side], keys);
+                run[side].insert("list_small", rate);
+            }
+            for watchers in [1, 100].into_iter().filter(|_| runs_group("watch")) {
                 let l = bench.step(b, &format!("watch, {watchers} watcher(s)"), {
                     workload::watch(
                         b,
@@ -262,13 +390,37 @@ fn main() {
     let took = bench.started.elapsed();
     drop((ours, etcd));
 
-    let report = Report { measures: measures(p), goals: goals(p), runs };
-    let header = header(p, &provenance, throttled, took, note.as_deref());
+    let measures: Vec<Measure> =
+        measures(p).into_iter().filter(|(g, _)| runs_group(g)).map(|(_, m)| m).collect();
+    // Only the goals whose measures were taken.
+    let goals = goals(p)
+        .into_iter()
+        .filter(|(_, goal)| {
+            let (Goal::RatioAtLeast(k, _) | Goal::RatioAtMost(k, _) | Goal::Below(k, _)) = goal;
+            measures.iter().any(|m| m.key == *k)
+        })
+        .collect();
+    let report = Report { measures, goals, runs };
+    let header = header(
+        p,
+        &provenance,
+        throttled,
+        took,
+        note.as_deref(),
+        partial.then_some(only.as_slice()),
+    );
     let text = report.markdown(&header);
+    let target = || {
+        std::path::PathBuf::from(
+            std::env::var("CARGO_TARGET_DIR")
+                .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").to_owned()),
+        )
+    };
     let path = if p.quick {
-        let target = std::env::var("CARGO_TARGET_DIR")
-            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").to_owned());
-        std::path::Path::new(&target).join("BENCHMARKS-quick.md")
+        target().join("BENCHMARKS-quick.md")
+    } else if partial {
+        // BENCHMARKS.md holds only complete full runs.
+        target().join("BENCHMARKS-only.md")
     } else {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md")
     };
@@ -291,7 +443,14 @@ struct Provenance {
     etcd: String,
 }
 
-fn header(p: &Plan, v: &Provenance, throttled: u64, took: Duration, note: Option<&str>) -> String {
+fn header(
+    p: &Plan,
+    v: &Provenance,
+    throttled: u64,
+    took: Duration,
+    note: Option<&str>,
+    only: Option<&[&str]>,
+) -> String {
     let mode =
         if p.quick { "`--quick` (small counts, 1 run: a smoke test, not figures)" } else { "full" };
     let mut h = format!(
@@ -309,6 +468,12 @@ fn header(p: &Plan, v: &Provenance, throttled: u64, took: Duration, note: Option
     );
     if let Some(note) = note {
         h.push_str(&format!("- note: {note}\n"));
+    }
+    if let Some(only) = only {
+        h.push_str(&format!(
+            "- only: {} (`--only`; the other measures and their goals were skipped)\n",
+            only.join(", ")
+        ));
     }
     h.push_str(&format!(
         "\nBoth servers run on this machine on loopback, durable as shipped (virt-apiserver: SQLite \
@@ -329,5 +494,47 @@ fn header(p: &Plan, v: &Provenance, throttled: u64, took: Duration, note: Option
         count(p.list_small),
         p.watch_writes,
     ));
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    h.push_str(&format!(
+        "\nCPU per operation (per item for lists): user + system CPU time of the whole server \
+         process (all threads, /proc/PID/stat) and of the benchmark's own process (its client \
+         threads, /proc/self/stat) across the measurement, divided by the operations; read in \
+         clock ticks of 1/{} s, so short measurements (quick mode) are coarse. Servers and \
+         clients share this machine's {cores} cores, so no rate can exceed {cores} cores divided \
+         by (server CPU per operation + client CPU per operation) operations per second: where \
+         the client's CPU per operation is comparable to the server's, the client caps the rate \
+         and a ratio of rates (ours / etcd) says less about the servers than their CPU rows.\n",
+        backend::ticks_per_sec(),
+    ));
     h
+}
+
+/// Checks of the pure helpers, run by `cargo test --bench compare` (see `main`).
+#[cfg(test)]
+mod tests {
+    use super::{parse_only, GROUPS};
+
+    pub fn all() {
+        only_absent_is_everything();
+        only_picks_groups_in_run_order();
+        only_rejects_unknown_and_empty();
+    }
+
+    fn only_absent_is_everything() {
+        assert_eq!(parse_only(None).unwrap(), GROUPS.to_vec());
+    }
+
+    fn only_picks_groups_in_run_order() {
+        assert_eq!(parse_only(Some("get")).unwrap(), ["get"]);
+        assert_eq!(parse_only(Some("watch,get, list")).unwrap(), ["get", "list", "watch"]);
+        assert_eq!(parse_only(Some("create,create,")).unwrap(), ["create"]);
+        assert_eq!(parse_only(Some(&GROUPS.join(","))).unwrap(), GROUPS.to_vec());
+    }
+
+    fn only_rejects_unknown_and_empty() {
+        assert!(parse_only(Some("gets")).unwrap_err().contains("\"gets\""));
+        assert!(parse_only(Some("get,memory")).is_err());
+        assert!(parse_only(Some("")).is_err());
+        assert!(parse_only(Some(" , ")).is_err());
+    }
 }

@@ -32,6 +32,8 @@ pub enum Unit {
     Ms,
     MiB,
     Times,
+    /// Microseconds (of CPU time, per operation).
+    Us,
 }
 
 pub struct Measure {
@@ -66,6 +68,8 @@ fn show(unit: Unit, v: Option<f64>) -> String {
         (Unit::Ms, Some(v)) => format!("{v:.0} ms"),
         (Unit::MiB, Some(v)) => format!("{v:.0} MiB"),
         (Unit::Times, Some(v)) => format!("{v:.2}×"),
+        (Unit::Us, Some(v)) if v < 10.0 => format!("{v:.2} µs"),
+        (Unit::Us, Some(v)) => format!("{v:.1} µs"),
     }
 }
 
