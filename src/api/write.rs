@@ -61,12 +61,15 @@ pub async fn create(
     loop {
         let name = meta_str(&obj, "name").to_string();
         let key = object_key(res, meta_str(&obj, "namespace"), &name);
-        match state.store.create(&key, obj.clone()).await {
+        // Only a generated name may be tried again, with the object kept for it.
+        let retry = !named && tries + 1 < GENERATE_NAME_TRIES;
+        let sent = if retry { obj.clone() } else { std::mem::take(&mut obj) };
+        match state.store.create(&key, sent).await {
             Ok(stored) => {
                 let answer = Answer::Stored(stored).respond(res, StatusCode::CREATED, format)?;
                 return Ok(with_warnings(answer, &admitted.warnings));
             }
-            Err(StoreError::AlreadyExists) if !named && tries + 1 < GENERATE_NAME_TRIES => {
+            Err(StoreError::AlreadyExists) if retry => {
                 tries += 1;
                 let fresh = meta::generate_name(&generate);
                 obj["metadata"]["name"] = Value::String(fresh);
@@ -508,11 +511,27 @@ fn set_storage_version(res: &ResourceInfo, obj: &mut Value) {
 pub(crate) fn check_size(obj: &Value) -> Result<(), ApiError> {
     // The store decodes what it keeps: an object nested too deep could never be read back.
     crate::limits::check_depth(obj)?;
-    let n = serde_json::to_vec(obj).map(|v| v.len()).unwrap_or(0);
+    let n = encoded_len(obj);
     if n > MAX_OBJECT_BYTES {
         return Err(ApiError::RequestEntityTooLarge(format!(
             "Request entity too large: the object is {n} bytes, the limit is {MAX_OBJECT_BYTES}"
         )));
     }
     Ok(())
+}
+
+/// The length of `obj`'s JSON, counted as it is written rather than kept.
+fn encoded_len(obj: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    serde_json::to_writer(&mut n, obj).map_or(0, |()| n.0)
 }
