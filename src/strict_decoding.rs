@@ -3,6 +3,7 @@
 //! itself keeps the last of repeated keys, as Go's decoders do; these passes find the rest so
 //! `fieldValidation` can warn about them or refuse them (see `validation::admit`). Pure functions.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
@@ -21,7 +22,7 @@ const JSON_PATCH_FIELDS: [&str; 4] = ["op", "path", "value", "from"];
 pub fn duplicate_fields(raw: &[u8]) -> Vec<String> {
     let mut found = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(raw);
-    let walk = JsonWalk { path: String::new(), found: &mut found };
+    let walk = JsonWalk { path: &mut Vec::new(), found: &mut found };
     if walk.deserialize(&mut de).is_err() {
         return Vec::new();
     }
@@ -104,13 +105,40 @@ macro_rules! scalars_are_leaves {
     };
 }
 
-/// Visits every value of a JSON document, remembering repeated keys.
-struct JsonWalk<'a> {
-    path: String,
-    found: &'a mut Vec<String>,
+/// Visits every value of a JSON document, remembering repeated keys. The path is kept as
+/// segments and spelled out only for a repeated key: most bodies have none.
+struct JsonWalk<'p, 'de> {
+    path: &'p mut Vec<Segment<'de>>,
+    found: &'p mut Vec<String>,
 }
 
-impl<'de> DeserializeSeed<'de> for JsonWalk<'_> {
+enum Segment<'de> {
+    Key(Cow<'de, str>),
+    Index(usize),
+}
+
+/// `spec.b[0].x`, as kube spells a field path.
+fn spell(path: &[Segment<'_>]) -> String {
+    let mut out = String::new();
+    for seg in path {
+        match seg {
+            Segment::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Segment::Index(i) => {
+                out.push('[');
+                out.push_str(&i.to_string());
+                out.push(']');
+            }
+        }
+    }
+    out
+}
+
+impl<'de> DeserializeSeed<'de> for JsonWalk<'_, 'de> {
     type Value = ();
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -118,7 +146,7 @@ impl<'de> DeserializeSeed<'de> for JsonWalk<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for JsonWalk<'_> {
+impl<'de> Visitor<'de> for JsonWalk<'_, 'de> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -128,25 +156,57 @@ impl<'de> Visitor<'de> for JsonWalk<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0;
         loop {
-            let path = format!("{}[{i}]", self.path);
-            let item = JsonWalk { path, found: &mut *self.found };
-            if seq.next_element_seed(item)?.is_none() {
+            self.path.push(Segment::Index(i));
+            let item = JsonWalk { path: &mut *self.path, found: &mut *self.found };
+            let more = seq.next_element_seed(item)?.is_some();
+            self.path.pop();
+            if !more {
                 return Ok(());
             }
             i += 1;
         }
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let path =
-                if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
-            if !seen.insert(key) {
-                self.found.push(path.clone());
+        // Objects are small: a scan of the keys so far beats hashing them.
+        let mut seen: Vec<Cow<'de, str>> = Vec::new();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let repeated = seen.contains(&key);
+            if !repeated {
+                seen.push(key.clone());
             }
-            map.next_value_seed(JsonWalk { path, found: &mut *self.found })?;
+            self.path.push(Segment::Key(key));
+            if repeated {
+                self.found.push(spell(self.path));
+            }
+            map.next_value_seed(JsonWalk { path: &mut *self.path, found: &mut *self.found })?;
+            self.path.pop();
         }
         Ok(())
+    }
+}
+
+/// A key, borrowed from the document unless it has escapes.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
     }
 }
 
@@ -258,6 +318,9 @@ mod tests {
         assert_eq!(duplicate_fields(raw), ["spec.b[0].x", "spec.a", "kind"]);
         assert!(duplicate_fields(b"a: 1\na: 2\n").is_empty());
         assert!(duplicate_fields(br#"{"a":{"b":1},"c":{"b":2}}"#).is_empty());
+        // An escaped spelling is the same key; paths stay right past nested arrays.
+        assert_eq!(duplicate_fields(br#"{"l":[[1],{"x":1}],"a\u0062":1,"ab":2}"#), ["ab"]);
+        assert_eq!(duplicate_fields(br#"{"l":[{"x":1},{"y":1,"y":2}]}"#), ["l[1].y"]);
     }
 
     #[test]
