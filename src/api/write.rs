@@ -417,9 +417,13 @@ pub(crate) fn check_create_meta(
 /// Makes a named body a new object: system fields wiped and set afresh, metadata validated,
 /// storage version set.
 pub(crate) fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-    // Validated as it will be stored: without the status a status subresource owns.
-    let schema_causes =
-        validation::check(res, &subresource::confine(res, Part::Main, &Value::Null, obj.clone()));
+    // Validated as it will be stored: without the status a status subresource owns (a copy
+    // only when there is such a status to leave out).
+    let schema_causes = if res.status_subresource && obj.get("status").is_some() {
+        validation::check(res, &subresource::confine(res, Part::Main, &Value::Null, obj.clone()))
+    } else {
+        validation::check(res, obj)
+    };
     let meta = metadata_mut(obj)?;
     let type_causes = meta::system_field_type_causes(meta);
     meta::wipe_system_fields(meta);
