@@ -258,7 +258,8 @@ pub(crate) async fn commit_update(
     let Commit { part, dry_run, owner } = how;
     let mut new = subresource::confine(res, part, current, new);
     let name = meta_str(current, "name").to_string();
-    let old_meta = super::metadata(current).cloned().unwrap_or_default();
+    let no_meta = Map::new();
+    let old_meta = super::metadata(current).unwrap_or(&no_meta);
     let mut causes = Vec::new();
     {
         let meta = metadata_mut(&mut new)?;
@@ -293,7 +294,7 @@ pub(crate) async fn commit_update(
                     meta.insert(field.into(), v.clone());
                 }
             }
-            let old_f = finalizers(&old_meta);
+            let old_f = finalizers(old_meta);
             let added: Vec<String> =
                 finalizers(meta).into_iter().filter(|f| !old_f.contains(f)).collect();
             if !added.is_empty() {
@@ -370,13 +371,10 @@ pub(crate) async fn commit_update(
 
 /// Whether anything but `metadata` differs: that bumps `generation` for custom resources.
 fn spec_changed(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| -> Map<String, Value> {
-        let mut m = v.as_object().cloned().unwrap_or_default();
-        m.remove("metadata");
-        m.remove("apiVersion");
-        m
-    };
-    strip(old) != strip(new)
+    let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else { return old != new };
+    let counted = |k: &String| k != "metadata" && k != "apiVersion";
+    old.keys().filter(|k| counted(k)).count() != new.keys().filter(|k| counted(k)).count()
+        || new.iter().any(|(k, v)| counted(k) && old.get(k) != Some(v))
 }
 
 pub(crate) fn finalizers(meta: &Map<String, Value>) -> Vec<String> {
@@ -538,4 +536,22 @@ fn encoded_len(obj: &Value) -> usize {
     }
     let mut n = Count(0);
     serde_json::to_writer(&mut n, obj).map_or(0, |()| n.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_fields_beside_metadata_and_api_version_are_the_spec() {
+        let old = json!({"apiVersion": "g/v1", "metadata": {"a": 1}, "spec": {"n": 1}});
+        let same = json!({"apiVersion": "g/v2", "metadata": {"a": 2}, "spec": {"n": 1}});
+        assert!(!spec_changed(&old, &same));
+        assert!(spec_changed(&old, &json!({"metadata": {}, "spec": {"n": 2}})));
+        assert!(spec_changed(&old, &json!({"metadata": {}, "spec": {"n": 1}, "status": {}})));
+        assert!(spec_changed(&old, &json!({"metadata": {}})));
+        assert!(!spec_changed(&json!({"x": null}), &json!({"x": null, "apiVersion": "v"})));
+        assert!(spec_changed(&json!({"x": null}), &json!({"y": null})));
+    }
 }
