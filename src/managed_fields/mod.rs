@@ -9,6 +9,8 @@
 //! operation, subresource and, for `Update` only, apiVersion.
 
 pub mod fieldset;
+#[cfg(test)]
+mod record_tests;
 pub mod typed;
 
 use actix_web::http::header;
