@@ -17,7 +17,10 @@ fn vm_res() -> &'static ResourceInfo {
 /// A ~2 KB VirtualMachine as a client creates it, after the server's metadata rules.
 fn vm() -> Value {
     let user_data = format!(
-        "#cloud-config\npassword: fedora\nchpasswd: {{ expire: False }}\nssh_authorized_keys:\n  - ssh-ed25519 {} user@host\nruncmd:\n{}",
+        concat!(
+            "#cloud-config\npassword: fedora\nchpasswd: {{ expire: False }}\n",
+            "ssh_authorized_keys:\n  - ssh-ed25519 {} user@host\nruncmd:\n{}"
+        ),
         "A".repeat(68),
         (0..12).map(|i| format!("  - echo step {i} >> /var/log/setup.log\n")).collect::<String>()
     );
@@ -178,7 +181,7 @@ fn best_us<T>(n: usize, input: impl Fn() -> T, mut f: impl FnMut(&mut T)) -> f64
 }
 
 /// Prints µs per `record_update` for each of the four writes, and per `same_ignoring_times`
-/// (which every update runs next): the best of 7 rounds of 2000; no assertion.
+/// (which every update runs next): the best of 7 rounds of 2000; no timing assertion.
 #[test]
 #[ignore]
 fn record_update_timing() {
@@ -191,16 +194,17 @@ fn record_update_timing() {
         );
         println!("record_update ({}): {us:.2} µs", names[i]);
         if let Some(live) = &live {
-            let mut written = new.clone();
-            record_update(vm_res(), Some(live), &mut written, manager, sub);
+            // Its worst case: a write that changes only the entries' times.
+            let mut retimed = live.clone();
+            for e in retimed["metadata"]["managedFields"].as_array_mut().into_iter().flatten() {
+                e["time"] = json!("2021-01-01T00:00:00Z");
+            }
             let us = best_us(
                 2000,
                 || (),
-                |_| {
-                    std::hint::black_box(super::same_ignoring_times(&written, live));
-                },
+                |_| assert!(std::hint::black_box(super::same_ignoring_times(&retimed, live))),
             );
-            println!("  same_ignoring_times: {us:.2} µs");
+            println!("  same_ignoring_times (times alone differ): {us:.2} µs");
         }
     }
 }
