@@ -10,6 +10,8 @@
 
 pub mod fieldset;
 #[cfg(test)]
+mod old;
+#[cfg(test)]
 mod record_tests;
 pub mod typed;
 
