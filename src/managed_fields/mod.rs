@@ -10,8 +10,6 @@
 
 pub mod fieldset;
 #[cfg(test)]
-mod old;
-#[cfg(test)]
 mod record_tests;
 pub mod typed;
 

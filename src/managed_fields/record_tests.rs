@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::record_update;
 use crate::resource::ResourceInfo;
 
-pub(super) fn vm_res() -> &'static ResourceInfo {
+fn vm_res() -> &'static ResourceInfo {
     crate::generated::RESOURCES
         .iter()
         .find(|r| r.kind == "VirtualMachine" && r.version == "v1")
@@ -15,7 +15,7 @@ pub(super) fn vm_res() -> &'static ResourceInfo {
 }
 
 /// A ~2 KB VirtualMachine as a client creates it, after the server's metadata rules.
-pub(super) fn vm() -> Value {
+fn vm() -> Value {
     let user_data = format!(
         concat!(
             "#cloud-config\npassword: fedora\nchpasswd: {{ expire: False }}\n",
@@ -92,7 +92,7 @@ fn pinned(obj: &Value) -> String {
 
 /// The four writes: (a) create, (b) the creator updates, removing a disk and its volume, (c) a
 /// second manager updates without sending managedFields, (d) a status write.
-pub(super) fn writes() -> [(Option<Value>, Value, &'static str, &'static str); 4] {
+fn writes() -> [(Option<Value>, Value, &'static str, &'static str); 4] {
     let mut created = vm();
     record_update(vm_res(), None, &mut created, "kubectl-create", "");
     let live_b = aged(created.clone());
