@@ -8,6 +8,7 @@
 //! member that also has children carries `".": {}` among them.
 
 use std::cmp::Ordering;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -92,7 +93,12 @@ impl PathElement {
     /// The `FieldsV1` key: `f:name`, `k:{...}`, `v:...`, `i:N`.
     pub fn to_fields_v1_key(&self) -> String {
         match self {
-            PathElement::Field(name) => format!("f:{name}"),
+            PathElement::Field(name) => {
+                let mut key = String::with_capacity(name.len() + 2);
+                key.push_str("f:");
+                key.push_str(name);
+                key
+            }
             PathElement::Key(fields) => {
                 let obj: Map<String, Value> =
                     fields.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect();
@@ -215,6 +221,51 @@ impl FieldSet {
         self.children.get(pe)
     }
 
+    /// Adds `pe` at this level.
+    pub(crate) fn add_member(&mut self, pe: PathElement) {
+        self.members.insert(pe);
+    }
+
+    /// Adds `below` under `pe` at this level (nothing when it is empty).
+    pub(crate) fn add_child(&mut self, pe: PathElement, below: FieldSet) {
+        if below.is_empty() {
+            return;
+        }
+        match self.children.entry(pe) {
+            Entry::Vacant(slot) => {
+                slot.insert(below);
+            }
+            Entry::Occupied(mut slot) => slot.get_mut().union_with(below),
+        }
+    }
+
+    /// Adds the paths of `other`, in place: the cost follows `other`'s size, not `self`'s.
+    pub fn union_with(&mut self, other: FieldSet) {
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        self.members.extend(other.members);
+        for (pe, c) in other.children {
+            self.add_child(pe, c);
+        }
+    }
+
+    /// Takes away the paths of `other` (exact paths, as [`FieldSet::difference`]), in place.
+    pub fn subtract(&mut self, other: &FieldSet) {
+        for m in &other.members {
+            self.members.remove(m);
+        }
+        for (pe, o) in &other.children {
+            if let Some(c) = self.children.get_mut(pe) {
+                c.subtract(o);
+                if c.is_empty() {
+                    self.children.remove(pe);
+                }
+            }
+        }
+    }
+
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
         out.members.extend(other.members.iter().cloned());
@@ -309,12 +360,24 @@ impl FieldSet {
         if include_self {
             out.insert(".".into(), Value::Object(Map::new()));
         }
-        let elements: BTreeSet<&PathElement> =
-            self.members.iter().chain(self.children.keys()).collect();
-        for pe in elements {
-            let value = match self.children.get(pe) {
-                Some(c) => c.emit(self.members.contains(pe)),
-                None => Map::new(),
+        // Members and children are both sorted: merge them, so that each element comes once,
+        // in order, knowing whether it is a member.
+        let mut members = self.members.iter().peekable();
+        let mut children = self.children.iter().peekable();
+        loop {
+            let (pe, value) = match (members.peek(), children.peek()) {
+                (None, None) => break,
+                (Some(m), Some((c, _))) if m < c => (members.next().expect("peeked"), Map::new()),
+                (Some(_), None) => (members.next().expect("peeked"), Map::new()),
+                (Some(m), Some((c, _))) if m == c => {
+                    members.next();
+                    let (pe, child) = children.next().expect("peeked");
+                    (pe, child.emit(true))
+                }
+                _ => {
+                    let (pe, child) = children.next().expect("peeked");
+                    (pe, child.emit(false))
+                }
             };
             out.insert(pe.to_fields_v1_key(), Value::Object(value));
         }
@@ -331,10 +394,14 @@ impl FieldSet {
             }
             let pe = PathElement::from_fields_v1_key(key)?;
             let inner = value.as_object().ok_or_else(|| format!("{key}: must be an object"))?;
+            let child = FieldSet::from_fields_v1(value)?;
             if inner.is_empty() || inner.contains_key(".") {
+                if child.is_empty() {
+                    s.members.insert(pe);
+                    continue;
+                }
                 s.members.insert(pe.clone());
             }
-            let child = FieldSet::from_fields_v1(value)?;
             if !child.is_empty() {
                 s.children.insert(pe, child);
             }

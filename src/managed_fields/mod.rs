@@ -9,7 +9,11 @@
 //! operation, subresource and, for `Update` only, apiVersion.
 
 pub mod fieldset;
+#[cfg(test)]
+mod record_tests;
 pub mod typed;
+
+use std::sync::OnceLock;
 
 use actix_web::http::header;
 use actix_web::HttpRequest;
@@ -218,7 +222,8 @@ impl Managers {
     pub fn release(&mut self, except: Option<&Entry>, contested: &FieldSet, removed: &FieldSet) {
         let spared = |e: &Entry| except.is_some_and(|x| e.same_manager(x));
         for e in self.0.iter_mut().filter(|e| !spared(e)) {
-            e.fields = e.fields.difference(contested).difference(removed);
+            e.fields.subtract(contested);
+            e.fields.subtract(removed);
         }
         self.0.retain(|e| !e.fields.is_empty() || spared(e));
     }
@@ -266,6 +271,12 @@ impl Managers {
             self.put(b);
         }
     }
+}
+
+/// [`stripped_fields`], built once.
+fn stripped() -> &'static FieldSet {
+    static STRIPPED: OnceLock<FieldSet> = OnceLock::new();
+    STRIPPED.get_or_init(stripped_fields)
 }
 
 /// The paths no manager ever owns: identity and server-set metadata (stripmeta.go).
@@ -374,9 +385,9 @@ pub fn record_update(
         }
     };
     let empty = Value::Object(Map::new());
-    let old = without_managed_fields(live.unwrap_or(&empty));
-    let cmp = typed::compare(&old, &without_managed_fields(new), Type::of(res));
-    let changed = cmp.modified.union(&cmp.added);
+    let cmp = typed::compare_ignoring_managed_fields(live.unwrap_or(&empty), new, Type::of(res));
+    let mut changed = cmp.added;
+    changed.union_with(cmp.modified);
     let me = Entry {
         manager: manager.to_string(),
         operation: Operation::Update,
@@ -388,10 +399,15 @@ pub fn record_update(
     // kube runs this as a separate "current-operation" manager, so the writer's own earlier
     // entry loses what this write removed, like everyone else's.
     managers.release(None, &changed, &cmp.removed);
-    let taken = changed.difference(&cmp.removed).difference(&stripped_fields());
+    let mut taken = changed;
+    taken.subtract(&cmp.removed);
+    taken.subtract(stripped());
     if !taken.is_empty() {
         let fields = match managers.take(&me) {
-            Some(prev) => prev.fields.union(&taken),
+            Some(mut prev) => {
+                prev.fields.union_with(taken);
+                prev.fields
+            }
             None => taken,
         };
         managers.put(Entry { fields, ..me });
@@ -413,19 +429,43 @@ pub fn without_managed_fields(obj: &Value) -> Value {
 /// Whether two objects differ at most in the times of their managedFields entries: kube counts
 /// such a write as a no-op (`IgnoreManagedFieldsTimestampsTransformer`).
 pub fn same_ignoring_times(a: &Value, b: &Value) -> bool {
-    if a == b {
-        return true;
+    // Compared in place rather than on copies without the times: this runs on every update.
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => same_map_by(x, y, |k, v, w| match k {
+            "metadata" => match (v, w) {
+                (Value::Object(x), Value::Object(y)) => same_map_by(x, y, |k, v, w| {
+                    k == "managedFields" && same_entries_ignoring_times(v, w) || v == w
+                }),
+                _ => v == w,
+            },
+            _ => v == w,
+        }),
+        _ => a == b,
     }
-    let untimed = |v: &Value| {
-        let mut out = v.clone();
-        if let Some(Value::Array(items)) = out.pointer_mut("/metadata/managedFields") {
-            for item in items.iter_mut().filter_map(Value::as_object_mut) {
-                item.remove("time");
+}
+
+/// Two `managedFields` values equal but for the `time` of entries that are objects.
+fn same_entries_ignoring_times(a: &Value, b: &Value) -> bool {
+    let (Value::Array(x), Value::Array(y)) = (a, b) else { return false };
+    x.len() == y.len()
+        && x.iter().zip(y).all(|(v, w)| match (v, w) {
+            (Value::Object(v), Value::Object(w)) => {
+                let untimed =
+                    |m: &Map<String, Value>| m.len() - usize::from(m.contains_key("time"));
+                untimed(v) == untimed(w)
+                    && v.iter().all(|(k, x)| k == "time" || w.get(k).is_some_and(|y| x == y))
             }
-        }
-        out
-    };
-    untimed(a) == untimed(b)
+            _ => v == w,
+        })
+}
+
+/// Map equality (order aside, as `==`) with `same` deciding for the values under each key.
+fn same_map_by(
+    x: &Map<String, Value>,
+    y: &Map<String, Value>,
+    same: impl Fn(&str, &Value, &Value) -> bool,
+) -> bool {
+    x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(k, v, w)))
 }
 
 #[cfg(test)]

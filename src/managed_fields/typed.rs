@@ -43,6 +43,8 @@ fn kinds() -> &'static HashMap<String, &'static Value> {
 /// Where a value sits in the schema; `None` means nothing is known and the shape is deduced.
 #[derive(Clone, Copy, Debug)]
 pub struct Type {
+    /// Already past `$ref`s and a one-element `allOf` ([`Type::at`]): the walks ask a type
+    /// several questions per value, and resolving once is what keeps them cheap.
     node: Option<&'static Value>,
 }
 
@@ -70,35 +72,22 @@ impl Type {
     /// The type of a whole object of `res` in its version.
     pub fn of(res: &ResourceInfo) -> Type {
         let key = format!("{}/{}/{}", res.group, res.version, res.kind);
-        Type { node: kinds().get(&key).copied() }
+        Type::at(kinds().get(&key).copied())
     }
 
     pub fn deduced() -> Type {
         Type { node: None }
     }
 
-    /// The schema node after `$ref`s and a one-element `allOf`.
-    fn resolved(self) -> Option<&'static Value> {
-        let mut node = self.node?;
-        for _ in 0..32 {
-            if let Some(r) = node.get("$ref").and_then(Value::as_str) {
-                let name = r.strip_prefix("#/definitions/")?;
-                node = document().get("definitions")?.get(name)?;
-            } else if let Some([only]) =
-                node.get("allOf").and_then(Value::as_array).map(Vec::as_slice)
-            {
-                node = only;
-            } else {
-                return Some(node);
-            }
-        }
-        None
+    /// The type at schema node `node`, after `$ref`s and a one-element `allOf`.
+    fn at(node: Option<&'static Value>) -> Type {
+        Type { node: node.and_then(resolve) }
     }
 
     /// How `v` is merged at this place. The value decides between map, list and scalar; the
     /// schema decides whether maps and lists are atomic and how list items are named.
     pub fn shape(self, v: &Value) -> Shape {
-        let node = self.resolved();
+        let node = self.node;
         let ext = |k: &str| node.and_then(|n| n.get(k)).and_then(Value::as_str);
         match v {
             Value::Object(_) => {
@@ -139,19 +128,35 @@ impl Type {
     /// free-form maps are not named: structured-merge-diff makes each of them a member of the
     /// field set even when it has children.
     pub fn field(self, key: &str) -> (Type, bool) {
-        let Some(node) = self.resolved() else { return (Type::deduced(), false) };
+        let Some(node) = self.node else { return (Type::deduced(), false) };
         if let Some(prop) = node.get("properties").and_then(|p| p.get(key)) {
-            return (Type { node: Some(prop) }, true);
+            return (Type::at(Some(prop)), true);
         }
         match node.get("additionalProperties") {
-            Some(ap @ Value::Object(_)) => (Type { node: Some(ap) }, false),
+            Some(ap @ Value::Object(_)) => (Type::at(Some(ap)), false),
             _ => (Type::deduced(), false),
         }
     }
 
     pub fn items(self) -> Type {
-        Type { node: self.resolved().and_then(|n| n.get("items")) }
+        Type::at(self.node.and_then(|n| n.get("items")))
     }
+}
+
+/// `node` after `$ref`s and a one-element `allOf`; `None` when a reference leads nowhere.
+fn resolve(mut node: &'static Value) -> Option<&'static Value> {
+    for _ in 0..32 {
+        if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+            let name = r.strip_prefix("#/definitions/")?;
+            node = document().get("definitions")?.get(name)?;
+        } else if let Some([only]) = node.get("allOf").and_then(Value::as_array).map(Vec::as_slice)
+        {
+            node = only;
+        } else {
+            return Some(node);
+        }
+    }
+    None
 }
 
 /// The name of list item `index`: its value in a set, its keys in a list-map. An item missing
@@ -252,81 +257,188 @@ impl Comparison {
 
 pub fn compare(old: &Value, new: &Value, ty: Type) -> Comparison {
     let mut c = Comparison::default();
-    walk_compare(Some(old), Some(new), ty, &mut Vec::new(), &mut c);
+    diff(Some(old), Some(new), ty, Level::Other, &mut c);
     c
 }
 
-fn walk_compare(
+/// [`compare`] of two whole objects as if neither had `metadata.managedFields`, without copying
+/// them to take it out.
+pub fn compare_ignoring_managed_fields(old: &Value, new: &Value, ty: Type) -> Comparison {
+    let mut c = Comparison::default();
+    diff(Some(old), Some(new), ty, Level::Root, &mut c);
+    c
+}
+
+/// Where a compared value sits, for [`compare_ignoring_managed_fields`]: in the `metadata` of
+/// the root, `managedFields` is as good as absent.
+#[derive(Clone, Copy, PartialEq)]
+enum Level {
+    Root,
+    Metadata,
+    Other,
+}
+
+impl Level {
+    fn below(self, key: &str) -> Level {
+        match self {
+            Level::Root if key == "metadata" => Level::Metadata,
+            _ => Level::Other,
+        }
+    }
+
+    fn skips(self, key: &str) -> bool {
+        self == Level::Metadata && key == "managedFields"
+    }
+
+    /// The entries of `m` that are not skipped.
+    fn entries(self, m: Option<&Map<String, Value>>) -> impl Iterator<Item = (&String, &Value)> {
+        m.into_iter().flatten().filter(move |(k, _)| !self.skips(k))
+    }
+
+    /// `a == b` once the skipped entries are gone from both.
+    fn same(self, a: &Value, b: &Value) -> bool {
+        match (self, a, b) {
+            (Level::Other, ..) => a == b,
+            (_, Value::Object(x), Value::Object(y)) => {
+                let count = |m: &Map<String, Value>| m.keys().filter(|k| !self.skips(k)).count();
+                count(x) == count(y)
+                    && x.iter()
+                        .filter(|(k, _)| !self.skips(k))
+                        .all(|(k, v)| y.get(k).is_some_and(|w| self.below(k).same(v, w)))
+            }
+            _ => a == b,
+        }
+    }
+}
+
+/// How one place changed as a whole.
+#[derive(Clone, Copy)]
+enum Change {
+    Added,
+    Modified,
+    Removed,
+}
+
+impl Comparison {
+    /// Records, at this level, how the place named `pe` changed and what changed below it.
+    fn adopt(&mut self, pe: PathElement, change: Option<Change>, below: Comparison) {
+        let Comparison { added, modified, removed } = below;
+        let mut uses = usize::from(change.is_some())
+            + [&added, &modified, &removed].iter().filter(|s| !s.is_empty()).count();
+        // `pe` goes to each set that needs it: cloned for all but the last, moved to that one.
+        let mut pe = Some(pe);
+        let mut name = || {
+            uses -= 1;
+            if uses == 0 {
+                pe.take().expect("taken last")
+            } else {
+                pe.clone().expect("not taken yet")
+            }
+        };
+        for (set, sub) in
+            [(&mut self.added, added), (&mut self.modified, modified), (&mut self.removed, removed)]
+        {
+            if !sub.is_empty() {
+                set.add_child(name(), sub);
+            }
+        }
+        match change {
+            Some(Change::Added) => self.added.add_member(name()),
+            Some(Change::Modified) => self.modified.add_member(name()),
+            Some(Change::Removed) => self.removed.add_member(name()),
+            None => {}
+        }
+    }
+}
+
+/// Compares `l` and `r` at one place: returns how the place itself changed and puts what
+/// changed below it, relative to it, in `below`. Each level builds its own sets and hands them
+/// up, so no path is ever walked from the root.
+fn diff(
     l: Option<&Value>,
     r: Option<&Value>,
     ty: Type,
-    path: &mut Path,
-    c: &mut Comparison,
-) {
-    let leaf = |c: &mut Comparison| match (l, r) {
-        (None, Some(_)) => c.added.insert(path),
-        (Some(_), None) => c.removed.insert(path),
-        (Some(a), Some(b)) if a != b => c.modified.insert(path),
-        _ => {}
+    level: Level,
+    below: &mut Comparison,
+) -> Option<Change> {
+    let leaf = || match (l, r) {
+        (None, Some(_)) => Some(Change::Added),
+        (Some(_), None) => Some(Change::Removed),
+        (Some(a), Some(b)) if !level.same(a, b) => Some(Change::Modified),
+        _ => None,
     };
     let shape = match (l.map(|v| ty.shape(v)), r.map(|v| ty.shape(v))) {
         (Some(a), Some(b)) if same_kind(&a, &b) => b,
         (Some(a), None) => a,
         (None, Some(b)) => b,
-        _ => return leaf(c),
+        _ => return leaf(),
     };
     match shape {
-        Shape::Scalar | Shape::Map { atomic: true } | Shape::List(ListKind::Atomic) => leaf(c),
+        Shape::Scalar | Shape::Map { atomic: true } | Shape::List(ListKind::Atomic) => {
+            return leaf();
+        }
         Shape::List(kind) => {
             let empty: &[Value] = &[];
             let la = l.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(empty);
             let ra = r.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(empty);
             // Two empty lists compare as leaves, which keeps null and [] apart.
             if la.is_empty() && ra.is_empty() {
-                return leaf(c);
+                return leaf();
             }
-            let lhs: BTreeMap<PathElement, &Value> = index_items(&kind, la).into_iter().collect();
-            let rhs: BTreeMap<PathElement, &Value> = index_items(&kind, ra).into_iter().collect();
-            let names: std::collections::BTreeSet<&PathElement> =
-                lhs.keys().chain(rhs.keys()).collect();
-            for pe in names {
-                path.push(pe.clone());
-                walk_compare(lhs.get(pe).copied(), rhs.get(pe).copied(), ty.items(), path, c);
-                path.pop();
+            let item_ty = ty.items();
+            let mut lhs = named_items(&kind, la);
+            for (pe, rv) in named_items(&kind, ra) {
+                let lv = lhs.remove(&pe);
+                let mut sub = Comparison::default();
+                let change = diff(lv, Some(rv), item_ty, Level::Other, &mut sub);
+                below.adopt(pe, change, sub);
             }
-            container_added_or_removed(l, r, path, c);
+            for (pe, lv) in lhs {
+                let mut sub = Comparison::default();
+                let change = diff(Some(lv), None, item_ty, Level::Other, &mut sub);
+                below.adopt(pe, change, sub);
+            }
         }
         Shape::Map { atomic: false } => {
-            let empty = Map::new();
-            let lm = l.and_then(Value::as_object).unwrap_or(&empty);
-            let rm = r.and_then(Value::as_object).unwrap_or(&empty);
-            if lm.is_empty() && rm.is_empty() {
-                return leaf(c);
+            let lm = l.and_then(Value::as_object);
+            let rm = r.and_then(Value::as_object);
+            if level.entries(lm).next().is_none() && level.entries(rm).next().is_none() {
+                return leaf();
             }
-            let keys: std::collections::BTreeSet<&String> = lm.keys().chain(rm.keys()).collect();
-            for k in keys {
-                path.push(PathElement::Field(k.clone()));
-                walk_compare(lm.get(k), rm.get(k), ty.field(k).0, path, c);
-                path.pop();
+            let mut field = |k: &String, lv: Option<&Value>, rv: Option<&Value>| {
+                let (fty, _) = ty.field(k);
+                let mut sub = Comparison::default();
+                let change = diff(lv, rv, fty, level.below(k), &mut sub);
+                if change.is_some() || !sub.is_same() {
+                    below.adopt(PathElement::Field(k.clone()), change, sub);
+                }
+            };
+            for (k, rv) in level.entries(rm) {
+                field(k, lm.and_then(|m| m.get(k)), Some(rv));
             }
-            container_added_or_removed(l, r, path, c);
+            for (k, lv) in
+                level.entries(lm).filter(|(k, _)| !rm.is_some_and(|m| m.contains_key(*k)))
+            {
+                field(k, Some(lv), None);
+            }
         }
+    }
+    // A map or list that appears or disappears as a whole is itself added or removed, besides
+    // what is in it.
+    match (l, r) {
+        (None, Some(_)) => Some(Change::Added),
+        (Some(_), None) => Some(Change::Removed),
+        _ => None,
     }
 }
 
-/// A map or list that appears or disappears as a whole is itself added or removed, besides
-/// what is in it.
-fn container_added_or_removed(
-    l: Option<&Value>,
-    r: Option<&Value>,
-    path: &Path,
-    c: &mut Comparison,
-) {
-    match (l, r) {
-        (None, Some(_)) => c.added.insert(path),
-        (Some(_), None) => c.removed.insert(path),
-        _ => {}
+/// The items of an associative list by name, first occurrence winning.
+fn named_items<'a>(kind: &ListKind, items: &'a [Value]) -> BTreeMap<PathElement, &'a Value> {
+    let mut out = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        out.entry(item_element(kind, i, item)).or_insert(item);
     }
+    out
 }
 
 /// Merges an applied configuration `r` into the live object `l`: the configuration wins on
