@@ -438,6 +438,7 @@ async fn watch_response(
         }),
         end_bookmark,
         table,
+        api_version: serde_json::to_vec(&res.api_version()).unwrap_or_default(),
         peer: req.conn_data::<PeerSocket>().cloned(),
         next_peer_check: now + PEER_CHECK,
         done: false,
@@ -470,6 +471,8 @@ struct WatchStream {
     end_bookmark: bool,
     /// Each event's object as a one-row Table; `no_headers` is set once the first has gone out.
     table: Option<TableOptions>,
+    /// The watched version's `apiVersion`, JSON-encoded once for every event's line.
+    api_version: Vec<u8>,
     /// The connection, to end the watch (and drop its subscription) once the client is gone.
     peer: Option<PeerSocket>,
     next_peer_check: Instant,
@@ -623,7 +626,7 @@ impl WatchStream {
     }
 
     fn stored_line(&mut self, kind: &str, stored: &[u8]) -> Bytes {
-        stored_event_line(self.res, kind, stored).unwrap_or_else(|e| {
+        stored_event_line(self.res, &self.api_version, kind, stored).unwrap_or_else(|e| {
             // Stored bytes always decode; should they not, the watch ends with the error.
             self.done = true;
             line(&json!({"type": "ERROR", "object": e.to_status()}))
@@ -668,12 +671,16 @@ async fn sleep_until_some(at: Option<Instant>) {
 /// An event line around an object's stored bytes: the event `line` encodes with the object from
 /// `for_version` (its object byte for byte), but a fan-out to many watchers encodes nothing per
 /// watcher.
-fn stored_event_line(res: &ResourceInfo, kind: &str, stored: &[u8]) -> Result<Bytes, ApiError> {
-    let api_version = serde_json::to_vec(&res.api_version()).unwrap_or_default();
+fn stored_event_line(
+    res: &ResourceInfo,
+    api_version: &[u8],
+    kind: &str,
+    stored: &[u8],
+) -> Result<Bytes, ApiError> {
     let mut out = Vec::with_capacity(stored.len() + api_version.len() + 32);
     // kube's field order (watch.Event: type, then object).
     out.extend_from_slice(format!("{{\"type\":\"{kind}\",\"object\":").as_bytes());
-    encode_item(res, &api_version, stored, &mut out)?;
+    encode_item(res, api_version, stored, &mut out)?;
     out.extend_from_slice(b"}\n");
     Ok(Bytes::from(out))
 }
@@ -714,6 +721,7 @@ mod tests {
     #[test]
     fn a_stored_event_line_is_the_encoded_event_byte_for_byte() {
         let res = &crate::generated::RESOURCES[0];
+        let api_version = serde_json::to_vec(&res.api_version()).unwrap();
         for obj in [
             json!({"apiVersion": "other/v9", "kind": "K", "metadata": {"name": "a"},
                    "spec": {"s": "q\"u\\o\"te {[", "n": -1.5e3, "apiVersion": "nested"}}),
@@ -723,14 +731,14 @@ mod tests {
             let object = serde_json::to_string(&for_version(res, &obj)).unwrap();
             for kind in ["ADDED", "MODIFIED", "DELETED"] {
                 let want = format!("{{\"type\":\"{kind}\",\"object\":{object}}}\n");
-                let got = stored_event_line(res, kind, &stored).unwrap();
+                let got = stored_event_line(res, &api_version, kind, &stored).unwrap();
                 assert_eq!(std::str::from_utf8(&got).unwrap(), want);
                 let as_line = line(&json!({"type": kind, "object": for_version(res, &obj)}));
                 let parsed = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
                 assert_eq!(parsed(&got), parsed(&as_line));
             }
         }
-        assert!(stored_event_line(res, "ADDED", b"{\"apiVersion\":").is_err());
+        assert!(stored_event_line(res, &api_version, "ADDED", b"{\"apiVersion\":").is_err());
     }
 
     #[test]

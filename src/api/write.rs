@@ -513,29 +513,13 @@ fn set_storage_version(res: &ResourceInfo, obj: &mut Value) {
 pub(crate) fn check_size(obj: &Value) -> Result<(), ApiError> {
     // The store decodes what it keeps: an object nested too deep could never be read back.
     crate::limits::check_depth(obj)?;
-    let n = encoded_len(obj);
+    let n = crate::limits::encoded_len(obj);
     if n > MAX_OBJECT_BYTES {
         return Err(ApiError::RequestEntityTooLarge(format!(
             "Request entity too large: the object is {n} bytes, the limit is {MAX_OBJECT_BYTES}"
         )));
     }
     Ok(())
-}
-
-/// The length of `obj`'s JSON, counted as it is written rather than kept.
-fn encoded_len(obj: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut n = Count(0);
-    serde_json::to_writer(&mut n, obj).map_or(0, |()| n.0)
 }
 
 #[cfg(test)]

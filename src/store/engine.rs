@@ -549,15 +549,7 @@ fn stage(conn: &Connection, live: &Live<'_>, op: WriteOp, rev: u64) -> Result<St
             // A re-create links to the tombstone, as kine does.
             let prev: Option<u64> =
                 conn.prepare_cached(sql::LATEST_REV)?.query_row([&key], |r| r.get(0))?;
-            conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
-                rev,
-                key,
-                1,
-                0,
-                rev,
-                prev.unwrap_or(0),
-                &bytes[..]
-            ])?;
+            append(conn, rev, &key, EventType::Added, rev, prev.unwrap_or(0), &bytes)?;
             conn.prepare_cached(sql::CURRENT_SET)?.execute(params![key, rev])?;
             let event = Event {
                 rev,
@@ -575,15 +567,7 @@ fn stage(conn: &Connection, live: &Live<'_>, op: WriteOp, rev: u64) -> Result<St
             set_resource_version(&mut obj, rev)?;
             let bytes = stored_bytes(&obj)?;
             let old = live.checked(&key, expected)?;
-            conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
-                rev,
-                key,
-                0,
-                0,
-                old.create_rev,
-                old.rev,
-                &bytes[..]
-            ])?;
+            append(conn, rev, &key, EventType::Modified, old.create_rev, old.rev, &bytes)?;
             conn.prepare_cached(sql::CURRENT_SET)?.execute(params![key, rev])?;
             let event = Event {
                 rev,
@@ -599,21 +583,12 @@ fn stage(conn: &Connection, live: &Live<'_>, op: WriteOp, rev: u64) -> Result<St
         }
         WriteOp::Delete { key, expected } => {
             let old = live.checked(&key, expected)?;
-            let prev: Value = serde_json::from_slice(&old.value)?;
             // The tombstone keeps the last state with the delete's revision: the DELETED event
             // and the delete answer both carry it (B.5).
-            let mut last = prev.clone();
+            let mut last: Value = serde_json::from_slice(&old.value)?;
             set_resource_version(&mut last, rev)?;
             let bytes = Bytes::from(serde_json::to_vec(&last)?);
-            conn.prepare_cached(sql::LOG_APPEND)?.execute(params![
-                rev,
-                key,
-                0,
-                1,
-                old.create_rev,
-                old.rev,
-                &bytes[..]
-            ])?;
+            append(conn, rev, &key, EventType::Deleted, old.create_rev, old.rev, &bytes)?;
             conn.prepare_cached(sql::CURRENT_DELETE)?.execute([&key])?;
             let event = Event {
                 rev,
@@ -632,6 +607,22 @@ fn stage(conn: &Connection, live: &Live<'_>, op: WriteOp, rev: u64) -> Result<St
 /// IMMEDIATE takes the write lock up front, so a busy database fails before any work is done.
 fn begin(conn: &mut Connection) -> Result<Transaction<'_>> {
     Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+}
+
+/// Appends a write's row to the log; its kind sets the row's created and deleted flags.
+fn append(
+    conn: &Connection,
+    rev: u64,
+    key: &str,
+    kind: EventType,
+    create_rev: u64,
+    prev_rev: u64,
+    value: &[u8],
+) -> Result<()> {
+    let (created, deleted) = (kind == EventType::Added, kind == EventType::Deleted);
+    conn.prepare_cached(sql::LOG_APPEND)?
+        .execute(params![rev, key, created, deleted, create_rev, prev_rev, value])?;
+    Ok(())
 }
 
 fn meta_get<T: rusqlite::types::FromSql>(conn: &Connection, name: &str) -> Result<Option<T>> {
