@@ -201,35 +201,63 @@ fn child_of(parent: u32) -> Option<u32> {
     })
 }
 
+/// The server run under `strace -f -e trace=CALLS`, its trace written to a file.
+struct Traced {
+    strace: std::process::Child,
+    base: String,
+    server: u32,
+    trace: std::path::PathBuf,
+}
+
+impl Traced {
+    fn start(dir: &std::path::Path, db: &std::path::Path, calls: &str) -> Traced {
+        if Command::new("strace").arg("-V").stdout(Stdio::null()).status().is_err() {
+            panic!(
+                "strace is not installed, and this test needs it to see the server's system \
+                 calls: apt-get install -y strace (.ci/test installs it)"
+            );
+        }
+        let trace = dir.join("strace.txt");
+        let mut strace = Command::new("strace")
+            .args(["-f", "-qq", "-ttt", "-T", "-y", "-e", &format!("trace={calls}")])
+            .args(["-e", "signal=none", "-o"])
+            .arg(&trace)
+            .arg(binary())
+            .args(["--listen", "127.0.0.1:0", "--database"])
+            .arg(db)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("strace runs");
+        let mut first = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(strace.stdout.take().unwrap()),
+            &mut first,
+        )
+        .unwrap();
+        let base =
+            first.trim().strip_prefix("listening on ").expect("the server's address").to_owned();
+        let server = child_of(strace.id()).expect("the traced server process");
+        Traced { strace, base, server, trace }
+    }
+
+    /// Kills the server (strace then ends) and answers what strace saw.
+    fn finish(mut self) -> String {
+        let _ = Command::new("kill").args(["-KILL", &self.server.to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.strace.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "strace did not end after the server was killed");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::fs::read_to_string(&self.trace).unwrap()
+    }
+}
+
 #[test]
 fn every_write_is_synced_to_disk_before_its_answer() {
-    if Command::new("strace").arg("-V").stdout(Stdio::null()).status().is_err() {
-        panic!(
-            "strace is not installed, and this test needs it to see the server's fsync calls: \
-             apt-get install -y strace (.ci/test installs it)"
-        );
-    }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("synced.db");
-    let trace = dir.path().join("strace.txt");
-    let mut strace = Command::new("strace")
-        .args(["-f", "-qq", "-ttt", "-T", "-y", "-e", "trace=fsync,fdatasync", "-e", "signal=none"])
-        .arg("-o")
-        .arg(&trace)
-        .arg(binary())
-        .args(["--listen", "127.0.0.1:0", "--database"])
-        .arg(&db)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("strace runs");
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(strace.stdout.take().unwrap()),
-        &mut first,
-    )
-    .unwrap();
-    let base = first.trim().strip_prefix("listening on ").expect("the server's address").to_owned();
-    let server = child_of(strace.id()).expect("the traced server process");
+    let traced = Traced::start(dir.path(), &db, "fsync,fdatasync");
+    let base = traced.base.clone();
     let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(30)).build();
 
     // One at a time, then many at once (a batch shares one sync, which must still fall in each
@@ -251,14 +279,7 @@ fn every_write_is_synced_to_disk_before_its_answer() {
     }
     let metrics = agent.get(&format!("{base}/metrics")).call().unwrap().into_string().unwrap();
 
-    // Stop the server (strace then ends) and read what it saw.
-    let _ = Command::new("kill").args(["-KILL", &server.to_string()]).status();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while strace.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "strace did not end after the server was killed");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let text = std::fs::read_to_string(&trace).unwrap();
+    let text = traced.finish();
     let name = db.file_name().unwrap().to_str().unwrap();
     let synced = syncs(&text, name);
     assert!(!synced.is_empty(), "no fsync/fdatasync of {name}* traced:\n{text}");
@@ -271,6 +292,30 @@ fn every_write_is_synced_to_disk_before_its_answer() {
     }
     // Fewer syncs than writes overall shows batching when writes overlap (not asserted: timing).
     assert!(metrics.contains("virt_apiserver_store_writes_total"), "{metrics}");
+}
+
+/// Every accepted connection gets TCP_NODELAY, as Go's servers set it: otherwise a response's
+/// or a watch event's last small segment waits for the client's delayed ACK (~40 ms).
+#[test]
+fn accepted_connections_are_tcp_nodelay() {
+    let dir = tempfile::tempdir().unwrap();
+    let traced = Traced::start(dir.path(), &dir.path().join("nodelay.db"), "setsockopt");
+    let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(30)).build();
+    for _ in 0..3 {
+        // A fresh connection each time.
+        let fresh = ureq::AgentBuilder::new().max_idle_connections(0).build();
+        assert_eq!(fresh.get(&format!("{}/readyz", traced.base)).call().unwrap().status(), 200);
+    }
+    agent.get(&format!("{}{}", traced.base, vms("default"))).call().unwrap();
+    let text = traced.finish();
+    // `setsockopt(24<socket:[1747428]>, SOL_TCP, TCP_NODELAY, [1], 4)`: nothing else in the
+    // server sets it, so each such call is one accepted connection.
+    let accepted: Vec<&str> = text.lines().filter(|l| l.contains("TCP_NODELAY, [1]")).collect();
+    assert!(
+        accepted.len() >= 4,
+        "TCP_NODELAY set on {} connections, want 4:\n{text}",
+        accepted.len()
+    );
 }
 
 /// Creates a VirtualMachine; answers its name, when the request was sent and when it was
