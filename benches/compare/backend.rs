@@ -1,30 +1,37 @@
 //! What the workloads need from a server under test, and the HTTP and /proc helpers both
 //! implementations share.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::http::{Conn, Endpoint, Request};
 use crate::stream::Stream;
 
 /// A server under test. `set` groups objects: a namespace for us, a key prefix for etcd.
+///
+/// The throughput operations (create, get) are a request and a check of its answer, so the
+/// workload owns the connections and may drive many from one thread; the sequential ones
+/// (list, update) run on a blocking connection the workload hands in. Every request goes
+/// through `http`'s client, the same for both servers: a non-2xx answer fails (a 429 is
+/// counted in the endpoint and retried).
 pub trait Backend: Sync {
     fn label(&self) -> &'static str;
-    /// Stores `body` as a new object; answers the size of what the server says it stored.
-    fn create(
-        &self,
-        agent: &ureq::Agent,
-        set: &str,
-        name: &str,
-        body: &str,
-    ) -> Result<usize, String>;
-    fn get(&self, agent: &ureq::Agent, set: &str, name: &str) -> Result<(), String>;
+    /// Where clients connect, with its count of 429 answers.
+    fn endpoint(&self) -> &Endpoint;
+    /// The request that stores `body` as a new object `name` of `set`.
+    fn create(&self, set: &str, name: &str, body: &str) -> Request;
+    /// From a create's (2xx) answer: the size of what the server says it stored.
+    fn created(&self, body: &str, answer: &[u8]) -> Result<usize, String>;
+    /// The request that reads object `name` of `set`.
+    fn get(&self, set: &str, name: &str) -> Request;
+    /// Checks a get's (2xx) answer.
+    fn got(&self, answer: &[u8]) -> Result<(), String>;
     /// Reads all of `set` in pages of `limit` at one revision; answers (items, pages).
-    fn list(&self, agent: &ureq::Agent, set: &str, limit: usize) -> Result<(usize, usize), String>;
+    fn list(&self, conn: &mut Conn, set: &str, limit: usize) -> Result<(usize, usize), String>;
     /// Rewrites an existing object (the `i`th time); answers the revision written.
     fn update(
         &self,
-        agent: &ureq::Agent,
+        conn: &mut Conn,
         set: &str,
         name: &str,
         body: &str,
@@ -45,46 +52,15 @@ pub trait Backend: Sync {
     /// `(commits, writes)` from the server's own counters, when it has them.
     fn write_counters(&self) -> Option<(u64, u64)>;
     /// 429 answers seen so far.
-    fn throttled(&self) -> u64;
-}
-
-/// One keep-alive connection pool per client thread.
-pub fn agent() -> ureq::Agent {
-    ureq::AgentBuilder::new().timeout(Duration::from_secs(60)).max_idle_connections(4).build()
-}
-
-/// Sends a request and answers the body of a 2xx. A 429 (the in-flight limits) is counted in
-/// `throttled` and retried as a client honouring Retry-After would, so the run goes on and the
-/// count decides at the end.
-pub fn send(
-    req: ureq::Request,
-    body: Option<&str>,
-    throttled: &AtomicU64,
-) -> Result<String, String> {
-    let url = req.url().to_owned();
-    for _ in 0..100 {
-        let res = match body {
-            Some(b) if req.header("Content-Type").is_none() => {
-                req.clone().set("Content-Type", "application/json").send_string(b)
-            }
-            Some(b) => req.clone().send_string(b),
-            None => req.clone().call(),
-        };
-        return match res {
-            Ok(r) => r.into_string().map_err(|e| format!("{url}: reading the body: {e}")),
-            Err(ureq::Error::Status(429, _)) => {
-                throttled.fetch_add(1, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
-            }
-            Err(ureq::Error::Status(code, r)) => {
-                let text = r.into_string().unwrap_or_default();
-                Err(format!("{url}: {code}: {}", text.chars().take(300).collect::<String>()))
-            }
-            Err(e) => Err(format!("{url}: {e}")),
-        };
+    fn throttled(&self) -> u64 {
+        self.endpoint().throttled()
     }
-    Err(format!("{url}: still 429 after 100 tries"))
+}
+
+/// One GET on a connection of its own (readiness polls, metrics): its body, if a 2xx.
+pub fn fetch(ep: &Endpoint, path: &str) -> Result<Vec<u8>, String> {
+    let mut conn = Conn::open(ep)?;
+    conn.call(&ep.request("GET", path, None, b"")).map(<[u8]>::to_vec)
 }
 
 /// A number that JSON may carry as a string (etcd's gateway writes int64 as strings, kube

@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -12,16 +11,17 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::backend::{self, num, send, Backend};
+use crate::backend::{self, num, Backend};
+use crate::http::{Conn, Endpoint, Request};
+use crate::scan;
 use crate::stream::{self, Stream};
 
 pub struct Etcd {
     child: Child,
     bin: PathBuf,
-    client: String,
+    ep: Endpoint,
     peer: String,
     dir: tempfile::TempDir,
-    unused: AtomicU64,
 }
 
 impl Drop for Etcd {
@@ -68,41 +68,45 @@ impl Etcd {
         let client = format!("127.0.0.1:{}", backend::free_port());
         let peer = format!("127.0.0.1:{}", backend::free_port());
         let child = spawn(&bin, &dir, &client, &peer)?;
-        let etcd = Etcd { child, bin, client, peer, dir, unused: AtomicU64::new(0) };
+        let etcd = Etcd { child, bin, ep: Endpoint::new(&client), peer, dir };
         etcd.wait_serving(Instant::now())?;
         Ok(etcd)
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.client)
-    }
-
-    fn call(&self, agent: &ureq::Agent, path: &str, body: &Value) -> Result<Value, String> {
-        let text = send(agent.post(&self.url(path)), Some(&body.to_string()), &self.unused)?;
-        serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))
+    fn post(&self, path: &str, body: &str) -> Request {
+        self.ep.request("POST", path, None, body.as_bytes())
     }
 
     fn wait_serving(&self, t0: Instant) -> Result<Duration, String> {
-        let agent = backend::agent();
-        let probe = json!({"key": b64("/probe")});
+        let probe = self.post("/v3/kv/range", &json!({"key": b64("/probe")}).to_string());
         backend::wait_ready(t0, Duration::from_secs(120), || {
-            self.call(&agent, "/v3/kv/range", &probe).is_ok()
+            Conn::open(&self.ep).and_then(|mut c| c.call(&probe).map(drop)).is_ok()
         })
         .map_err(|e| format!("etcd {e}; its log: {}", self.dir.path().join("etcd.log").display()))
     }
 }
 
-/// What a paging client needs of a range answer: values are skipped unread, as `ours` skips
-/// the objects of a list page, so both sides measure the server and the wire, not the client.
-#[derive(serde::Deserialize)]
-struct RangePage {
-    header: RangeHeader,
-    #[serde(default)]
-    kvs: Vec<RangeKv>,
-    #[serde(default)]
-    more: bool,
+/// The JSON bodies, written as `json!(..).to_string()` writes them (members in key order) but
+/// without building a `Value`: base64 never needs escaping.
+fn put_body(key: &str, value: &str) -> String {
+    format!(r#"{{"key":"{}","value":"{}"}}"#, b64(key), b64(value))
 }
 
+fn range_body(key: &str, end: Option<(&str, usize)>, revision: u64) -> String {
+    let mut out = format!(r#"{{"key":"{}""#, b64(key));
+    if let Some((end, limit)) = end {
+        out.push_str(&format!(r#","limit":{limit},"range_end":"{}""#, b64(end)));
+    }
+    if revision > 0 {
+        out.push_str(&format!(r#","revision":{revision}"#));
+    }
+    out.push('}');
+    out
+}
+
+/// What a paging client needs of a range answer's header and of its last key. The values are
+/// skipped unread (`scan` counts the kvs), as `ours` skips the objects of a list page, so both
+/// sides measure the server and the wire, not the client.
 #[derive(serde::Deserialize)]
 struct RangeHeader {
     revision: Value,
@@ -111,6 +115,32 @@ struct RangeHeader {
 #[derive(serde::Deserialize)]
 struct RangeKv {
     key: String,
+}
+
+/// A range answer's header, its kvs counted, the last of them, and `more`.
+struct RangePage<'a> {
+    header: Option<&'a [u8]>,
+    kvs: usize,
+    last: Option<&'a [u8]>,
+    more: bool,
+}
+
+fn range_page(answer: &[u8]) -> Result<RangePage<'_>, String> {
+    let mut page = RangePage { header: None, kvs: 0, last: None, more: false };
+    let fail = |e| format!("range: {e}");
+    let mut obj = scan::Object::new(answer).map_err(fail)?;
+    while let Some(key) = obj.next_key().map_err(fail)? {
+        match key {
+            b"header" => page.header = Some(obj.value().map_err(fail)?),
+            b"kvs" => (page.kvs, page.last) = obj.elements().map_err(fail)?,
+            b"more" => page.more = obj.value().map_err(fail)? == b"true",
+            _ => {}
+        }
+    }
+    if page.header.is_none() {
+        return Err("range: no header".into());
+    }
+    Ok(page)
 }
 
 fn spawn(
@@ -140,45 +170,54 @@ impl Backend for Etcd {
         "etcd"
     }
 
-    fn create(
-        &self,
-        agent: &ureq::Agent,
-        set: &str,
-        name: &str,
-        body: &str,
-    ) -> Result<usize, String> {
-        let key = format!("{}{name}", prefix(set).0);
-        self.call(agent, "/v3/kv/put", &json!({"key": b64(&key), "value": B64.encode(body)}))?;
+    fn endpoint(&self) -> &Endpoint {
+        &self.ep
+    }
+
+    fn create(&self, set: &str, name: &str, body: &str) -> Request {
+        self.post("/v3/kv/put", &put_body(&format!("{}{name}", prefix(set).0), body))
+    }
+
+    fn created(&self, body: &str, answer: &[u8]) -> Result<usize, String> {
+        let fail = |e| format!("put: {e}");
+        let (mut obj, mut header) = (scan::Object::new(answer).map_err(fail)?, false);
+        while let Some(key) = obj.next_key().map_err(fail)? {
+            header |= key == b"header";
+        }
+        if !header {
+            return Err("put: no header".into());
+        }
         Ok(body.len())
     }
 
-    fn get(&self, agent: &ureq::Agent, set: &str, name: &str) -> Result<(), String> {
-        let key = format!("{}{name}", prefix(set).0);
-        let answer = self.call(agent, "/v3/kv/range", &json!({"key": b64(&key)}))?;
-        match answer["kvs"].as_array().map_or(0, Vec::len) {
+    fn get(&self, set: &str, name: &str) -> Request {
+        self.post("/v3/kv/range", &range_body(&format!("{}{name}", prefix(set).0), None, 0))
+    }
+
+    fn got(&self, answer: &[u8]) -> Result<(), String> {
+        match range_page(answer)?.kvs {
             1 => Ok(()),
-            n => Err(format!("range {key}: {n} keys")),
+            n => Err(format!("range of one key: {n} keys")),
         }
     }
 
-    fn list(&self, agent: &ureq::Agent, set: &str, limit: usize) -> Result<(usize, usize), String> {
+    fn list(&self, conn: &mut Conn, set: &str, limit: usize) -> Result<(usize, usize), String> {
         // As a continue token does, later pages read at the first page's revision.
         let (mut key, end) = prefix(set);
         let (mut items, mut pages, mut revision) = (0, 0, 0);
         loop {
-            let mut req = json!({"key": b64(&key), "range_end": b64(&end), "limit": limit});
-            if revision > 0 {
-                req["revision"] = json!(revision);
-            }
-            let text =
-                send(agent.post(&self.url("/v3/kv/range")), Some(&req.to_string()), &self.unused)?;
-            let page: RangePage = serde_json::from_str(&text).map_err(|e| format!("range: {e}"))?;
+            let req = self.post("/v3/kv/range", &range_body(&key, Some((&end, limit)), revision));
+            let page = range_page(conn.call(&req)?)?;
+            let header: RangeHeader = serde_json::from_slice(page.header.unwrap_or_default())
+                .map_err(|e| format!("range header: {e}"))?;
             pages += 1;
-            revision = num(&page.header.revision);
-            items += page.kvs.len();
-            let Some(last) = page.kvs.last().filter(|_| page.more) else {
+            revision = num(&header.revision);
+            items += page.kvs;
+            let Some(last) = page.last.filter(|_| page.more) else {
                 return Ok((items, pages));
             };
+            let last: RangeKv =
+                serde_json::from_slice(last).map_err(|e| format!("range kv: {e}"))?;
             let last = B64.decode(&last.key).map_err(|e| format!("range key: {e}"))?;
             key = String::from_utf8(last).map_err(|e| e.to_string())? + "\0";
         }
@@ -186,15 +225,15 @@ impl Backend for Etcd {
 
     fn update(
         &self,
-        agent: &ureq::Agent,
+        conn: &mut Conn,
         set: &str,
         name: &str,
         body: &str,
         _i: usize,
     ) -> Result<u64, String> {
-        let key = format!("{}{name}", prefix(set).0);
-        let answer =
-            self.call(agent, "/v3/kv/put", &json!({"key": b64(&key), "value": B64.encode(body)}))?;
+        let req = self.post("/v3/kv/put", &put_body(&format!("{}{name}", prefix(set).0), body));
+        let answer: Value =
+            serde_json::from_slice(conn.call(&req)?).map_err(|e| format!("put answer: {e}"))?;
         Ok(num(&answer["header"]["revision"]))
     }
 
@@ -206,7 +245,7 @@ impl Backend for Etcd {
     ) -> Result<Stream, String> {
         let key = format!("{}{name}", prefix(set).0);
         let body = json!({"create_request": {"key": b64(&key)}}).to_string();
-        stream::open(&self.client, "POST", "/v3/watch", &body, tx)
+        stream::open(self.ep.addr(), "POST", "/v3/watch", &body, tx)
     }
 
     fn event_revisions(&self, line: &[u8]) -> Vec<u64> {
@@ -218,7 +257,7 @@ impl Backend for Etcd {
     fn restart(&mut self) -> Result<Duration, String> {
         backend::stop(&mut self.child);
         let t0 = Instant::now();
-        self.child = spawn(&self.bin, &self.dir, &self.client, &self.peer)?;
+        self.child = spawn(&self.bin, &self.dir, self.ep.addr(), &self.peer)?;
         self.wait_serving(t0)
     }
 
@@ -229,8 +268,26 @@ impl Backend for Etcd {
     fn write_counters(&self) -> Option<(u64, u64)> {
         None
     }
+}
 
-    fn throttled(&self) -> u64 {
-        0
+/// Checks of the request bodies, run by `cargo test --bench compare` (see `main`).
+#[cfg(test)]
+pub mod tests {
+    use super::{b64, put_body, range_body};
+    use serde_json::json;
+
+    pub fn all() {
+        bodies_as_json_writes_them();
+    }
+
+    fn bodies_as_json_writes_them() {
+        let (key, end) = ("/bench/s/vm-s-000001", "/bench/s0");
+        let value = "{\"a\":\"b\\\"c\"}";
+        assert_eq!(put_body(key, value), json!({"key": b64(key), "value": b64(value)}).to_string());
+        assert_eq!(range_body(key, None, 0), json!({"key": b64(key)}).to_string());
+        let mut range = json!({"key": b64(key), "range_end": b64(end), "limit": 500});
+        assert_eq!(range_body(key, Some((end, 500)), 0), range.to_string());
+        range["revision"] = json!(12345);
+        assert_eq!(range_body(key, Some((end, 500)), 12345), range.to_string());
     }
 }

@@ -13,17 +13,24 @@
 //! whose measures were taken. A full-mode run with `--only` writes target/BENCHMARKS-only.md,
 //! never BENCHMARKS.md.
 //! Each throughput (creates, gets, lists) also records CPU time per operation (per item for
-//! lists) of the server process, all threads, and of this process (the client threads), from
+//! lists) of the server process, all threads, and of this process (the client), from
 //! utime + stime in /proc/PID/stat and /proc/self/stat around the measurement.
+//! The client is the bench's own lean HTTP/1.1 client (`http.rs`), the same for both servers:
+//! "N clients" are N keep-alive connections with one request in flight each, all driven by one
+//! thread (`workload::spread`); lists and a watch's writes use one blocking connection. A load
+//! generator must cost far less CPU than the server it measures, as wrk and h2load do: ureq 2
+//! with a thread per client cost as much per operation as our server.
 //! Both servers are started here, on loopback ephemeral ports with temporary data, and killed at
 //! the end. Any 429 from our server (its in-flight limits, which a loopback benchmark with 32
 //! clients and 100 watchers must not trip) or any failed operation fails the run.
 
 mod backend;
 mod etcd;
+mod http;
 mod object;
 mod ours;
 mod report;
+mod scan;
 mod stream;
 mod workload;
 
@@ -177,7 +184,7 @@ struct Bench {
     body: Body,
 }
 
-/// CPU time so far, in clock ticks, of a server process and of this one (the client threads).
+/// CPU time so far, in clock ticks, of a server process and of this one (the client).
 struct Cpu {
     server: u64,
     client: u64,
@@ -264,6 +271,9 @@ fn main() {
         #[cfg(test)]
         {
             backend::tests::all();
+            http::tests::all();
+            scan::tests::all();
+            etcd::tests::all();
             tests::all();
         }
         println!("compare: a benchmark; run it with `cargo bench --bench compare [-- --quick]`");
@@ -477,8 +487,8 @@ fn header(
     }
     h.push_str(&format!(
         "\nBoth servers run on this machine on loopback, durable as shipped (virt-apiserver: SQLite \
-         WAL, synchronous=FULL, default flags; etcd: defaults), with the client threads on the \
-         same cores. Objects are {} B KubeVirt VirtualMachines (etcd stores the same JSON as its \
+         WAL, synchronous=FULL, default flags; etcd: defaults), with the benchmark's client on \
+         the same cores. Objects are {} B KubeVirt VirtualMachines (etcd stores the same JSON as its \
          value). Creates: {} with 1 client and {} with 32 per run; gets: {} by 32 clients over \
          {} objects; lists read in pages of {PAGE} at one revision (continue tokens / etcd range \
          with revision); watch latency: {} sequential updates of one object (virt-apiserver: a \
@@ -496,14 +506,23 @@ fn header(
     ));
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     h.push_str(&format!(
-        "\nCPU per operation (per item for lists): user + system CPU time of the whole server \
-         process (all threads, /proc/PID/stat) and of the benchmark's own process (its client \
-         threads, /proc/self/stat) across the measurement, divided by the operations; read in \
+        "\nThe client is the benchmark's own HTTP/1.1 client, the same for both servers: N clients \
+         are N keep-alive connections, each with one request in flight (no pipelining), all \
+         driven by one client thread (a tokio current-thread runtime); a list reads its pages on \
+         one connection. Each request is sent in one write; every answer's status is checked; \
+         list pages are counted (items and continue token; etcd: kvs and `more`) by a scan of \
+         their JSON structure, not decoded into objects. A load generator must cost far less CPU \
+         than the server it measures, and shares its cores here.\n\
+         \nCPU per operation (per item for lists): user + system CPU time of the whole server \
+         process (all threads, /proc/PID/stat) and of the benchmark's own process (the client, \
+         /proc/self/stat) across the measurement, divided by the operations; read in \
          clock ticks of 1/{} s, so short measurements (quick mode) are coarse. Servers and \
-         clients share this machine's {cores} cores, so no rate can exceed {cores} cores divided \
-         by (server CPU per operation + client CPU per operation) operations per second: where \
-         the client's CPU per operation is comparable to the server's, the client caps the rate \
-         and a ratio of rates (ours / etcd) says less about the servers than their CPU rows.\n",
+         the client share this machine's {cores} cores, so no rate can exceed {cores} cores \
+         divided by (server CPU per operation + client CPU per operation) operations per second: \
+         where the client's CPU per operation is comparable to the server's, the client caps the \
+         rate and a ratio of rates (ours / etcd) says less about the servers than their CPU \
+         rows. Much of the client's own CPU is the kernel's loopback TCP work for its sends and \
+         receives.\n",
         backend::ticks_per_sec(),
     ));
     h

@@ -4,35 +4,29 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::backend::{self, num, send, Backend};
+use crate::backend::{self, num, Backend};
+use crate::http::{query_value, Conn, Endpoint, Request};
+use crate::scan;
+use crate::stream::{self, Stream};
 
-/// What a paging client needs of a list page: the objects are skipped unread, as `etcd`
-/// skips its values, so both sides measure the server and the wire, not the client's decoder.
-#[derive(serde::Deserialize)]
-struct ListPage {
-    metadata: ListMeta,
-    #[serde(default)]
-    items: Vec<serde::de::IgnoredAny>,
-}
-
+/// What a paging client needs of a list page's metadata. The page's items are counted by
+/// `scan`, unread, as `etcd` skips its values, so both sides measure the server and the wire,
+/// not the client's decoder.
 #[derive(serde::Deserialize)]
 struct ListMeta {
     #[serde(rename = "continue", default)]
     cont: String,
 }
-use crate::stream::{self, Stream};
 
 pub struct Ours {
     child: Child,
-    base: String,
+    ep: Endpoint,
     db: PathBuf,
-    throttled: AtomicU64,
     _dir: tempfile::TempDir,
 }
 
@@ -43,7 +37,8 @@ impl Drop for Ours {
     }
 }
 
-/// Starts the binary and answers it with its base URL, read from its first stdout line.
+/// Starts the binary and answers it with its address (`host:port`), read from its first stdout
+/// line.
 fn spawn(db: &PathBuf) -> Result<(Child, String), String> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_virt-apiserver"))
         .args(["--listen", "127.0.0.1:0", "--database"])
@@ -55,35 +50,33 @@ fn spawn(db: &PathBuf) -> Result<(Child, String), String> {
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
     out.read_line(&mut first).map_err(|e| format!("virt-apiserver stdout: {e}"))?;
-    let base = first
+    let addr = first
         .trim()
-        .strip_prefix("listening on ")
+        .strip_prefix("listening on http://")
         .ok_or_else(|| format!("virt-apiserver said {first:?} instead of its address"))?
         .to_owned();
     // Keep draining stdout: a closed pipe would fail the server's later prints.
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    Ok((child, base))
+    Ok((child, addr))
+}
+
+fn collection(set: &str) -> String {
+    format!("/apis/kubevirt.io/v1/namespaces/{set}/virtualmachines")
 }
 
 impl Ours {
     pub fn start() -> Result<Ours, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let db = dir.path().join("bench.db");
-        let (child, base) = spawn(&db)?;
-        let ours = Ours { child, base, db, throttled: AtomicU64::new(0), _dir: dir };
+        let (child, addr) = spawn(&db)?;
+        let ours = Ours { child, ep: Endpoint::new(&addr), db, _dir: dir };
         ours.wait_serving(Instant::now())?;
         Ok(ours)
     }
 
-    fn collection(&self, set: &str) -> String {
-        format!("{}/apis/kubevirt.io/v1/namespaces/{set}/virtualmachines", self.base)
-    }
-
     fn wait_serving(&self, t0: Instant) -> Result<Duration, String> {
-        let agent = backend::agent();
-        let url = format!("{}/readyz", self.base);
         backend::wait_ready(t0, Duration::from_secs(120), || {
-            agent.get(&url).call().is_ok_and(|r| r.status() == 200)
+            backend::fetch(&self.ep, "/readyz").is_ok()
         })
     }
 }
@@ -93,35 +86,51 @@ impl Backend for Ours {
         "virt-apiserver"
     }
 
-    fn create(
-        &self,
-        agent: &ureq::Agent,
-        set: &str,
-        _name: &str,
-        body: &str,
-    ) -> Result<usize, String> {
-        let answer = send(agent.post(&self.collection(set)), Some(body), &self.throttled)?;
+    fn endpoint(&self) -> &Endpoint {
+        &self.ep
+    }
+
+    fn create(&self, set: &str, _name: &str, body: &str) -> Request {
+        self.ep.request("POST", &collection(set), None, body.as_bytes())
+    }
+
+    fn created(&self, _body: &str, answer: &[u8]) -> Result<usize, String> {
         Ok(answer.len())
     }
 
-    fn get(&self, agent: &ureq::Agent, set: &str, name: &str) -> Result<(), String> {
-        send(agent.get(&format!("{}/{name}", self.collection(set))), None, &self.throttled)?;
+    fn get(&self, set: &str, name: &str) -> Request {
+        self.ep.request("GET", &format!("{}/{name}", collection(set)), None, b"")
+    }
+
+    fn got(&self, _answer: &[u8]) -> Result<(), String> {
         Ok(())
     }
 
-    fn list(&self, agent: &ureq::Agent, set: &str, limit: usize) -> Result<(usize, usize), String> {
-        let url = self.collection(set);
+    fn list(&self, conn: &mut Conn, set: &str, limit: usize) -> Result<(usize, usize), String> {
         let (mut items, mut pages, mut token) = (0, 0, String::new());
         loop {
-            let mut req = agent.get(&url).query("limit", &limit.to_string());
+            let mut path = format!("{}?limit={limit}", collection(set));
             if !token.is_empty() {
-                req = req.query("continue", &token);
+                path.push_str("&continue=");
+                path.push_str(&query_value(&token));
             }
-            let page: ListPage = serde_json::from_str(&send(req, None, &self.throttled)?)
-                .map_err(|e| format!("list page: {e}"))?;
+            let page = conn.call(&self.ep.request("GET", &path, None, b""))?;
+            let (mut n, mut meta) = (0, None);
+            let mut obj = scan::Object::new(page).map_err(|e| format!("list page: {e}"))?;
+            while let Some(key) = obj.next_key().map_err(|e| format!("list page: {e}"))? {
+                match key {
+                    b"items" => n = obj.elements().map_err(|e| format!("list items: {e}"))?.0,
+                    b"metadata" => meta = Some(obj.value().map(serde_json::from_slice::<ListMeta>)),
+                    _ => {}
+                }
+            }
+            let meta = meta
+                .ok_or("list page: no metadata")?
+                .map_err(|e| format!("list page: {e}"))?
+                .map_err(|e| format!("list page metadata: {e}"))?;
             pages += 1;
-            items += page.items.len();
-            token = page.metadata.cont;
+            items += n;
+            token = meta.cont;
             if token.is_empty() {
                 return Ok((items, pages));
             }
@@ -130,7 +139,7 @@ impl Backend for Ours {
 
     fn update(
         &self,
-        agent: &ureq::Agent,
+        conn: &mut Conn,
         set: &str,
         name: &str,
         _body: &str,
@@ -138,12 +147,15 @@ impl Backend for Ours {
     ) -> Result<u64, String> {
         // A controller's typical small change; the server still writes (and sends) the whole
         // 2 KB object.
-        let req = agent
-            .request("PATCH", &format!("{}/{name}", self.collection(set)))
-            .set("Content-Type", "application/merge-patch+json");
         let patch = json!({"metadata": {"annotations": {"bench/i": i.to_string()}}}).to_string();
-        let res = send(req, Some(&patch), &self.throttled)?;
-        let obj: Value = serde_json::from_str(&res).map_err(|e| format!("patch answer: {e}"))?;
+        let req = self.ep.request(
+            "PATCH",
+            &format!("{}/{name}", collection(set)),
+            Some("application/merge-patch+json"),
+            patch.as_bytes(),
+        );
+        let obj: Value =
+            serde_json::from_slice(conn.call(&req)?).map_err(|e| format!("patch answer: {e}"))?;
         Ok(num(&obj["metadata"]["resourceVersion"]))
     }
 
@@ -153,11 +165,10 @@ impl Backend for Ours {
         name: &str,
         tx: mpsc::Sender<(Vec<u8>, Instant)>,
     ) -> Result<Stream, String> {
-        let addr = self.base.strip_prefix("http://").unwrap_or(&self.base);
         let path = format!(
             "/apis/kubevirt.io/v1/namespaces/{set}/virtualmachines?watch=true&fieldSelector=metadata.name%3D{name}"
         );
-        stream::open(addr, "GET", &path, "", tx)
+        stream::open(self.ep.addr(), "GET", &path, "", tx)
     }
 
     fn event_revisions(&self, line: &[u8]) -> Vec<u64> {
@@ -173,9 +184,9 @@ impl Backend for Ours {
     fn restart(&mut self) -> Result<Duration, String> {
         backend::stop(&mut self.child);
         let t0 = Instant::now();
-        let (child, base) = spawn(&self.db)?;
+        let (child, addr) = spawn(&self.db)?;
         self.child = child;
-        self.base = base;
+        self.ep.set_addr(&addr);
         self.wait_serving(t0)
     }
 
@@ -184,12 +195,7 @@ impl Backend for Ours {
     }
 
     fn write_counters(&self) -> Option<(u64, u64)> {
-        let text = backend::agent()
-            .get(&format!("{}/metrics", self.base))
-            .call()
-            .ok()?
-            .into_string()
-            .ok()?;
+        let text = String::from_utf8(backend::fetch(&self.ep, "/metrics").ok()?).ok()?;
         let counter = |name: &str| {
             text.lines()
                 .filter(|l| !l.starts_with('#'))
@@ -200,9 +206,5 @@ impl Backend for Ours {
             counter("virt_apiserver_store_commits_total")?,
             counter("virt_apiserver_store_writes_total")?,
         ))
-    }
-
-    fn throttled(&self) -> u64 {
-        self.throttled.load(Ordering::Relaxed)
     }
 }

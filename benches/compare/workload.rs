@@ -1,12 +1,15 @@
-//! The measurements, the same code for every backend: N operations spread over C client threads
-//! (each with its own keep-alive connection), paged lists, and write → watch event latency.
+//! The measurements, the same code for every backend: N operations spread over C clients (each
+//! a keep-alive connection with one request in flight), paged lists, and write → watch event
+//! latency.
 
 use std::collections::HashMap;
 use std::sync::mpsc;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::backend::{agent, Backend};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+
+use crate::backend::Backend;
+use crate::http::{AsyncConn, Conn, Request};
 use crate::object::Body;
 use crate::report::percentile;
 
@@ -18,46 +21,56 @@ pub struct Throughput {
     pub stored: usize,
 }
 
-/// Runs `op(agent, i)` for i in 0..n over `clients` threads; any failure fails the measurement.
-fn spread(
+/// Runs operations 0..n over `clients` connections to `b`: operation `i` sends the request of
+/// `request(i)` and hands its answer to `answer`, which says how many bytes it stored. Any
+/// failure fails the measurement.
+///
+/// One thread drives all the connections, as tasks of a tokio current-thread runtime. Measured
+/// against a blocking thread per connection (the same client otherwise), its client CPU per get
+/// with 32 clients was 9.5 µs against 19.5 (ours) and 23.5 against 29.5 (etcd), per create about
+/// a quarter less: fewer context switches, one epoll_wait serves several answers, and each
+/// answer takes one send and one recv. The client shares the servers' cores.
+fn spread<C>(
+    b: &dyn Backend,
     clients: usize,
     n: usize,
-    op: impl Fn(&ureq::Agent, usize) -> Result<usize, String> + Sync,
+    request: impl Fn(usize) -> (Request, C),
+    answer: impl Fn(C, &[u8]) -> Result<usize, String>,
 ) -> Result<Throughput, String> {
-    let failure = Mutex::new(None);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+    let (request, answer) = (&request, &answer);
     let t0 = Instant::now();
-    let per_thread: Vec<(Vec<Duration>, usize)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..clients)
-            .map(|t| {
-                let (op, failure) = (&op, &failure);
-                s.spawn(move || {
-                    let agent = agent();
-                    let (mut lat, mut stored) = (Vec::new(), 0);
-                    for i in (t..n).step_by(clients) {
-                        let o0 = Instant::now();
-                        match op(&agent, i) {
-                            Ok(size) => stored += size,
-                            Err(e) => {
-                                failure.lock().unwrap().get_or_insert(e);
-                                break;
-                            }
-                        }
-                        lat.push(o0.elapsed());
-                    }
-                    (lat, stored)
-                })
+    let per_client = rt.block_on(async {
+        let mut clients: FuturesUnordered<_> = (0..clients)
+            .map(|t| async move {
+                let mut conn = AsyncConn::open(b.endpoint()).await?;
+                let (mut lat, mut stored) = (Vec::with_capacity(n / clients + 1), 0);
+                for i in (t..n).step_by(clients) {
+                    let o0 = Instant::now();
+                    let (req, c) = request(i);
+                    stored += answer(c, conn.call(&req).await?)?;
+                    lat.push(o0.elapsed());
+                }
+                Ok::<_, String>((lat, stored))
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    let took = t0.elapsed();
-    if let Some(e) = failure.into_inner().unwrap() {
-        return Err(e);
-    }
-    let stored = per_thread.iter().map(|(_, s)| s).sum();
-    let mut lat: Vec<Duration> = per_thread.into_iter().flat_map(|(l, _)| l).collect();
+        let mut done = Vec::new();
+        while let Some(r) = clients.next().await {
+            done.push(r?);
+        }
+        Ok::<_, String>(done)
+    })?;
+    Ok(throughput(n, t0.elapsed(), per_client))
+}
+
+fn throughput(n: usize, took: Duration, per_client: Vec<(Vec<Duration>, usize)>) -> Throughput {
+    let stored = per_client.iter().map(|(_, s)| s).sum();
+    let mut lat: Vec<Duration> = per_client.into_iter().flat_map(|(l, _)| l).collect();
     lat.sort();
-    Ok(Throughput { rate: n as f64 / took.as_secs_f64(), p99: percentile(&lat, 0.99), stored })
+    Throughput { rate: n as f64 / took.as_secs_f64(), p99: percentile(&lat, 0.99), stored }
 }
 
 /// Creates objects 0..n of `set`.
@@ -68,10 +81,17 @@ pub fn create(
     n: usize,
     clients: usize,
 ) -> Result<Throughput, String> {
-    spread(clients, n, |agent, i| {
-        let name = Body::name(set, i);
-        b.create(agent, set, &name, &body.json(&name))
-    })
+    spread(
+        b,
+        clients,
+        n,
+        |i| {
+            let name = Body::name(set, i);
+            let json = body.json(&name);
+            (b.create(set, &name, &json), json)
+        },
+        |json, answer| b.created(&json, answer),
+    )
 }
 
 /// `n` gets of objects of `set` (which holds `existing`), in a scattered order.
@@ -82,18 +102,24 @@ pub fn get(
     n: usize,
     clients: usize,
 ) -> Result<Throughput, String> {
-    spread(clients, n, |agent, i| {
-        // A multiplicative hash: every thread walks the whole set, not one corner of it.
-        let k = (i as u64).wrapping_mul(2_654_435_761) % existing as u64;
-        b.get(agent, set, &Body::name(set, k as usize)).map(|()| 0)
-    })
+    spread(
+        b,
+        clients,
+        n,
+        |i| {
+            // A multiplicative hash: every client walks the whole set, not one corner of it.
+            let k = (i as u64).wrapping_mul(2_654_435_761) % existing as u64;
+            (b.get(set, &Body::name(set, k as usize)), ())
+        },
+        |(), answer| b.got(answer).map(|()| 0),
+    )
 }
 
-/// A full paged list of `set`; answers items per second.
+/// A full paged list of `set` on one connection; answers items per second.
 pub fn list(b: &dyn Backend, set: &str, expect: usize, limit: usize) -> Result<f64, String> {
-    let agent = agent();
     let t0 = Instant::now();
-    let (items, pages) = b.list(&agent, set, limit)?;
+    let mut conn = Conn::open(b.endpoint())?;
+    let (items, pages) = b.list(&mut conn, set, limit)?;
     let took = t0.elapsed();
     if items != expect || pages != expect.div_ceil(limit).max(1) {
         return Err(format!(
@@ -118,10 +144,10 @@ pub fn watch(
     watchers: usize,
     writes: usize,
 ) -> Result<Latency, String> {
-    let agent = agent();
+    let mut conn = Conn::open(b.endpoint())?;
     let name = Body::name(set, watchers);
     let json = body.json(&name);
-    b.create(&agent, set, &name, &json)?;
+    b.created(&json, conn.call(&b.create(set, &name, &json))?)?;
     let (tx, rx) = mpsc::channel();
     let streams =
         (0..watchers).map(|_| b.watch(set, &name, tx.clone())).collect::<Result<Vec<_>, _>>()?;
@@ -132,7 +158,7 @@ pub fn watch(
     let mut sent = HashMap::new();
     for i in 0..writes {
         let t0 = Instant::now();
-        sent.insert(b.update(&agent, set, &name, &json, i)?, t0);
+        sent.insert(b.update(&mut conn, set, &name, &json, i)?, t0);
     }
     let mut latencies = Vec::with_capacity(writes * watchers);
     let until = Instant::now() + Duration::from_secs(30);
