@@ -174,13 +174,13 @@ fn services(routes: &[Route]) -> TokenStream {
     for route in routes {
         match scope_of(route) {
             Some(prefix) => {
-                let tokens = resource_service(route, &prefix);
+                let tokens = resource_services(route, &prefix);
                 match scopes.iter_mut().find(|(p, _)| *p == prefix) {
-                    Some((_, group)) => group.push(tokens),
-                    None => scopes.push((prefix, vec![tokens])),
+                    Some((_, group)) => group.extend(tokens),
+                    None => scopes.push((prefix, tokens)),
                 }
             }
-            None => top.push(resource_service(route, "")),
+            None => top.extend(resource_services(route, "")),
         }
     }
     let scopes = scopes.into_iter().map(|(prefix, services)| {
@@ -194,14 +194,26 @@ fn services(routes: &[Route]) -> TokenStream {
     }
 }
 
-/// The `web::resource` serving `route`, its patterns relative to `prefix`.
-fn resource_service(route: &Route, prefix: &str) -> TokenStream {
+/// The `web::resource`s serving `route`, its patterns relative to `prefix`: one resource for all
+/// patterns, or one per pattern when they are all static. actix matches a resource of several
+/// patterns through a `RegexSet`, tried on every request that reaches it (the discovery paths
+/// with and without their trailing slash sit before every scope), where a static pattern is a
+/// string comparison.
+fn resource_services(route: &Route, prefix: &str) -> Vec<TokenStream> {
     let patterns: Vec<&str> =
         route.patterns.iter().map(|p| p.strip_prefix(prefix).unwrap_or(p)).collect();
+    if patterns.len() > 1 && patterns.iter().all(|p| !p.contains('{')) {
+        return patterns.iter().map(|p| resource_service(route, &quote!(#p))).collect();
+    }
     let pattern = match patterns.as_slice() {
         [one] => quote!(#one),
         many => quote!([#(#many),*]),
     };
+    vec![resource_service(route, &pattern)]
+}
+
+/// One `web::resource` for `pattern` (a string or an array of them) with `route`'s handlers.
+fn resource_service(route: &Route, pattern: &TokenStream) -> TokenStream {
     let routes = route.operations.iter().map(|op| {
         let method = ident(match op.method {
             Method::Get => "get",

@@ -190,11 +190,19 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
         ::actix_web::web::resource("/").route(::actix_web::web::get().to(get_root_paths)),
     );
     cfg.service(
-        ::actix_web::web::resource(["/api", "/api/"])
+        ::actix_web::web::resource("/api")
             .route(::actix_web::web::get().to(get_core_api_versions)),
     );
     cfg.service(
-        ::actix_web::web::resource(["/apis", "/apis/"])
+        ::actix_web::web::resource("/api/")
+            .route(::actix_web::web::get().to(get_core_api_versions)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis")
+            .route(::actix_web::web::get().to(get_api_versions)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/")
             .route(::actix_web::web::get().to(get_api_versions)),
     );
     cfg.service(
@@ -221,35 +229,45 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
             .route(::actix_web::web::get().to(get_openapi_v3_index)),
     );
     cfg.service(
-        ::actix_web::web::resource(["/apis/zoo.example.io/", "/apis/zoo.example.io"])
+        ::actix_web::web::resource("/apis/zoo.example.io/")
             .route(::actix_web::web::get().to(get_zoo_example_io_api_group)),
     );
     cfg.service(
-        ::actix_web::web::resource([
-                "/apis/zoo.example.io/v1beta1/",
-                "/apis/zoo.example.io/v1beta1",
-            ])
+        ::actix_web::web::resource("/apis/zoo.example.io")
+            .route(::actix_web::web::get().to(get_zoo_example_io_api_group)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1beta1/")
             .route(::actix_web::web::get().to(get_zoo_example_io_v1beta1_api_resources)),
     );
     cfg.service(
-        ::actix_web::web::resource([
-                "/apis/zoo.example.io/v1/",
-                "/apis/zoo.example.io/v1",
-            ])
+        ::actix_web::web::resource("/apis/zoo.example.io/v1beta1")
+            .route(::actix_web::web::get().to(get_zoo_example_io_v1beta1_api_resources)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/v1/")
             .route(::actix_web::web::get().to(get_zoo_example_io_v1_api_resources)),
     );
     cfg.service(
-        ::actix_web::web::resource([
-                "/apis/tickets.example.io/",
-                "/apis/tickets.example.io",
-            ])
+        ::actix_web::web::resource("/apis/zoo.example.io/v1")
+            .route(::actix_web::web::get().to(get_zoo_example_io_v1_api_resources)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/tickets.example.io/")
             .route(::actix_web::web::get().to(get_tickets_example_io_api_group)),
     );
     cfg.service(
-        ::actix_web::web::resource([
-                "/apis/tickets.example.io/v1alpha1/",
-                "/apis/tickets.example.io/v1alpha1",
-            ])
+        ::actix_web::web::resource("/apis/tickets.example.io")
+            .route(::actix_web::web::get().to(get_tickets_example_io_api_group)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/tickets.example.io/v1alpha1/")
+            .route(
+                ::actix_web::web::get().to(get_tickets_example_io_v1alpha1_api_resources),
+            ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/tickets.example.io/v1alpha1")
             .route(
                 ::actix_web::web::get().to(get_tickets_example_io_v1alpha1_api_resources),
             ),
