@@ -117,17 +117,30 @@ pub fn get(
 
 /// A full paged list of `set` on one connection; answers items per second.
 pub fn list(b: &dyn Backend, set: &str, expect: usize, limit: usize) -> Result<f64, String> {
+    list_times(b, set, expect, limit, 1)
+}
+
+/// `times` full paged lists of `set`, one after the other on one connection; answers items per
+/// second over them all.
+pub fn list_times(
+    b: &dyn Backend,
+    set: &str,
+    expect: usize,
+    limit: usize,
+    times: usize,
+) -> Result<f64, String> {
     let t0 = Instant::now();
     let mut conn = Conn::open(b.endpoint())?;
-    let (items, pages) = b.list(&mut conn, set, limit)?;
-    let took = t0.elapsed();
-    if items != expect || pages != expect.div_ceil(limit).max(1) {
-        return Err(format!(
-            "{}: list of {set}: {items} items in {pages} pages, want {expect}",
-            b.label()
-        ));
+    for _ in 0..times {
+        let (items, pages) = b.list(&mut conn, set, limit)?;
+        if items != expect || pages != expect.div_ceil(limit).max(1) {
+            return Err(format!(
+                "{}: list of {set}: {items} items in {pages} pages, want {expect}",
+                b.label()
+            ));
+        }
     }
-    Ok(items as f64 / took.as_secs_f64())
+    Ok((expect * times) as f64 / t0.elapsed().as_secs_f64())
 }
 
 pub struct Latency {
