@@ -5,13 +5,11 @@
 //! far less CPU than the server it measures (as wrk and h2load do): ureq 2 with a thread per
 //! client cost as much per operation as our server did.
 //!
-//! `Conn` is a blocking connection (the sequential measures: lists, a watch's writes, polls);
-//! `AsyncConn` is the same protocol on a tokio socket, for many connections driven from one
-//! thread (`workload::spread`). Both keep the answer's decoding (`Decoder`) and their read
-//! buffer (`Inbox`) in common.
+//! `AsyncConn` is a connection on a tokio socket, for many connections driven from one thread
+//! (`workload::spread`); `Conn` is the same on a runtime of its own, for the sequential measures
+//! (lists, a watch's writes, polls).
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -379,114 +377,42 @@ impl Failure {
     }
 }
 
-/// A blocking keep-alive connection.
+/// A blocking keep-alive connection (the sequential measures: lists, a watch's writes, polls):
+/// an `AsyncConn` on a current-thread runtime of its own, so one implementation serves both.
 pub struct Conn {
+    rt: tokio::runtime::Runtime,
+    conn: AsyncConn,
+}
+
+impl Conn {
+    pub fn open(ep: &Endpoint) -> Result<Conn, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("a runtime for a connection: {e}"))?;
+        let conn = rt.block_on(AsyncConn::open(ep))?;
+        Ok(Conn { rt, conn })
+    }
+
+    /// As `AsyncConn::call`.
+    pub fn call(&mut self, req: &Request) -> Result<&[u8], String> {
+        self.rt.block_on(self.conn.call(req))
+    }
+}
+
+/// A keep-alive connection on a tokio socket, so that one thread can drive many of them.
+pub struct AsyncConn {
     addr: String,
     throttled: Arc<AtomicU64>,
-    stream: Option<TcpStream>,
+    stream: Option<tokio::net::TcpStream>,
     /// Whether `stream` has carried an answer already.
     reused: bool,
     inbox: Inbox,
     dec: Decoder,
 }
 
-fn connect(addr: &str) -> Result<TcpStream, String> {
-    let s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    s.set_nodelay(true).map_err(|e| format!("TCP_NODELAY: {e}"))?;
-    s.set_read_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
-    Ok(s)
-}
-
-impl Conn {
-    pub fn open(ep: &Endpoint) -> Result<Conn, String> {
-        Ok(Conn {
-            addr: ep.addr.clone(),
-            throttled: ep.throttled.clone(),
-            stream: Some(connect(&ep.addr)?),
-            reused: false,
-            inbox: Inbox::new(),
-            dec: Decoder::new(),
-        })
-    }
-
-    /// Sends `req` and answers the body of its 2xx answer; a 429 is counted and retried;
-    /// anything else is a failure.
-    pub fn call(&mut self, req: &Request) -> Result<&[u8], String> {
-        for _ in 0..TRIES {
-            match self.exchange(req) {
-                Ok(()) => {}
-                Err(Failure::Stale(_)) => {
-                    self.stream = None;
-                    if let Err(Failure::Stale(e) | Failure::Other(e)) = self.exchange(req) {
-                        self.stream = None;
-                        return Err(e);
-                    }
-                }
-                Err(Failure::Other(e)) => {
-                    // What is left of the answer must not be read as the next one's.
-                    self.stream = None;
-                    return Err(e);
-                }
-            }
-            match verdict(&self.dec, req, &self.throttled)? {
-                Verdict::Done => return Ok(self.dec.body()),
-                Verdict::Retry => std::thread::sleep(RETRY_PAUSE),
-            }
-        }
-        Err(format!("{}: still 429 after {TRIES} tries", req.what()))
-    }
-
-    fn exchange(&mut self, req: &Request) -> Result<(), Failure> {
-        let what = || req.what();
-        if self.stream.is_none() {
-            self.stream = Some(connect(&self.addr).map_err(Failure::Other)?);
-            self.reused = false;
-            self.inbox.clear();
-        }
-        let stream = self.stream.as_mut().unwrap();
-        let stale = self.reused;
-        stream
-            .write_all(&req.bytes)
-            .map_err(|e| Failure::io(stale, format!("{}: send: {e}", what())))?;
-        self.dec.start();
-        let mut got = false;
-        while !self
-            .inbox
-            .decode(&mut self.dec)
-            .map_err(|e| Failure::Other(format!("{}: {e}", what())))?
-        {
-            match stream.read(self.inbox.spare()) {
-                Ok(0) => self
-                    .dec
-                    .eof()
-                    .map_err(|e| Failure::io(stale && !got, format!("{}: {e}", what())))?,
-                Ok(n) => {
-                    self.inbox.end += n;
-                    got = true;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Failure::io(stale && !got, format!("{}: {e}", what()))),
-            }
-        }
-        self.reused = true;
-        if !self.dec.keep_alive {
-            self.stream = None;
-        }
-        Ok(())
-    }
-}
-
-/// The same connection on a tokio socket, for many of them on one thread.
-pub struct AsyncConn {
-    addr: String,
-    throttled: Arc<AtomicU64>,
-    stream: Option<tokio::net::TcpStream>,
-    reused: bool,
-    inbox: Inbox,
-    dec: Decoder,
-}
-
-async fn connect_async(addr: &str) -> Result<tokio::net::TcpStream, String> {
+async fn connect(addr: &str) -> Result<tokio::net::TcpStream, String> {
     let s =
         tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
     s.set_nodelay(true).map_err(|e| format!("TCP_NODELAY: {e}"))?;
@@ -498,14 +424,15 @@ impl AsyncConn {
         Ok(AsyncConn {
             addr: ep.addr.clone(),
             throttled: ep.throttled.clone(),
-            stream: Some(connect_async(&ep.addr).await?),
+            stream: Some(connect(&ep.addr).await?),
             reused: false,
             inbox: Inbox::new(),
             dec: Decoder::new(),
         })
     }
 
-    /// As `Conn::call`.
+    /// Sends `req` and answers the body of its 2xx answer; a 429 is counted and retried;
+    /// anything else is a failure.
     pub async fn call(&mut self, req: &Request) -> Result<&[u8], String> {
         for _ in 0..TRIES {
             match self.exchange_in_time(req).await {
@@ -520,6 +447,7 @@ impl AsyncConn {
                     }
                 }
                 Err(Failure::Other(e)) => {
+                    // What is left of the answer must not be read as the next one's.
                     self.stream = None;
                     return Err(e);
                 }
@@ -532,7 +460,7 @@ impl AsyncConn {
         Err(format!("{}: still 429 after {TRIES} tries", req.what()))
     }
 
-    /// `exchange`, failing after `TIMEOUT` as the blocking connection's reads do.
+    /// `exchange`, failing after `TIMEOUT`.
     async fn exchange_in_time(&mut self, req: &Request) -> Result<(), Failure> {
         match tokio::time::timeout(TIMEOUT, self.exchange(req)).await {
             Ok(r) => r,
@@ -547,7 +475,7 @@ impl AsyncConn {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let what = || req.what();
         if self.stream.is_none() {
-            self.stream = Some(connect_async(&self.addr).await.map_err(Failure::Other)?);
+            self.stream = Some(connect(&self.addr).await.map_err(Failure::Other)?);
             self.reused = false;
             self.inbox.clear();
         }
@@ -589,6 +517,7 @@ impl AsyncConn {
 #[cfg(test)]
 pub mod tests {
     use super::*;
+    use std::io::Read;
     use std::net::TcpListener;
 
     pub fn all() {
@@ -820,7 +749,7 @@ pub mod tests {
             let req = ep.request("POST", "/p", None, b"{\"x\":1}");
             assert!(conn.call(&req).unwrap() == body.as_slice());
         }
-        assert!(conn.reused);
+        assert!(conn.conn.reused);
     }
 
     fn conn_reconnects_after_close() {
@@ -838,7 +767,7 @@ pub mod tests {
         let mut conn = Conn::open(&ep).unwrap();
         for _ in 0..2 {
             assert_eq!(conn.call(&ep.request("GET", "/", None, b"")).unwrap(), b"hi");
-            assert!(conn.stream.is_none());
+            assert!(conn.conn.stream.is_none());
         }
     }
 
