@@ -1,6 +1,6 @@
-//! `record_update` on a realistic VirtualMachine: golden managedFields pinned byte for byte, and
-//! an ignored timing harness (`cargo test --release --lib record_update_timing -- --ignored
-//! --nocapture`).
+//! `record_update` on a realistic VirtualMachine: golden managedFields pinned byte for byte. Its
+//! cost is measured by the benchmark (server CPU per create, `cargo bench --bench compare`), not
+//! by a test.
 
 use serde_json::{json, Value};
 
@@ -196,54 +196,4 @@ fn record_update_output_is_pinned() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-}
-
-/// The fastest of several rounds of `f` on `n` fresh inputs, in µs per call. Each input is made
-/// just before its call and only the call is timed, so that it finds the input in cache, as a
-/// handler finds the object it has just decoded.
-fn best_us<T>(n: usize, input: impl Fn() -> T, mut f: impl FnMut(&mut T)) -> f64 {
-    let mut outputs = Vec::with_capacity(n);
-    (0..7)
-        .map(|_| {
-            let mut total = std::time::Duration::ZERO;
-            for _ in 0..n {
-                let mut x = input();
-                let start = std::time::Instant::now();
-                f(&mut x);
-                total += start.elapsed();
-                outputs.push(x);
-            }
-            outputs.clear();
-            total.as_secs_f64() * 1e6 / n as f64
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
-/// Prints µs per `record_update` for each of the four writes, and per `same_ignoring_times`
-/// (which every update runs next): the best of 7 rounds of 2000; no timing assertion.
-#[test]
-#[ignore]
-fn record_update_timing() {
-    let names = ["a create", "b update", "c 2nd manager", "d status"];
-    for (i, (live, new, manager, sub)) in writes().into_iter().enumerate() {
-        let us = best_us(
-            2000,
-            || new.clone(),
-            |obj| record_update(vm_res(), live.as_ref(), obj, manager, sub),
-        );
-        println!("record_update ({}): {us:.2} µs", names[i]);
-        if let Some(live) = &live {
-            // Its worst case: a write that changes only the entries' times.
-            let mut retimed = live.clone();
-            for e in retimed["metadata"]["managedFields"].as_array_mut().into_iter().flatten() {
-                e["time"] = json!("2021-01-01T00:00:00Z");
-            }
-            let us = best_us(
-                2000,
-                || (),
-                |_| assert!(std::hint::black_box(super::same_ignoring_times(&retimed, live))),
-            );
-            println!("  same_ignoring_times (times alone differ): {us:.2} µs");
-        }
-    }
 }
