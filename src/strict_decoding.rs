@@ -167,13 +167,11 @@ impl<'de> Visitor<'de> for JsonWalk<'_, 'de> {
         }
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        // Objects are small: a scan of the keys so far beats hashing them.
-        let mut seen: Vec<Cow<'de, str>> = Vec::new();
+        // Keys borrowed from the body (copied only when escaped); hashed, as a body may hold
+        // an object of any width.
+        let mut seen: HashSet<Cow<'de, str>> = HashSet::new();
         while let Some(key) = map.next_key_seed(KeySeed)? {
-            let repeated = seen.contains(&key);
-            if !repeated {
-                seen.push(key.clone());
-            }
+            let repeated = !seen.insert(key.clone());
             self.path.push(Segment::Key(key));
             if repeated {
                 self.found.push(spell(self.path));

@@ -230,30 +230,42 @@ impl Answer {
         format: Format,
     ) -> Result<HttpResponse, ApiError> {
         match (self, format) {
-            (Answer::Stored(w), Format::Json) => {
-                let api_version = serde_json::to_vec(&res.api_version()).unwrap_or_default();
-                let mut body = Vec::with_capacity(w.value.len() + 32);
-                encode_item(res, &api_version, &w.value, &mut body)?;
-                Ok(HttpResponse::build(code)
-                    .insert_header((
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static(format.content_type()),
-                    ))
-                    .body(body))
-            }
+            (Answer::Stored(w), Format::Json) => respond_stored(res, code, &w.value),
             _ => respond(code, format, &super::for_version(res, self.object())),
         }
     }
 }
 
+/// A JSON answer of one stored object: its stored bytes with `res`'s apiVersion spliced in
+/// (`encode_item`), nothing decoded or encoded again.
+pub fn respond_stored(
+    res: &ResourceInfo,
+    code: StatusCode,
+    stored: &[u8],
+) -> Result<HttpResponse, ApiError> {
+    let mut body = Vec::with_capacity(stored.len() + 32);
+    encode_item(res, &api_version_json(res), stored, &mut body)?;
+    Ok(HttpResponse::build(code)
+        .insert_header((
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(Format::Json.content_type()),
+        ))
+        .body(body))
+}
+
+/// `res`'s apiVersion as a JSON string, the form `encode_item` splices into stored bytes.
+pub fn api_version_json(res: &ResourceInfo) -> Vec<u8> {
+    serde_json::to_vec(&res.api_version()).unwrap_or_default()
+}
+
 /// Adds one `Warning: 299 - "<text>"` header per distinct warning, as kube-apiserver does.
 pub fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
-    let mut sent: Vec<&str> = Vec::new();
+    // Hashed: a body with many unknown fields brings as many warnings.
+    let mut sent: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for w in warnings {
-        if sent.contains(&w.as_str()) {
+        if !sent.insert(w) {
             continue;
         }
-        sent.push(w);
         let text = w.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{text}\"")) {
             resp.headers_mut().append(header::WARNING, v);
@@ -369,7 +381,8 @@ fn value_end(json: &[u8], start: usize) -> Option<usize> {
     }
 }
 
-fn decode_stored(bytes: &[u8]) -> Result<Value, ApiError> {
+/// Stored bytes as a value; they were written from one, so failing is the store's fault.
+pub fn decode_stored(bytes: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::from(crate::store::StoreError::from(e)))
 }
 

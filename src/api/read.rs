@@ -11,7 +11,10 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::codec::{encode_item, negotiate_output, respond, Format, Output};
+use super::codec::{
+    api_version_json, decode_stored, encode_item, negotiate_output, respond, respond_stored,
+    Format, Output,
+};
 use super::params::{ContinueToken, ListOptions, Query, RvMatch};
 use super::{collection_prefix, for_version, object_key, Target};
 use crate::error::ApiError;
@@ -50,10 +53,7 @@ pub async fn get(
         // The common case straight from the stored bytes, as a list item is encoded.
         let entry =
             state.store.get_raw(&key).ok_or_else(|| ApiError::not_found(res, target.name()))?;
-        let api_version = serde_json::to_vec(&res.api_version()).unwrap_or_default();
-        let mut body = Vec::with_capacity(entry.value.len() + 32);
-        encode_item(res, &api_version, &entry.value, &mut body)?;
-        return Ok(HttpResponse::Ok().content_type(output.format.content_type()).body(body));
+        return respond_stored(res, StatusCode::OK, &entry.value);
     }
     let obj =
         state.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, target.name()))?;
@@ -175,7 +175,7 @@ const LIST_CHUNK: usize = 64 << 10;
 impl Page {
     /// The objects, decoded.
     pub fn objects(&self) -> Result<Vec<Arc<Value>>, ApiError> {
-        self.items.iter().map(|b| Ok(Arc::new(decode(b)?))).collect()
+        self.items.iter().map(|b| Ok(Arc::new(decode_stored(b)?))).collect()
     }
 
     /// The list without its items: `items` is `[]`.
@@ -197,7 +197,7 @@ impl Page {
 
     fn into_json(self, res: &ResourceInfo) -> Result<Value, ApiError> {
         let mut list = self.envelope(res);
-        let items = self.items.iter().map(|b| Ok(for_version(res, &decode(b)?)));
+        let items = self.items.iter().map(|b| Ok(for_version(res, &decode_stored(b)?)));
         list["items"] = Value::Array(items.collect::<Result<_, ApiError>>()?);
         Ok(list)
     }
@@ -218,7 +218,7 @@ impl Page {
         let tail = Bytes::copy_from_slice(&envelope[at..]);
         let mut head = envelope;
         head.truncate(at);
-        let api_version = serde_json::to_vec(&res.api_version()).unwrap_or_default();
+        let api_version = api_version_json(res);
         let state = (Some(head), self.items.into_iter(), Some(tail));
         futures_util::stream::unfold(state, move |(mut buf, mut items, mut tail)| {
             let api_version = api_version.clone();
@@ -248,10 +248,6 @@ impl Page {
 }
 
 const ITEMS: &[u8] = b"\"items\":[]";
-
-fn decode(bytes: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::from(StoreError::from(e)))
-}
 
 /// Reads one page: the revision comes from the continue token, `resourceVersion` and
 /// `resourceVersionMatch` as B.4's table says; selectors filter while the page fills.
@@ -324,7 +320,7 @@ pub(crate) async fn list_page(
         for (i, (key, obj)) in batch.items.into_iter().enumerate() {
             start_after = Some(key.clone());
             let keep = !opts.has_selector() || {
-                let value = decode(&obj)?;
+                let value = decode_stored(&obj)?;
                 opts.labels.matches(&value) && opts.fields.matches(&value)
             };
             if keep {
@@ -438,7 +434,7 @@ async fn watch_response(
         }),
         end_bookmark,
         table,
-        api_version: serde_json::to_vec(&res.api_version()).unwrap_or_default(),
+        api_version: api_version_json(res),
         peer: req.conn_data::<PeerSocket>().cloned(),
         next_peer_check: now + PEER_CHECK,
         done: false,

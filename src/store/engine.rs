@@ -110,7 +110,6 @@ const MEMORY: &str = ":memory:";
 /// SQLite waits this long for a lock held by another connection before reporting busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The live row of a key.
 /// The live state a batch's writes are checked against: the cache (the state at the last
 /// commit) under what the batch has staged so far. The log is never read for it.
 struct Live<'a> {
