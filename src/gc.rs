@@ -46,7 +46,8 @@ pub fn spawn(state: AppState, interval: Duration) {
 }
 
 async fn run(state: AppState, interval: Duration) {
-    let mut events = state.store.subscribe();
+    // Filtered on the store thread: the other writes do not wake this task at all.
+    let mut events = state.store.subscribe(relevant);
     loop {
         for _ in 0..MAX_PASSES {
             match collect(&state).await {
@@ -58,19 +59,12 @@ async fn run(state: AppState, interval: Duration) {
                 }
             }
         }
-        // Wait for a write that may matter, or the timer.
-        let deadline = tokio::time::sleep(interval);
-        tokio::pin!(deadline);
-        loop {
-            tokio::select! {
-                ev = events.recv() => match ev {
-                    Ok(ev) if relevant(&ev) => break,
-                    Ok(_) => continue,
-                    Err(RecvError::Lagged(_)) => break,
-                    Err(RecvError::Closed) => return,
-                },
-                _ = &mut deadline => break,
-            }
+        // Wait for a write that may matter (or lost ones), or the timer.
+        tokio::select! {
+            ev = events.recv() => if let Err(RecvError::Closed) = ev {
+                return;
+            },
+            _ = tokio::time::sleep(interval) => {}
         }
     }
 }

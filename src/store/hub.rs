@@ -1,8 +1,8 @@
 //! Fan-out of committed events to subscribers, each with its own bounded queue.
 //!
 //! The store thread publishes every commit here before it runs the next command; publishing
-//! never waits for a subscriber. Each subscription has a key prefix (events outside it are never
-//! queued for it) and a budget in events and bytes. What happens when a subscriber exceeds it
+//! never waits for a subscriber. Each subscription has a key prefix and a filter (events outside
+//! them are never queued for it, and wake nobody) and a budget in events and bytes. What happens when a subscriber exceeds it
 //! depends on its policy:
 //! - `Lag::End` (watches): the subscription is cut off at once. Its queue is freed, it leaves
 //!   the hub, and its next `recv` reports `Lagged`; a watch then ends with 410 rather than being
@@ -62,8 +62,13 @@ pub struct Hub {
     limits: QueueLimits,
 }
 
+/// Which events under its prefix a subscriber wants; it runs on the store thread as events are
+/// published, so a subscriber that wants few is not woken for the rest.
+pub type Filter = fn(&Event) -> bool;
+
 struct Shared {
     prefix: String,
+    filter: Filter,
     lag: Lag,
     state: Mutex<State>,
     notify: Notify,
@@ -103,12 +108,14 @@ impl Hub {
         self.rev.store(rev, Ordering::Relaxed);
     }
 
-    /// A new subscription to the events under `prefix` published from now on.
-    pub fn subscribe(self: &Arc<Hub>, prefix: &str, lag: Lag) -> Subscription {
+    /// A new subscription to the events under `prefix` that pass `filter`, published from now
+    /// on.
+    pub fn subscribe(self: &Arc<Hub>, prefix: &str, filter: Filter, lag: Lag) -> Subscription {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut subs = lock(&self.subs);
         let shared = Arc::new(Shared {
             prefix: prefix.to_owned(),
+            filter,
             lag,
             // What was published before is not this subscriber's to wait for.
             state: Mutex::new(State {
@@ -129,7 +136,7 @@ impl Hub {
         for (&id, sub) in subs.iter() {
             let mut st = lock(&sub.state);
             st.published = event.rev;
-            if st.closed || !event.key.starts_with(&sub.prefix) {
+            if st.closed || !event.key.starts_with(&sub.prefix) || !(sub.filter)(event) {
                 continue;
             }
             let full = st.queue.len() >= self.limits.events

@@ -31,7 +31,7 @@ pub use compact::RetentionConfig;
 use engine::{Command, Engine, Reply, WriteCounters, WriteOp};
 pub use error::StoreError;
 use hub::{Hub, Lag};
-pub use hub::{HubStats, QueueLimits, Subscription};
+pub use hub::{Filter, HubStats, QueueLimits, Subscription};
 
 /// Where the database lives, how long history is kept, and how far a watcher may fall behind.
 #[derive(Debug, Clone)]
@@ -312,16 +312,18 @@ impl Store {
         self.call(|reply| Command::Write { op, reply }).await
     }
 
-    /// Every live event from now on, in revision order, for internal consumers that re-scan
-    /// when they fall behind (`recv` reports `Lagged` once, then delivery resumes).
-    pub fn subscribe(&self) -> Subscription {
-        self.inner.hub.subscribe("", Lag::Resume)
+    /// The live events that pass `filter` from now on, in revision order, for internal
+    /// consumers that re-scan when they fall behind (`recv` reports `Lagged` once, then
+    /// delivery resumes). `filter` runs on the store thread as each commit is published: keep
+    /// it cheap.
+    pub fn subscribe(&self, filter: Filter) -> Subscription {
+        self.inner.hub.subscribe("", filter, Lag::Resume)
     }
 
     /// Live events under `prefix` from now on, in revision order, for a watch: a subscriber
     /// that falls behind its queue limits is cut off for good (see `watch` for the protocol).
     pub fn watch_events(&self, prefix: &str) -> Subscription {
-        self.inner.hub.subscribe(prefix, Lag::End)
+        self.inner.hub.subscribe(prefix, |_| true, Lag::End)
     }
 
     /// Open watches and watches ended for being too slow.

@@ -211,7 +211,7 @@ async fn events_after_replays_kinds_and_previous_state() {
 #[tokio::test]
 async fn live_events_follow_commits_in_order() {
     let s = memory();
-    let mut rx = s.subscribe();
+    let mut rx = s.subscribe(|_| true);
     s.create("g/p/ns/a", obj("a", 0)).await.unwrap();
     s.update("g/p/ns/a", 1, obj("a", 1)).await.unwrap();
     let _ = s.update("g/p/ns/a", 1, obj("a", 1)).await; // conflict: no event
@@ -223,6 +223,20 @@ async fn live_events_follow_commits_in_order() {
     }
     assert_eq!(seen, [(1, EventType::Added), (2, EventType::Modified), (3, EventType::Deleted)]);
     assert_eq!(rx.taken_through(), Some(3), "nothing more queued");
+}
+
+#[tokio::test]
+async fn a_filtered_subscription_queues_only_what_passes() {
+    let s = memory();
+    let mut rx = s.subscribe(|e| e.kind != EventType::Modified);
+    s.create("g/p/ns/a", obj("a", 0)).await.unwrap();
+    s.update("g/p/ns/a", 1, obj("a", 1)).await.unwrap();
+    s.update("g/p/ns/a", 2, obj("a", 2)).await.unwrap();
+    s.delete("g/p/ns/a", 3).await.unwrap();
+    assert_eq!(rx.recv().await.unwrap().rev, 1);
+    assert_eq!(rx.recv().await.unwrap().rev, 4, "the updates were never queued");
+    // What it skipped still counts as seen: nothing is pending.
+    assert_eq!(rx.taken_through(), Some(4));
 }
 
 #[tokio::test]
@@ -522,7 +536,7 @@ fn a_failing_write_leaves_its_batch_mates_committed() {
     let base = block_on(s.create("g/p/ns/base", obj("base", 0))).unwrap();
     // Never deleted, so what fails on it fails whatever order the writes arrive in.
     block_on(s.create("g/p/ns/keep", obj("keep", 0))).unwrap();
-    let mut live = s.subscribe();
+    let mut live = s.subscribe(|_| true);
     let lock = WriteLock::take(&path);
     type Op = Box<dyn FnOnce(Store) -> Result<Written, StoreError> + Send>;
     let ops: Vec<Op> = vec![
