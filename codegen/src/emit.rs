@@ -165,22 +165,36 @@ fn scope_of(route: &Route) -> Option<String> {
 }
 
 /// Routes below a group-version go in one `web::scope` each: actix tries a request against every
-/// registered pattern in turn (a regex each), so a scope's static prefix, checked once, spares
-/// the patterns of every other group-version. The rest are registered first, as before, so a
-/// scope never shadows them (a scope matches its own prefix too).
+/// registered pattern in turn, so a scope's static prefix, checked once, spares the patterns of
+/// every other group-version. The scopes are registered first, as most requests are for
+/// resources, and every pattern at or below a scope's prefix is served inside it (its discovery
+/// document as `""` and `"/"`): a scope matches its own prefix too, so nothing registered after
+/// it could. actix pays for each pattern it tries, static or not, before it finds the one.
 fn services(routes: &[Route]) -> TokenStream {
     let mut scopes: Vec<(String, Vec<TokenStream>)> = Vec::new();
+    for prefix in routes.iter().filter_map(scope_of) {
+        if !scopes.iter().any(|(p, _)| *p == prefix) {
+            scopes.push((prefix, Vec::new()));
+        }
+    }
     let mut top = Vec::new();
     for route in routes {
-        match scope_of(route) {
-            Some(prefix) => {
-                let tokens = resource_services(route, &prefix);
-                match scopes.iter_mut().find(|(p, _)| *p == prefix) {
-                    Some((_, group)) => group.extend(tokens),
-                    None => scopes.push((prefix, tokens)),
-                }
+        // Each pattern goes where actix routes a request for it.
+        let mut places: Vec<(Option<usize>, Vec<&str>)> = Vec::new();
+        for pattern in &route.patterns {
+            let place = scopes.iter().position(|(prefix, _)| at_or_below(pattern, prefix));
+            let relative = place.map_or(pattern.as_str(), |i| &pattern[scopes[i].0.len()..]);
+            match places.iter_mut().find(|(p, _)| *p == place) {
+                Some((_, patterns)) => patterns.push(relative),
+                None => places.push((place, vec![relative])),
             }
-            None => top.extend(resource_services(route, "")),
+        }
+        for (place, patterns) in places {
+            let tokens = resource_services(route, &patterns);
+            match place {
+                Some(i) => scopes[i].1.extend(tokens),
+                None => top.extend(tokens),
+            }
         }
     }
     let scopes = scopes.into_iter().map(|(prefix, services)| {
@@ -189,23 +203,24 @@ fn services(routes: &[Route]) -> TokenStream {
         }
     });
     quote! {
-        #(cfg.service(#top);)*
         #(#scopes)*
+        #(cfg.service(#top);)*
     }
 }
 
-/// The `web::resource`s serving `route`, its patterns relative to `prefix`: one resource for all
-/// patterns, or one per pattern when they are all static. actix matches a resource of several
-/// patterns through a `RegexSet`, tried on every request that reaches it (the discovery paths
-/// with and without their trailing slash sit before every scope), where a static pattern is a
-/// string comparison.
-fn resource_services(route: &Route, prefix: &str) -> Vec<TokenStream> {
-    let patterns: Vec<&str> =
-        route.patterns.iter().map(|p| p.strip_prefix(prefix).unwrap_or(p)).collect();
+/// Whether a request for `pattern` reaches the scope of `prefix`.
+fn at_or_below(pattern: &str, prefix: &str) -> bool {
+    pattern.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// The `web::resource`s serving `route` at `patterns`: one resource for all patterns, or one per
+/// pattern when they are all static. actix matches a resource of several patterns through a
+/// `RegexSet`, where a static pattern is a string comparison.
+fn resource_services(route: &Route, patterns: &[&str]) -> Vec<TokenStream> {
     if patterns.len() > 1 && patterns.iter().all(|p| !p.contains('{')) {
         return patterns.iter().map(|p| resource_service(route, &quote!(#p))).collect();
     }
-    let pattern = match patterns.as_slice() {
+    let pattern = match patterns {
         [one] => quote!(#one),
         many => quote!([#(#many),*]),
     };

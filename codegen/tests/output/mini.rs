@@ -187,93 +187,11 @@ pub static OPENAPI_V3: &[crate::resource::OpenApiV3Doc] = &[
 /// that group-version's `web::scope`.
 pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
     cfg.service(
-        ::actix_web::web::resource("/").route(::actix_web::web::get().to(get_root_paths)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/api")
-            .route(::actix_web::web::get().to(get_core_api_versions)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/api/")
-            .route(::actix_web::web::get().to(get_core_api_versions)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis")
-            .route(::actix_web::web::get().to(get_api_versions)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/")
-            .route(::actix_web::web::get().to(get_api_versions)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/version")
-            .route(::actix_web::web::get().to(get_code_version)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/healthz")
-            .route(::actix_web::web::get().to(get_healthz)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/livez").route(::actix_web::web::get().to(get_livez)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/readyz")
-            .route(::actix_web::web::get().to(get_readyz)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/openapi/v2")
-            .route(::actix_web::web::get().to(get_openapi_v2)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/openapi/v3")
-            .route(::actix_web::web::get().to(get_openapi_v3_index)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/")
-            .route(::actix_web::web::get().to(get_zoo_example_io_api_group)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io")
-            .route(::actix_web::web::get().to(get_zoo_example_io_api_group)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1beta1/")
-            .route(::actix_web::web::get().to(get_zoo_example_io_v1beta1_api_resources)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1beta1")
-            .route(::actix_web::web::get().to(get_zoo_example_io_v1beta1_api_resources)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1/")
-            .route(::actix_web::web::get().to(get_zoo_example_io_v1_api_resources)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/zoo.example.io/v1")
-            .route(::actix_web::web::get().to(get_zoo_example_io_v1_api_resources)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/tickets.example.io/")
-            .route(::actix_web::web::get().to(get_tickets_example_io_api_group)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/tickets.example.io")
-            .route(::actix_web::web::get().to(get_tickets_example_io_api_group)),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/tickets.example.io/v1alpha1/")
-            .route(
-                ::actix_web::web::get().to(get_tickets_example_io_v1alpha1_api_resources),
-            ),
-    );
-    cfg.service(
-        ::actix_web::web::resource("/apis/tickets.example.io/v1alpha1")
-            .route(
-                ::actix_web::web::get().to(get_tickets_example_io_v1alpha1_api_resources),
-            ),
-    );
-    cfg.service(
         ::actix_web::web::scope("/openapi/v3")
+            .service(
+                ::actix_web::web::resource("")
+                    .route(::actix_web::web::get().to(get_openapi_v3_index)),
+            )
             .service(
                 ::actix_web::web::resource("/apis/{group}/{version}")
                     .route(::actix_web::web::get().to(get_openapi_v3_document)),
@@ -281,6 +199,20 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
     );
     cfg.service(
         ::actix_web::web::scope("/apis/zoo.example.io/v1beta1")
+            .service(
+                ::actix_web::web::resource("/")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(get_zoo_example_io_v1beta1_api_resources),
+                    ),
+            )
+            .service(
+                ::actix_web::web::resource("")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(get_zoo_example_io_v1beta1_api_resources),
+                    ),
+            )
             .service(
                 ::actix_web::web::resource("/namespaces/{namespace}/animals")
                     .route(
@@ -388,6 +320,18 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
     );
     cfg.service(
         ::actix_web::web::scope("/apis/zoo.example.io/v1")
+            .service(
+                ::actix_web::web::resource("/")
+                    .route(
+                        ::actix_web::web::get().to(get_zoo_example_io_v1_api_resources),
+                    ),
+            )
+            .service(
+                ::actix_web::web::resource("")
+                    .route(
+                        ::actix_web::web::get().to(get_zoo_example_io_v1_api_resources),
+                    ),
+            )
             .service(
                 ::actix_web::web::resource("/namespaces/{namespace}/animals")
                     .route(
@@ -581,6 +525,20 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
     cfg.service(
         ::actix_web::web::scope("/apis/tickets.example.io/v1alpha1")
             .service(
+                ::actix_web::web::resource("/")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(get_tickets_example_io_v1alpha1_api_resources),
+                    ),
+            )
+            .service(
+                ::actix_web::web::resource("")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(get_tickets_example_io_v1alpha1_api_resources),
+                    ),
+            )
+            .service(
                 ::actix_web::web::resource("/namespaces/{namespace}/ticketrequests")
                     .route(
                         ::actix_web::web::post()
@@ -594,6 +552,60 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                         }),
                     ),
             ),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/").route(::actix_web::web::get().to(get_root_paths)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/api")
+            .route(::actix_web::web::get().to(get_core_api_versions)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/api/")
+            .route(::actix_web::web::get().to(get_core_api_versions)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis")
+            .route(::actix_web::web::get().to(get_api_versions)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/")
+            .route(::actix_web::web::get().to(get_api_versions)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/version")
+            .route(::actix_web::web::get().to(get_code_version)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/healthz")
+            .route(::actix_web::web::get().to(get_healthz)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/livez").route(::actix_web::web::get().to(get_livez)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/readyz")
+            .route(::actix_web::web::get().to(get_readyz)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/openapi/v2")
+            .route(::actix_web::web::get().to(get_openapi_v2)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io/")
+            .route(::actix_web::web::get().to(get_zoo_example_io_api_group)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/zoo.example.io")
+            .route(::actix_web::web::get().to(get_zoo_example_io_api_group)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/tickets.example.io/")
+            .route(::actix_web::web::get().to(get_tickets_example_io_api_group)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/tickets.example.io")
+            .route(::actix_web::web::get().to(get_tickets_example_io_api_group)),
     );
 }
 /// `getRootPaths`: `GET /`
