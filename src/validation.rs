@@ -181,19 +181,41 @@ pub fn check(res: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     else {
         return causes;
     };
-    for k in sorted_keys(map) {
-        if let (false, Some(s)) = (k == "metadata", props.get(&k)) {
-            check_value(&map[&k], s, &k, &mut causes);
+    let mut path = String::new();
+    for (k, v) in map {
+        if let (false, Some(s)) = (k == "metadata", props.get(k)) {
+            path.push_str(k);
+            check_value(v, s, &mut path, &mut causes);
+            path.clear();
         }
     }
     causes
 }
 
-/// Keys in a fixed order, whether or not serde_json preserves insertion order in this build.
-fn sorted_keys(map: &Map<String, Value>) -> Vec<String> {
-    let mut keys: Vec<String> = map.keys().cloned().collect();
-    keys.sort();
-    keys
+// serde_json's `Map` is a `BTreeMap` in this build (no `preserve_order`), so walking a map
+// visits its keys in the sorted order kube reports them in.
+
+/// Runs `f` with `path` extended by the field `key` (kube's `spec.x`), then restores it: one
+/// buffer serves a whole walk, and a path is only copied when a finding keeps it.
+fn at_field<R>(path: &mut String, key: &str, f: impl FnOnce(&mut String) -> R) -> R {
+    let len = path.len();
+    if len > 0 {
+        path.push('.');
+    }
+    path.push_str(key);
+    let r = f(path);
+    path.truncate(len);
+    r
+}
+
+/// As [`at_field`], for the item `i` of a list (`spec.list[3]`).
+fn at_index<R>(path: &mut String, i: usize, f: impl FnOnce(&mut String) -> R) -> R {
+    use std::fmt::Write;
+    let len = path.len();
+    let _ = write!(path, "[{i}]");
+    let r = f(path);
+    path.truncate(len);
+    r
 }
 
 /// Removes every field the kind's schema does not declare and returns their paths, kube-style
@@ -209,20 +231,13 @@ fn prune_by(schema: Option<&Value>, obj: &mut Value) -> Vec<String> {
     let mut meta_pruned = Vec::new();
     if let Some(meta_schema) = schema.pointer("/properties/metadata") {
         if let Some(m) = obj.get_mut("metadata") {
-            prune_value(m, meta_schema, "metadata", &mut meta_pruned, false, false);
+            let mut path = String::from("metadata");
+            prune_value(m, meta_schema, &mut path, &mut meta_pruned, false, false);
         }
     }
-    prune_value(obj, schema, "", &mut pruned, true, true);
+    prune_value(obj, schema, &mut String::new(), &mut pruned, true, true);
     pruned.extend(meta_pruned);
     pruned
-}
-
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
 }
 
 fn flag(schema: &Value, name: &str) -> bool {
@@ -238,7 +253,7 @@ fn nullable(schema: &Value) -> bool {
 fn prune_value(
     v: &mut Value,
     schema: &Value,
-    path: &str,
+    path: &mut String,
     out: &mut Vec<String>,
     drop_nulls: bool,
     root: bool,
@@ -254,32 +269,38 @@ fn prune_value(
             let keep_unknown = flag(schema, "x-kubernetes-preserve-unknown-fields")
                 || additional.and_then(Value::as_bool) == Some(true);
             let additional = additional.filter(|a| a.is_object());
-            for k in sorted_keys(map) {
+            let mut gone = Vec::new();
+            for (k, value) in map.iter_mut() {
                 if root && k == "metadata" {
                     continue;
                 }
-                let child_path = join(path, &k);
-                match props.and_then(|p| p.get(&k)).or(additional) {
+                match props.and_then(|p| p.get(k)).or(additional) {
                     Some(child) => {
-                        if drop_nulls && map[&k].is_null() && !nullable(child) {
-                            map.remove(&k);
-                        } else if let Some(value) = map.get_mut(&k) {
-                            prune_value(value, child, &child_path, out, drop_nulls, false);
+                        if drop_nulls && value.is_null() && !nullable(child) {
+                            gone.push(k.clone());
+                        } else {
+                            at_field(path, k, |path| {
+                                prune_value(value, child, path, out, drop_nulls, false)
+                            });
                         }
                     }
                     None if keep_unknown => {}
                     None => {
-                        map.remove(&k);
-                        out.push(child_path);
+                        out.push(at_field(path, k, |path| path.clone()));
+                        gone.push(k.clone());
                     }
                 }
+            }
+            for k in gone {
+                map.remove(&k);
             }
         }
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
                 for (i, item) in items.iter_mut().enumerate() {
-                    let p = format!("{path}[{i}]");
-                    prune_value(item, item_schema, &p, out, drop_nulls, false);
+                    at_index(path, i, |path| {
+                        prune_value(item, item_schema, path, out, drop_nulls, false)
+                    });
                 }
             }
         }
@@ -347,7 +368,7 @@ fn go_repr(v: &Value) -> String {
     }
 }
 
-fn check_value(v: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+fn check_value(v: &Value, schema: &Value, path: &mut String, causes: &mut Vec<Cause>) {
     let schema = resolve(schema);
     match schema.get("type").and_then(Value::as_str) {
         Some(t) if !type_matches(v, t) => {
@@ -375,21 +396,21 @@ fn check_value(v: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
         Value::Object(map) => {
             for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
                 if let Some(r) = r.as_str().filter(|r| !map.contains_key(*r)) {
-                    causes.push(Cause::required(&join(path, r), ""));
+                    causes.push(at_field(path, r, |path| Cause::required(path, "")));
                 }
             }
             let props = schema.get("properties").and_then(Value::as_object);
             let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            for k in sorted_keys(map) {
-                if let Some(s) = props.and_then(|p| p.get(&k)).or(additional) {
-                    check_value(&map[&k], s, &join(path, &k), causes);
+            for (k, value) in map {
+                if let Some(s) = props.and_then(|p| p.get(k)).or(additional) {
+                    at_field(path, k, |path| check_value(value, s, path, causes));
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
                 for (i, item) in items.iter().enumerate() {
-                    check_value(item, item_schema, &format!("{path}[{i}]"), causes);
+                    at_index(path, i, |path| check_value(item, item_schema, path, causes));
                 }
             }
             check_list_type(items, schema, path, causes);
@@ -437,6 +458,15 @@ mod tests {
     use super::*;
     use crate::generated::RESOURCES;
     use serde_json::json;
+
+    #[test]
+    fn maps_iterate_in_key_order() {
+        // The walks report fields in map order and rely on it being kube's sorted order: this
+        // fails if a dependency turns on serde_json's `preserve_order`.
+        let m = json!({"b": 1, "a": 2, "C": 3});
+        let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["C", "a", "b"]);
+    }
 
     fn kind(group: &str, version: &str, kind: &str) -> &'static ResourceInfo {
         RESOURCES
