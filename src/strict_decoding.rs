@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
+use serde_json::{Map, Number, Value};
 
 /// At most this many repeated YAML keys are reported; each costs one more parse of the body.
 const MAX_YAML_DUPLICATES: usize = 32;
@@ -27,6 +27,17 @@ pub fn duplicate_fields(raw: &[u8]) -> Vec<String> {
         return Vec::new();
     }
     found
+}
+
+/// Decodes a JSON document as `serde_json::from_slice::<Value>` does (the last of repeated keys
+/// wins) and, in the same pass, finds what [`duplicate_fields`] finds: a create or update body
+/// is parsed once, not once more for its repeated keys.
+pub fn from_json_noting_duplicates(raw: &[u8]) -> serde_json::Result<(Value, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let value = ValueWalk { path: &mut Vec::new(), found: &mut found }.deserialize(&mut de)?;
+    de.end()?;
+    Ok((value, found))
 }
 
 /// kube's strict JSON patch errors (handlers/patch.go decodes the operations strictly):
@@ -183,6 +194,78 @@ impl<'de> Visitor<'de> for JsonWalk<'_, 'de> {
     }
 }
 
+/// [`JsonWalk`] building the value as it goes, as serde_json's own `Value` visitor builds it.
+struct ValueWalk<'p, 'de> {
+    path: &'p mut Vec<Segment<'de>>,
+    found: &'p mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for ValueWalk<'_, 'de> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueWalk<'_, 'de> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        loop {
+            self.path.push(Segment::Index(items.len()));
+            let item = ValueWalk { path: &mut *self.path, found: &mut *self.found };
+            let next = seq.next_element_seed(item)?;
+            self.path.pop();
+            match next {
+                Some(v) => items.push(v),
+                None => return Ok(Value::Array(items)),
+            }
+        }
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut map = Map::new();
+        while let Some(key) = access.next_key_seed(KeySeed)? {
+            let repeated = map.contains_key(key.as_ref());
+            self.path.push(Segment::Key(key));
+            if repeated {
+                self.found.push(spell(self.path));
+            }
+            let value = access
+                .next_value_seed(ValueWalk { path: &mut *self.path, found: &mut *self.found })?;
+            if let Some(Segment::Key(key)) = self.path.pop() {
+                map.insert(key.into_owned(), value);
+            }
+        }
+        Ok(Value::Object(map))
+    }
+}
+
 /// A key, borrowed from the document unless it has escapes.
 struct KeySeed;
 
@@ -319,6 +402,40 @@ mod tests {
         // An escaped spelling is the same key; paths stay right past nested arrays.
         assert_eq!(duplicate_fields(br#"{"l":[[1],{"x":1}],"a\u0062":1,"ab":2}"#), ["ab"]);
         assert_eq!(duplicate_fields(br#"{"l":[{"x":1},{"y":1,"y":2}]}"#), ["l[1].y"]);
+    }
+
+    #[test]
+    fn decoding_notes_what_the_walk_finds_and_builds_what_serde_json_builds() {
+        let docs: [&[u8]; 9] = [
+            br#"{"spec":{"a":1,"b":[{"x":1,"x":2}],"a":3},"kind":"K","kind":"K"}"#,
+            br#"{"l":[[1],{"x":1}],"a\u0062":1,"ab":2}"#,
+            br#"{"l":[{"x":1},{"y":1,"y":2}]}"#,
+            br#"{"n":[-1,18446744073709551615,-9223372036854775808,1.5,1e400,0.0,-0.0]}"#,
+            br#"{"s":"\u00e9\n\"q\"","t":true,"f":false,"z":null,"e":{},"a":[]}"#,
+            br#"  [1, {"a": {"a": 1, "a": 2}}] "#,
+            br#""text""#,
+            b"12",
+            br#"{"k":{"deep":[[[{"k":1,"k":{"k":2,"k":3}}]]]}}"#,
+        ];
+        for raw in docs {
+            let expected: Result<Value, _> = serde_json::from_slice(raw);
+            let got = from_json_noting_duplicates(raw);
+            match (expected, got) {
+                (Ok(want), Ok((value, found))) => {
+                    assert_eq!(value, want, "{}", String::from_utf8_lossy(raw));
+                    assert_eq!(found, duplicate_fields(raw));
+                }
+                (Err(want), Err(err)) => assert_eq!(err.to_string(), want.to_string()),
+                (want, got) => panic!("{want:?} vs {got:?}"),
+            }
+        }
+        for bad in [&b"{\"a\":1} x"[..], b"{\"a\":", b"[1,]", b"", b"nul"] {
+            let want = serde_json::from_slice::<Value>(bad).unwrap_err().to_string();
+            assert_eq!(from_json_noting_duplicates(bad).unwrap_err().to_string(), want);
+        }
+        // serde_json's nesting limit holds for this decoder too.
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(from_json_noting_duplicates(deep.as_bytes()).is_err());
     }
 
     #[test]

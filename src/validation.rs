@@ -88,17 +88,22 @@ pub struct Admitted {
     pub warnings: Vec<String>,
 }
 
-/// How the object being admitted arrived, with the raw body its duplicate keys are found in.
+/// How the object being admitted arrived, with what its duplicate keys are found in.
 #[derive(Debug, Clone, Copy)]
 pub enum Via<'a> {
-    /// The whole object, as a JSON POST or PUT body.
-    Body(&'a [u8]),
+    /// The whole object, as a JSON POST or PUT body: the paths of the keys it repeats, found
+    /// as it was decoded (`strict_decoding::from_json_noting_duplicates`).
+    Body(&'a [String]),
     /// The whole object, as a YAML POST or PUT body (yaml.v2 words its duplicate keys by line).
     YamlBody(&'a str),
     /// The stored object with this merge patch applied.
     MergePatch(&'a [u8]),
     /// The stored object with this JSON patch applied (its operations are decoded strictly).
     JsonPatch(&'a [u8]),
+}
+
+fn duplicate_field(path: &str) -> String {
+    format!("duplicate field \"{path}\"")
 }
 
 /// Decodes `obj` as kube's CR decoder does: prunes undeclared fields whatever `mode` says, then
@@ -119,9 +124,10 @@ pub fn admit(
     let mut errs: Vec<String> = Vec::new();
     if mode != FieldValidation::Ignore {
         match via {
-            Via::Body(raw) | Via::MergePatch(raw) => errs.extend(
-                strict::duplicate_fields(raw).iter().map(|p| format!("duplicate field \"{p}\"")),
-            ),
+            Via::Body(found) => errs.extend(found.iter().map(|p| duplicate_field(p))),
+            Via::MergePatch(raw) => {
+                errs.extend(strict::duplicate_fields(raw).iter().map(|p| duplicate_field(p)))
+            }
             Via::JsonPatch(raw) => errs.extend(strict::json_patch_field_errors(raw)),
             Via::YamlBody(text) => {
                 let lines = strict::yaml_duplicate_keys(text);
@@ -566,6 +572,8 @@ mod tests {
         let body = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
                           "spec": {"bogus": 1, "other": 2}});
         let raw = br#"{"spec":{"bogus":1,"other":2,"running":true,"running":false}}"#;
+        let (_, found) = strict::from_json_noting_duplicates(raw).unwrap();
+        let raw = found.as_slice();
         let mut obj = body.clone();
         let err = admit(vm(), &mut obj, Via::Body(raw), FieldValidation::Strict).unwrap_err();
         assert_eq!(

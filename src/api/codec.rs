@@ -134,12 +134,44 @@ pub fn decode_object(req: &HttpRequest, body: &[u8], yaml_ok: bool) -> Result<Va
     decode_body(&content_type(req), body, yaml_ok)
 }
 
+/// How a decoded create or update body was written, for its repeated keys.
+pub enum Form<'a> {
+    /// JSON, with the paths of the keys it repeats, found as it was decoded.
+    Json(Vec<String>),
+    /// YAML, whose repeated keys are found (and worded by line) from its text.
+    Yaml(&'a str),
+}
+
+/// Decodes a create or update body (JSON, or YAML where `yaml_ok`), noting how it was written:
+/// a JSON body is parsed once for both its object and its repeated keys.
+pub fn decode_object_and_form<'a>(
+    req: &HttpRequest,
+    body: &'a [u8],
+    yaml_ok: bool,
+) -> Result<(Value, Form<'a>), ApiError> {
+    let ct = content_type(req);
+    if is_json(&ct) {
+        let (value, duplicates) =
+            crate::strict_decoding::from_json_noting_duplicates(body).map_err(json_error)?;
+        return Ok((checked_object(value)?, Form::Json(duplicates)));
+    }
+    let value = decode_body(&ct, body, yaml_ok)?;
+    // Decoding succeeded, so the body is YAML and UTF-8.
+    Ok((value, Form::Yaml(std::str::from_utf8(body).unwrap_or_default())))
+}
+
+fn is_json(ct: &str) -> bool {
+    matches!(ct, "" | "application/json")
+}
+
+fn json_error(e: serde_json::Error) -> ApiError {
+    ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}"))
+}
+
 /// Decodes a body of media type `ct` (its essence, as `content_type` gives it) into an object.
 pub fn decode_body(ct: &str, body: &[u8], yaml_ok: bool) -> Result<Value, ApiError> {
     let value: Value = match ct {
-        "" | "application/json" => serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}"))
-        })?,
+        _ if is_json(ct) => serde_json::from_slice(body).map_err(json_error)?,
         "application/yaml" if yaml_ok => {
             let text = std::str::from_utf8(body)
                 .map_err(|_| ApiError::bad_request("the request body is not valid UTF-8"))?;
@@ -155,6 +187,11 @@ pub fn decode_body(ct: &str, body: &[u8], yaml_ok: bool) -> Result<Value, ApiErr
             )));
         }
     };
+    checked_object(value)
+}
+
+/// `value` if it is an object whose identity fields are strings (or absent).
+fn checked_object(value: Value) -> Result<Value, ApiError> {
     if !value.is_object() {
         return Err(ApiError::bad_request(format!(
             "the request body must be an object, got {}",

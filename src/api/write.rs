@@ -5,7 +5,9 @@ use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
 
-use super::codec::{content_type, decode_object, negotiate, respond, with_warnings, Answer};
+use super::codec::{
+    content_type, decode_object_and_form, negotiate, respond, with_warnings, Answer, Form,
+};
 use super::params::Query;
 use super::patch::{reject_force, NonApplyPatch};
 use super::{for_version, meta_str, object_key, stored_revision, subresource, Part, Target};
@@ -36,9 +38,9 @@ pub async fn create(
     let (dry_run, field_validation) = q.write_options("CreateOptions")?;
     let manager = managed_fields::manager_of(&q, req, "CreateOptions")?;
     let format = negotiate(req, res.is_stored())?;
-    let mut obj = decode_object(req, &body, res.is_stored())?;
+    let (mut obj, form) = decode_object_and_form(req, &body, res.is_stored())?;
     check_type_meta(res, &obj)?;
-    let admitted = validation::admit(res, &mut obj, body_via(req, &body), field_validation)?;
+    let admitted = validation::admit(res, &mut obj, via(&form), field_validation)?;
     check_create_meta(res, &target, &mut obj)?;
     if let Some(field) = res.token_field {
         let answer = crate::token::answer(state, res, field, obj).await?;
@@ -108,10 +110,10 @@ fn check_system_field_types(
 }
 
 /// How a POST or PUT body arrived, for its duplicate keys.
-fn body_via<'a>(req: &HttpRequest, body: &'a [u8]) -> Via<'a> {
-    match (content_type(req).as_str(), std::str::from_utf8(body)) {
-        ("application/yaml", Ok(text)) => Via::YamlBody(text),
-        _ => Via::Body(body),
+fn via<'a>(form: &'a Form<'_>) -> Via<'a> {
+    match form {
+        Form::Json(duplicates) => Via::Body(duplicates),
+        Form::Yaml(text) => Via::YamlBody(text),
     }
 }
 
@@ -127,10 +129,10 @@ pub async fn update(
     let (dry_run, field_validation) = q.write_options("UpdateOptions")?;
     let manager = managed_fields::manager_of(&q, req, "UpdateOptions")?;
     let format = negotiate(req, true)?;
-    let mut obj = decode_object(req, &body, true)?;
+    let (mut obj, form) = decode_object_and_form(req, &body, true)?;
     check_type_meta(res, &obj)?;
     let name = target.name();
-    let admitted = validation::admit(res, &mut obj, body_via(req, &body), field_validation)?;
+    let admitted = validation::admit(res, &mut obj, via(&form), field_validation)?;
     check_system_field_types(res, name, metadata_mut(&mut obj)?)?;
     target.check_identity(&obj)?;
     let meta = metadata_mut(&mut obj)?;

@@ -30,8 +30,8 @@ pub use cache::Entry;
 pub use compact::RetentionConfig;
 use engine::{Command, Engine, Reply, WriteCounters, WriteOp};
 pub use error::StoreError;
-use hub::{Hub, Lag};
 pub use hub::{Filter, HubStats, QueueLimits, Subscription};
+use hub::{Hub, Lag};
 
 /// Where the database lives, how long history is kept, and how far a watcher may fall behind.
 #[derive(Debug, Clone)]
