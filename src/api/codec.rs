@@ -295,20 +295,66 @@ pub fn api_version_json(res: &ResourceInfo) -> Vec<u8> {
     serde_json::to_vec(&res.api_version()).unwrap_or_default()
 }
 
-/// Adds one `Warning: 299 - "<text>"` header per distinct warning, as kube-apiserver does.
+/// Adds one `Warning: 299 - "<text>"` header per distinct warning, within kube-apiserver's
+/// bounds (see [`warning_headers`]).
 pub fn with_warnings(mut resp: HttpResponse, warnings: &[String]) -> HttpResponse {
-    // Hashed: a body with many unknown fields brings as many warnings.
-    let mut sent: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for w in warnings {
-        if !sent.insert(w) {
-            continue;
-        }
-        let text = w.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{text}\"")) {
-            resp.headers_mut().append(header::WARNING, v);
-        }
+    for v in warning_headers(warnings, WARNING_TOTAL_RUNES, WARNING_ITEM_RUNES) {
+        resp.headers_mut().append(header::WARNING, v);
     }
     resp
+}
+
+/// The warning text kube-apiserver sends in all, in characters, before it cuts each warning
+/// short (endpoints/filters/warning.go `truncateAtTotalRunes`).
+const WARNING_TOTAL_RUNES: usize = 4 * 1024;
+/// What each warning is cut to once the total is reached (`truncateItemRunes`).
+const WARNING_ITEM_RUNES: usize = 256;
+
+/// kube's warning recorder: warnings are deduplicated and kept in order while their text fits
+/// in `total` characters. The one that does not fit switches to truncation: every warning so
+/// far is sent again cut to `item` characters, each later one too, until the sum reaches
+/// `total`; the rest are dropped. A body with thousands of unknown fields so gets a few kB of
+/// headers, not megabytes that clients refuse.
+fn warning_headers(warnings: &[String], total: usize, item: usize) -> Vec<HeaderValue> {
+    let cut = |w: &str| match w.char_indices().nth(item) {
+        Some((at, _)) => (w[..at].to_string(), item),
+        None => (w.to_string(), w.chars().count()),
+    };
+    let header = |text: &str| {
+        let text = text.replace('\\', "\\\\").replace('"', "\\\"");
+        HeaderValue::from_str(&format!("299 - \"{text}\"")).ok()
+    };
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut ordered: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    let (mut written, mut truncating) = (0, false);
+    for w in warnings {
+        if w.is_empty() || !seen.insert(w) {
+            continue;
+        }
+        if truncating && written >= total {
+            break;
+        }
+        ordered.push(w);
+        let (text, runes) = if truncating { cut(w) } else { (w.clone(), w.chars().count()) };
+        let Some(value) = header(&text) else { continue };
+        if truncating || written + runes <= total {
+            written += runes;
+            out.push(value);
+            continue;
+        }
+        truncating = true;
+        written = 0;
+        out.clear();
+        for w in &ordered {
+            let (text, runes) = cut(w);
+            if let Some(value) = header(&text) {
+                written += runes;
+                out.push(value);
+            }
+        }
+    }
+    out
 }
 
 /// Appends one stored object as `for_version` would encode it: the stored bytes with the
@@ -426,6 +472,48 @@ pub fn decode_stored(bytes: &[u8]) -> Result<Value, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warnings_are_deduplicated_and_truncated_as_kube_does() {
+        // kube's own case (endpoints/filters/warning_test.go TestTruncation), limits 25 and 5.
+        let sent = |ws: &[&str]| -> Vec<String> {
+            let ws: Vec<String> = ws.iter().map(|w| w.to_string()).collect();
+            let headers = warning_headers(&ws, 25, 5);
+            headers.iter().map(|v| String::from_utf8(v.as_bytes().to_vec()).unwrap()).collect()
+        };
+        let first = ["aaaaaaaaaa", "aaaaaaaaaa", "bb", "ccc", "Iñtërnâtiô"];
+        assert_eq!(
+            sent(&first),
+            [r#"299 - "aaaaaaaaaa""#, r#"299 - "bb""#, r#"299 - "ccc""#, "299 - \"Iñtërnâtiô\""]
+        );
+        let all = [&first[..], &["e", "ffffffffff", "ffffffffff", "gggggggggg", "h"]].concat();
+        assert_eq!(
+            sent(&all),
+            [
+                r#"299 - "aaaaa""#,
+                r#"299 - "bb""#,
+                r#"299 - "ccc""#,
+                "299 - \"Iñtër\"",
+                r#"299 - "e""#,
+                r#"299 - "fffff""#,
+                r#"299 - "ggggg""#,
+            ]
+        );
+        // Quotes and backslashes are escaped; text no header can carry is left out.
+        assert_eq!(sent(&["a\"b\\c", "x\ny", ""]), [r#"299 - "a\"b\\c""#]);
+    }
+
+    #[test]
+    fn many_warnings_stay_within_kube_bounds() {
+        let many: Vec<String> =
+            (0..150_000).map(|i| format!("unknown field \"spec.f{i}\"")).collect();
+        let resp = with_warnings(HttpResponse::Ok().finish(), &many);
+        let sent: Vec<&str> =
+            resp.headers().get_all(header::WARNING).map(|v| v.to_str().unwrap()).collect();
+        let text: usize = sent.iter().map(|v| v.len()).sum();
+        assert!(text < 2 * WARNING_TOTAL_RUNES, "{} headers, {text} bytes", sent.len());
+        assert_eq!(sent[0], r#"299 - "unknown field \"spec.f0\"""#);
+    }
 
     #[test]
     fn the_top_level_api_version_is_found_without_decoding() {
