@@ -316,10 +316,12 @@ const WARNING_ITEM_RUNES: usize = 256;
 /// `total`; the rest are dropped. A body with thousands of unknown fields so gets a few kB of
 /// headers, not megabytes that clients refuse.
 fn warning_headers(warnings: &[String], total: usize, item: usize) -> Vec<HeaderValue> {
-    let cut = |w: &str| match w.char_indices().nth(item) {
-        Some((at, _)) => (w[..at].to_string(), item),
-        None => (w.to_string(), w.chars().count()),
-    };
+    fn cut(w: &str, item: usize) -> (&str, usize) {
+        match w.char_indices().nth(item) {
+            Some((at, _)) => (&w[..at], item),
+            None => (w, w.chars().count()),
+        }
+    }
     let header = |text: &str| {
         let text = text.replace('\\', "\\\\").replace('"', "\\\"");
         HeaderValue::from_str(&format!("299 - \"{text}\"")).ok()
@@ -336,8 +338,8 @@ fn warning_headers(warnings: &[String], total: usize, item: usize) -> Vec<Header
             break;
         }
         ordered.push(w);
-        let (text, runes) = if truncating { cut(w) } else { (w.clone(), w.chars().count()) };
-        let Some(value) = header(&text) else { continue };
+        let (text, runes) = if truncating { cut(w, item) } else { (w.as_str(), w.chars().count()) };
+        let Some(value) = header(text) else { continue };
         if truncating || written + runes <= total {
             written += runes;
             out.push(value);
@@ -347,8 +349,8 @@ fn warning_headers(warnings: &[String], total: usize, item: usize) -> Vec<Header
         written = 0;
         out.clear();
         for w in &ordered {
-            let (text, runes) = cut(w);
-            if let Some(value) = header(&text) {
+            let (text, runes) = cut(w, item);
+            if let Some(value) = header(text) {
                 written += runes;
                 out.push(value);
             }

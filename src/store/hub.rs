@@ -2,8 +2,8 @@
 //!
 //! The store thread publishes every commit here before it runs the next command; publishing
 //! never waits for a subscriber. Each subscription has a key prefix and a filter (events outside
-//! them are never queued for it, and wake nobody) and a budget in events and bytes. What happens when a subscriber exceeds it
-//! depends on its policy:
+//! them are never queued for it, and wake nobody) and a budget in events and bytes. What happens
+//! when a subscriber exceeds it depends on its policy:
 //! - `Lag::End` (watches): the subscription is cut off at once. Its queue is freed, it leaves
 //!   the hub, and its next `recv` reports `Lagged`; a watch then ends with 410 rather than being
 //!   resumed with events missing. A client that stops reading can so pin at most one budget.
