@@ -20,18 +20,12 @@ const JSON_PATCH_FIELDS: [&str; 4] = ["op", "path", "value", "from"];
 /// The paths of keys that appear more than once in one JSON object of `raw`, kube-style
 /// (`spec.replicas`), in document order. Anything that is not JSON yields nothing.
 pub fn duplicate_fields(raw: &[u8]) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut de = serde_json::Deserializer::from_slice(raw);
-    let walk = JsonWalk { path: &mut Vec::new(), found: &mut found };
-    if walk.deserialize(&mut de).is_err() {
-        return Vec::new();
-    }
-    found
+    from_json_noting_duplicates(raw).map(|(_, found)| found).unwrap_or_default()
 }
 
 /// Decodes a JSON document as `serde_json::from_slice::<Value>` does (the last of repeated keys
-/// wins) and, in the same pass, finds what [`duplicate_fields`] finds: a create or update body
-/// is parsed once, not once more for its repeated keys.
+/// wins) and, in the same pass, finds its repeated keys as [`duplicate_fields`] reports them: a
+/// body is parsed once for both.
 pub fn from_json_noting_duplicates(raw: &[u8]) -> serde_json::Result<(Value, Vec<String>)> {
     let mut found = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(raw);
@@ -43,8 +37,9 @@ pub fn from_json_noting_duplicates(raw: &[u8]) -> serde_json::Result<(Value, Vec
 /// kube's strict JSON patch errors (handlers/patch.go decodes the operations strictly):
 /// `json patch unknown field "[0].foo"` and `json patch duplicate field "[1].path"`, by operation.
 pub fn json_patch_field_errors(raw: &[u8]) -> Vec<String> {
-    let Ok(Value::Array(ops)) = serde_json::from_slice::<Value>(raw) else { return Vec::new() };
-    let duplicates = duplicate_fields(raw);
+    let Ok((Value::Array(ops), duplicates)) = from_json_noting_duplicates(raw) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let prefix = format!("[{i}].");
@@ -116,13 +111,8 @@ macro_rules! scalars_are_leaves {
     };
 }
 
-/// Visits every value of a JSON document, remembering repeated keys. The path is kept as
-/// segments and spelled out only for a repeated key: most bodies have none.
-struct JsonWalk<'p, 'de> {
-    path: &'p mut Vec<Segment<'de>>,
-    found: &'p mut Vec<String>,
-}
-
+/// A place in a JSON document being walked; spelled out only for a repeated key, as most
+/// bodies have none.
 enum Segment<'de> {
     Key(Cow<'de, str>),
     Index(usize),
@@ -149,52 +139,8 @@ fn spell(path: &[Segment<'_>]) -> String {
     out
 }
 
-impl<'de> DeserializeSeed<'de> for JsonWalk<'_, 'de> {
-    type Value = ();
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for JsonWalk<'_, 'de> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    scalars_are_leaves!();
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0;
-        loop {
-            self.path.push(Segment::Index(i));
-            let item = JsonWalk { path: &mut *self.path, found: &mut *self.found };
-            let more = seq.next_element_seed(item)?.is_some();
-            self.path.pop();
-            if !more {
-                return Ok(());
-            }
-            i += 1;
-        }
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        // Keys borrowed from the body (copied only when escaped); hashed, as a body may hold
-        // an object of any width.
-        let mut seen: HashSet<Cow<'de, str>> = HashSet::new();
-        while let Some(key) = map.next_key_seed(KeySeed)? {
-            let repeated = !seen.insert(key.clone());
-            self.path.push(Segment::Key(key));
-            if repeated {
-                self.found.push(spell(self.path));
-            }
-            map.next_value_seed(JsonWalk { path: &mut *self.path, found: &mut *self.found })?;
-            self.path.pop();
-        }
-        Ok(())
-    }
-}
-
-/// [`JsonWalk`] building the value as it goes, as serde_json's own `Value` visitor builds it.
+/// Builds a JSON value as serde_json's own `Value` visitor does, noting repeated keys with their
+/// paths (the last value of a repeated key wins).
 struct ValueWalk<'p, 'de> {
     path: &'p mut Vec<Segment<'de>>,
     found: &'p mut Vec<String>,
@@ -405,25 +351,31 @@ mod tests {
     }
 
     #[test]
-    fn decoding_notes_what_the_walk_finds_and_builds_what_serde_json_builds() {
-        let docs: [&[u8]; 9] = [
-            br#"{"spec":{"a":1,"b":[{"x":1,"x":2}],"a":3},"kind":"K","kind":"K"}"#,
-            br#"{"l":[[1],{"x":1}],"a\u0062":1,"ab":2}"#,
-            br#"{"l":[{"x":1},{"y":1,"y":2}]}"#,
-            br#"{"n":[-1,18446744073709551615,-9223372036854775808,1.5,1e400,0.0,-0.0]}"#,
-            br#"{"s":"\u00e9\n\"q\"","t":true,"f":false,"z":null,"e":{},"a":[]}"#,
-            br#"  [1, {"a": {"a": 1, "a": 2}}] "#,
-            br#""text""#,
-            b"12",
-            br#"{"k":{"deep":[[[{"k":1,"k":{"k":2,"k":3}}]]]}}"#,
+    fn decoding_notes_repeated_keys_and_builds_what_serde_json_builds() {
+        let docs: [(&[u8], &[&str]); 9] = [
+            (
+                br#"{"spec":{"a":1,"b":[{"x":1,"x":2}],"a":3},"kind":"K","kind":"K"}"#,
+                &["spec.b[0].x", "spec.a", "kind"],
+            ),
+            (br#"{"l":[[1],{"x":1}],"a\u0062":1,"ab":2}"#, &["ab"]),
+            (br#"{"l":[{"x":1},{"y":1,"y":2}]}"#, &["l[1].y"]),
+            (br#"{"n":[-1,18446744073709551615,-9223372036854775808,1.5,1e400,0.0,-0.0]}"#, &[]),
+            (br#"{"s":"\u00e9\n\"q\"","t":true,"f":false,"z":null,"e":{},"a":[]}"#, &[]),
+            (br#"  [1, {"a": {"a": 1, "a": 2}}] "#, &["[1].a.a"]),
+            (br#""text""#, &[]),
+            (b"12", &[]),
+            (
+                br#"{"k":{"deep":[[[{"k":1,"k":{"k":2,"k":3}}]]]}}"#,
+                &["k.deep[0][0][0].k", "k.deep[0][0][0].k.k"],
+            ),
         ];
-        for raw in docs {
+        for (raw, duplicates) in docs {
             let expected: Result<Value, _> = serde_json::from_slice(raw);
             let got = from_json_noting_duplicates(raw);
             match (expected, got) {
                 (Ok(want), Ok((value, found))) => {
                     assert_eq!(value, want, "{}", String::from_utf8_lossy(raw));
-                    assert_eq!(found, duplicate_fields(raw));
+                    assert_eq!(found, duplicates);
                 }
                 (Err(want), Err(err)) => assert_eq!(err.to_string(), want.to_string()),
                 (want, got) => panic!("{want:?} vs {got:?}"),
