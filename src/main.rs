@@ -15,7 +15,7 @@ use virt_apiserver::authz::Abac;
 use virt_apiserver::filters::Filters;
 use virt_apiserver::kubeconfig::KubeconfigArgs;
 use virt_apiserver::server::{self, AppState, ServeOptions, WatchConfig};
-use virt_apiserver::store::{QueueLimits, RetentionConfig, Store, StoreConfig};
+use virt_apiserver::storage::{QueueLimits, RetentionConfig, Store, StoreConfig};
 use virt_apiserver::tls::TlsFiles;
 
 /// A Kubernetes-style API server for the KubeVirt family of resources, on embedded SQLite.

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use virt_apiserver::api::codec::decode_body;
+use virt_apiserver::decode_body;
 use virt_apiserver::limits::check_depth;
 use virt_apiserver::meta;
 use virt_apiserver::strict_decoding;

@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use virt_apiserver::api::patch::{
+use virt_apiserver::patch::{
     apply_json_patch, apply_merge_patch, parse_json_patch, parse_merge_patch,
 };
 use virt_apiserver::limits::{depth, MAX_OBJECT_DEPTH};

@@ -16,6 +16,7 @@ mod engine;
 mod error;
 mod hub;
 mod sql;
+pub mod watch;
 
 use std::fmt;
 use std::sync::{mpsc, Arc};

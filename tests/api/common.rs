@@ -10,8 +10,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use virt_apiserver::generated::{GROUPS, RESOURCES};
 use virt_apiserver::resource::ResourceInfo;
+use virt_apiserver::{GROUPS, RESOURCES};
 
 /// A running `virt-apiserver` process, killed on drop.
 pub struct TestServer {

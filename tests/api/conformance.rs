@@ -4,8 +4,8 @@
 use serde_json::{json, Value};
 
 use crate::common::*;
-use virt_apiserver::generated::{GROUPS, RESOURCES};
 use virt_apiserver::resource::ResourceInfo;
+use virt_apiserver::{GROUPS, RESOURCES};
 
 const NS: &str = "conformance";
 

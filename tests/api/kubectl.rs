@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use virt_apiserver::generated::{GROUPS, RESOURCES};
+use virt_apiserver::{GROUPS, RESOURCES};
 
 use crate::common::{eventually, repo_root, Kubectl, TestServer};
 

@@ -5,7 +5,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha512};
 
 use crate::common::*;
-use virt_apiserver::generated::GROUPS;
+use virt_apiserver::GROUPS;
 
 const PROTO_V2: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 const SMP: &str = "application/strategic-merge-patch+json";
@@ -100,7 +100,7 @@ fn v2_as_gnostic_protobuf() {
             Some("application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
         );
         assert_eq!(r.header("Vary"), Some("Accept"));
-        assert!(r.body == virt_apiserver::generated::OPENAPI_V2_PB, "the build-time bytes");
+        assert!(r.body == virt_apiserver::OPENAPI_V2_PB, "the build-time bytes");
     }
     let r = s.request("GET", "/openapi/v2", &[("Accept", PROTO_V2)], None);
     let etag = r.header("ETag").expect("an ETag").to_string();

@@ -194,7 +194,7 @@ fn integer_columns_are_numbers_and_missing_values_null() {
 
 /// A kind with an integer printer column read from its spec (the replica sets).
 fn kind_with_integer_spec_column() -> &'static virt_apiserver::resource::ResourceInfo {
-    virt_apiserver::generated::RESOURCES
+    virt_apiserver::RESOURCES
         .iter()
         .find(|r| {
             r.version == r.storage_version

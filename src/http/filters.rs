@@ -1,0 +1,227 @@
+//! The filter chain every request passes before routing, as kube-apiserver's handler chain:
+//! authentication, authorization, body-size and in-flight request limits; on the way out,
+//! errors actix answers by itself (payload too large, broken payload) become Status bodies.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, OnceLock};
+
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header;
+use actix_web::middleware::Next;
+use actix_web::{web, HttpMessage, ResponseError};
+
+use crate::http::authn::{TokenFile, User};
+use crate::http::authz::{forbidden_message, Abac};
+use crate::http::request_info::RequestInfo;
+use crate::http::tls::ClientCertUser;
+use crate::object::error::ApiError;
+use crate::object::limits::MAX_BODY_BYTES;
+
+/// kube-apiserver's defaults for `--max-requests-inflight` and `--max-mutating-requests-inflight`.
+pub const DEFAULT_MAX_READONLY: usize = 400;
+pub const DEFAULT_MAX_MUTATING: usize = 200;
+
+/// What the chain enforces.
+pub struct Filters {
+    /// Bearer tokens; `None` (and no client certificates) means no authentication: everyone
+    /// is anonymous.
+    pub tokens: Option<TokenFile>,
+    /// Client certificates verified against `--client-ca-file` authenticate (see `tls`).
+    pub client_certs: bool,
+    /// ABAC policies; `None` allows everything.
+    pub abac: Option<Abac>,
+    pub max_readonly: usize,
+    pub max_mutating: usize,
+    /// Requests in flight per user: (read-only, mutating).
+    inflight: Mutex<HashMap<String, (usize, usize)>>,
+}
+
+impl Filters {
+    pub fn new(
+        tokens: Option<TokenFile>,
+        abac: Option<Abac>,
+        max_readonly: usize,
+        max_mutating: usize,
+    ) -> Filters {
+        Filters {
+            tokens,
+            client_certs: false,
+            abac,
+            max_readonly,
+            max_mutating,
+            inflight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Also authenticates verified client certificates (TLS with `--client-ca-file`).
+    pub fn with_client_certificates(mut self) -> Filters {
+        self.client_certs = true;
+        self
+    }
+
+    /// Whether any authentication is configured; without, every request is anonymous.
+    pub fn authenticates(&self) -> bool {
+        self.tokens.is_some() || self.client_certs
+    }
+
+    /// Who sent `req`: a verified client certificate wins, as in kube's union authenticator,
+    /// then a bearer token. `None` when credentials are needed and missing or unknown.
+    fn authenticate(&self, req: &ServiceRequest) -> Option<User> {
+        if !self.authenticates() {
+            return Some(User::anonymous());
+        }
+        if self.client_certs {
+            if let Some(ClientCertUser(u)) = req.conn_data::<ClientCertUser>() {
+                return Some(u.clone());
+            }
+        }
+        let auth = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        self.tokens.as_ref().and_then(|t| t.authenticate(auth))
+    }
+
+    /// Takes an in-flight slot for `user`, or says the limit is reached.
+    fn acquire(&self, user: &str, mutating: bool) -> Option<Slot<'_>> {
+        let mut map = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = map.entry(user.to_string()).or_default();
+        let (count, max) = if mutating {
+            (&mut entry.1, self.max_mutating)
+        } else {
+            (&mut entry.0, self.max_readonly)
+        };
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(Slot { filters: self, user: user.to_string(), mutating })
+    }
+}
+
+/// An in-flight slot, given back on drop.
+struct Slot<'a> {
+    filters: &'a Filters,
+    user: String,
+    mutating: bool,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut map = self.filters.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = map.get_mut(&self.user) {
+            if self.mutating {
+                e.1 = e.1.saturating_sub(1);
+            } else {
+                e.0 = e.0.saturating_sub(1);
+            }
+            if *e == (0, 0) {
+                map.remove(&self.user);
+            }
+        }
+    }
+}
+
+/// Paths whose operations declare no 401 answer in the document: health and version, which
+/// need no credentials (A.16).
+fn public_paths() -> &'static HashSet<String> {
+    static PUBLIC: OnceLock<HashSet<String>> = OnceLock::new();
+    PUBLIC.get_or_init(|| {
+        let doc: serde_json::Value =
+            serde_json::from_slice(crate::generated::OPENAPI_V2).unwrap_or_default();
+        let mut out = HashSet::new();
+        if let Some(paths) = doc.get("paths").and_then(|p| p.as_object()) {
+            for (path, item) in paths {
+                let ops: Vec<_> = ["get", "put", "post", "delete", "patch"]
+                    .iter()
+                    .filter_map(|m| item.get(*m))
+                    .collect();
+                if !ops.is_empty() && ops.iter().all(|op| op.pointer("/responses/401").is_none()) {
+                    out.insert(path.trim_end_matches('/').to_string());
+                }
+            }
+        }
+        out
+    })
+}
+
+fn reject<B>(req: ServiceRequest, err: ApiError) -> ServiceResponse<EitherBody<B>> {
+    req.into_response(err.error_response()).map_into_right_body()
+}
+
+/// The middleware: `App::wrap(from_fn(filters::chain))`, with `web::Data<Filters>` registered.
+pub async fn chain(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let Some(filters) = req.app_data::<web::Data<Filters>>().cloned() else {
+        return next.call(req).await.map(ServiceResponse::map_into_left_body);
+    };
+    let path = req.path().to_string();
+    let info = RequestInfo::parse(req.method().as_str(), &path, req.query_string());
+    let public = public_paths().contains(path.trim_end_matches('/'));
+
+    let user = match filters.authenticate(&req) {
+        Some(u) => u,
+        None if public => User::anonymous(),
+        None => return Ok(reject(req, ApiError::Unauthorized)),
+    };
+    if let Some(abac) = &filters.abac {
+        if !public && !abac.allows(&user, &info) {
+            let err = ApiError::Forbidden {
+                message: forbidden_message(&user, &info),
+                name: info.name.clone(),
+                group: info.api_group.clone(),
+                resource: info.resource.clone(),
+            };
+            return Ok(reject(req, err));
+        }
+    }
+    if let Some(len) = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()) {
+        if len.parse::<usize>().is_ok_and(|n| n > MAX_BODY_BYTES) {
+            let msg = format!("Request entity too large: limit is {}", MAX_BODY_BYTES);
+            return Ok(reject(req, ApiError::RequestEntityTooLarge(msg)));
+        }
+    }
+    let _slot = if info.is_long_running() {
+        None
+    } else {
+        let mutating = !info.is_read_only() && info.is_resource;
+        match filters.acquire(&user.name, mutating) {
+            Some(slot) => Some(slot),
+            None => return Ok(reject(req, ApiError::TooManyRequests)),
+        }
+    };
+    req.extensions_mut().insert(user);
+    // Panics are answered further out, by `recover` (this layer cannot keep the request).
+    let res = next.call(req).await?;
+    Ok(match foreign_error(&res) {
+        None => res.map_into_left_body(),
+        Some(err) => {
+            let (req, _) = res.into_parts();
+            ServiceResponse::new(req, err.error_response()).map_into_right_body()
+        }
+    })
+}
+
+/// An error answered by actix itself rather than by our handlers (their errors are `ApiError`s
+/// already), as the Status kube would send: a body over the limit without Content-Length
+/// (chunked) is 413, a body that breaks off or does not decode is 400.
+fn foreign_error<B>(res: &ServiceResponse<B>) -> Option<ApiError> {
+    let err = res.response().error()?;
+    if err.as_error::<ApiError>().is_some() {
+        return None;
+    }
+    let code = res.status();
+    let message = err.to_string();
+    Some(match code.as_u16() {
+        413 => ApiError::RequestEntityTooLarge(format!(
+            "Request entity too large: limit is {}",
+            MAX_BODY_BYTES
+        )),
+        405 => ApiError::MethodNotAllowed(message),
+        404 => ApiError::PathNotFound,
+        406 => ApiError::NotAcceptable(message),
+        415 => ApiError::UnsupportedMediaType(message),
+        500..=599 => ApiError::Internal(message),
+        _ => ApiError::BadRequest(message),
+    })
+}

@@ -1,0 +1,19 @@
+//! The HTTP layer, the only place actix appears: the server and its filter chain, request
+//! options and media types, the endpoints the generated routes call, discovery, OpenAPI and
+//! health.
+
+pub mod authn;
+pub mod authz;
+pub mod codec;
+pub mod compress;
+pub mod discovery;
+pub mod endpoints;
+pub mod filters;
+pub mod health;
+pub mod kubeconfig;
+pub mod openapi;
+pub mod params;
+pub mod recover;
+pub mod request_info;
+pub mod server;
+pub mod tls;

@@ -1,0 +1,186 @@
+//! The HTTP server: shared state, the app (generated routes plus the plain 404), and `run`.
+
+use std::any::Any;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Extensions;
+use actix_web::{web, App, HttpResponse, HttpServer};
+
+use crate::http::filters::Filters;
+use crate::object::error::ApiError;
+use crate::store::Store;
+
+use crate::object::limits::MAX_BODY_BYTES;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub watch: WatchConfig,
+}
+
+impl AppState {
+    /// The state with default watch settings.
+    pub fn new(store: Store) -> AppState {
+        AppState { store, watch: WatchConfig::default() }
+    }
+}
+
+/// How watch streams behave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchConfig {
+    /// Between periodic BOOKMARK events (kube's cacher: 1 minute).
+    pub bookmark_interval: Duration,
+}
+
+impl Default for WatchConfig {
+    fn default() -> WatchConfig {
+        WatchConfig { bookmark_interval: Duration::from_secs(60) }
+    }
+}
+
+/// A second handle on a connection's socket, kept with the connection, so a streaming response
+/// can tell that its client went away. actix notices a closed connection only when it writes
+/// (actix-web#1313), so an idle watch would otherwise live on until its timeout.
+#[derive(Clone)]
+pub struct PeerSocket(Arc<std::net::TcpStream>);
+
+impl PeerSocket {
+    /// Whether the client has closed the connection (end of stream or an error). Peeking takes
+    /// nothing from the socket; the socket is non-blocking (tokio set it so), so this never waits.
+    pub fn closed(&self) -> bool {
+        let mut byte = [0u8; 1];
+        match self.0.peek(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        }
+    }
+}
+
+/// Keeps a `PeerSocket` in each connection's data (`HttpRequest::conn_data`), plain or TLS (a
+/// TLS client that goes away closes the same TCP socket), and on TLS connections the user a
+/// verified client certificate names.
+fn on_connect(conn: &dyn Any, data: &mut Extensions) {
+    use actix_tls::accept::rustls_0_23::TlsStream;
+    use actix_web::rt::net::TcpStream;
+    if let Some(tcp) = conn.downcast_ref::<TcpStream>() {
+        keep_peer_socket(tcp, data);
+    } else if let Some(tls) = conn.downcast_ref::<TlsStream<TcpStream>>() {
+        keep_peer_socket(tls.get_ref().0, data);
+        crate::http::tls::on_connect(conn, data);
+    }
+}
+
+fn keep_peer_socket(tcp: &actix_web::rt::net::TcpStream, data: &mut Extensions) {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        match tcp.as_fd().try_clone_to_owned() {
+            Ok(fd) => {
+                data.insert(PeerSocket(Arc::new(std::net::TcpStream::from(fd))));
+            }
+            Err(e) => log::warn!("cannot watch the connection for disconnects: {e}"),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (tcp, data);
+}
+
+/// Prometheus text, under kube-apiserver's metric names: open watches and watchers cut off for
+/// falling behind (tests use it to check that dropped watches leave nothing behind); and the
+/// store's committed writes and transactions, whose ratio is the group commit's batch size.
+async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let stats = state.store.watch_stats();
+    let writes = state.store.write_stats();
+    let body = format!(
+        "# HELP apiserver_registered_watchers Number of currently registered watchers.\n\
+         # TYPE apiserver_registered_watchers gauge\n\
+         apiserver_registered_watchers {}\n\
+         # HELP apiserver_terminated_watchers_total Watchers closed for falling too far behind.\n\
+         # TYPE apiserver_terminated_watchers_total counter\n\
+         apiserver_terminated_watchers_total {}\n\
+         # HELP virt_apiserver_store_commits_total Store transactions that committed writes.\n\
+         # TYPE virt_apiserver_store_commits_total counter\n\
+         virt_apiserver_store_commits_total {}\n\
+         # HELP virt_apiserver_store_writes_total Writes committed by the store.\n\
+         # TYPE virt_apiserver_store_writes_total counter\n\
+         virt_apiserver_store_writes_total {}\n",
+        stats.watchers, stats.terminated, writes.commits, writes.writes
+    );
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(body)
+}
+
+/// Registers everything the server answers on an actix app; tests use the same function.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    crate::generated::configure(cfg);
+}
+
+async fn not_found() -> HttpResponse {
+    actix_web::ResponseError::error_response(&ApiError::PathNotFound)
+}
+
+/// How to serve, beyond the listener, the state and the filter chain.
+#[derive(Clone, Default)]
+pub struct ServeOptions {
+    /// Serve HTTPS with this configuration (client certificates included) instead of HTTP.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Test hook: a GET of this path panics in its handler, to prove panics become 500s.
+    /// Set only by the hidden `--debug-panic-path` flag.
+    pub debug_panic_path: Option<String>,
+}
+
+/// Starts serving plain HTTP on `listener`; the returned server runs until stopped.
+pub fn run(
+    listener: TcpListener,
+    state: AppState,
+    filters: Filters,
+) -> std::io::Result<actix_web::dev::Server> {
+    run_with(listener, state, filters, ServeOptions::default())
+}
+
+/// Starts serving on `listener` as `opts` says.
+pub fn run_with(
+    listener: TcpListener,
+    state: AppState,
+    filters: Filters,
+    opts: ServeOptions,
+) -> std::io::Result<actix_web::dev::Server> {
+    let data = web::Data::new(state);
+    let filters = web::Data::new(filters);
+    let panic_path = opts.debug_panic_path.clone();
+    let server = HttpServer::new(move || {
+        let panic_path = panic_path.clone();
+        let app = App::new()
+            .wrap(actix_web::middleware::from_fn(crate::http::filters::chain))
+            // Outermost: compresses whatever the chain answers, errors included.
+            .wrap(actix_web::middleware::from_fn(crate::http::compress::gzip_large_bodies))
+            .app_data(data.clone())
+            .app_data(filters.clone())
+            .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+            .route("/metrics", web::get().to(metrics))
+            .configure(move |cfg| {
+                if let Some(p) = panic_path {
+                    cfg.route(&p, web::get().to(debug_panic));
+                }
+            })
+            .configure(configure)
+            .default_service(web::to(not_found));
+        crate::http::recover::catch_panics(app)
+    })
+    .on_connect(on_connect)
+    // As Go's net/http (and so kube-apiserver): without it, the last small segment of a
+    // response or a watch event waits for the client's delayed ACK (~40 ms on Linux).
+    .tcp_nodelay(true);
+    let server = match opts.tls {
+        None => server.listen(listener)?,
+        Some(config) => server.listen_rustls_0_23(listener, (*config).clone())?,
+    };
+    Ok(server.run())
+}
+
+async fn debug_panic() -> HttpResponse {
+    panic!("--debug-panic-path was requested");
+}

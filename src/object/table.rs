@@ -1,0 +1,403 @@
+//! Table output (B.8): objects as `meta.k8s.io` Tables, as apiextensions-apiserver's CRD table
+//! convertor and the apiserver's `asTable` build them for `kubectl get`.
+//!
+//! Columns are `Name`, then the kind's printer columns from the document (kube's default `Age`
+//! when it declares none). Cells come from simple JSONPaths; `date` cells become ages.
+
+use serde_json::{json, Map, Value};
+
+use crate::http::params::Query;
+use crate::object::error::ApiError;
+use crate::resource::{PrinterColumn, ResourceInfo};
+
+/// ObjectMeta's descriptions, which kube gives the `Name` and default `Age` columns.
+const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+/// A CRD without printer columns gets this one (apiextensions `serveDefaultColumnsIfEmpty`).
+const DEFAULT_COLUMNS: &[PrinterColumn] = &[PrinterColumn {
+    name: "Age",
+    type_: "date",
+    format: "",
+    description: CREATION_TIMESTAMP_DESCRIPTION,
+    priority: 0,
+    json_path: ".metadata.creationTimestamp",
+}];
+
+/// What each row carries besides its cells (`includeObject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncludeObject {
+    /// The default: the object's metadata as a `PartialObjectMetadata`.
+    Metadata,
+    Object,
+    None,
+}
+
+/// How a Table answer is built: the requested Table version and the `TableOptions` parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableOptions {
+    /// `meta.k8s.io/v1` or `meta.k8s.io/v1beta1`, as the Accept header asked.
+    pub api_version: &'static str,
+    pub include: IncludeObject,
+    pub no_headers: bool,
+}
+
+impl TableOptions {
+    /// Reads `includeObject` and `noHeaders`; an unknown `includeObject` is a 400, as `asTable`.
+    pub fn parse(api_version: &'static str, q: &Query) -> Result<TableOptions, ApiError> {
+        let include = match q.get("includeObject").unwrap_or("") {
+            "" | "Metadata" => IncludeObject::Metadata,
+            "Object" => IncludeObject::Object,
+            "None" => IncludeObject::None,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "includeObject: Invalid value: \"{other}\": must be 'Metadata', 'Object', 'None', or empty"
+                )))
+            }
+        };
+        Ok(TableOptions { api_version, include, no_headers: q.flag("noHeaders") })
+    }
+}
+
+fn columns(res: &ResourceInfo) -> &'static [PrinterColumn] {
+    if res.printer_columns.is_empty() {
+        DEFAULT_COLUMNS
+    } else {
+        res.printer_columns
+    }
+}
+
+/// The column definitions: `Name`, then the printer columns.
+pub fn column_definitions(res: &ResourceInfo) -> Value {
+    let mut defs = vec![json!({
+        "name": "Name", "type": "string", "format": "name",
+        "description": NAME_DESCRIPTION, "priority": 0,
+    })];
+    for c in columns(res) {
+        let description = if c.description.is_empty() {
+            format!("Custom resource definition column (in JSONPath format): {}", c.json_path)
+        } else {
+            c.description.to_string()
+        };
+        defs.push(json!({
+            "name": c.name, "type": c.type_, "format": c.format,
+            "description": description, "priority": c.priority,
+        }));
+    }
+    Value::Array(defs)
+}
+
+/// One row for `obj` (already in the requested version), ages measured from `now` (Unix seconds).
+pub fn row(res: &ResourceInfo, obj: &Value, opts: &TableOptions, now: i64) -> Value {
+    let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::String(String::new()));
+    let mut cells = vec![name];
+    for c in columns(res) {
+        cells.push(cell(c.type_, first_result(c.json_path, obj), now));
+    }
+    let object = match opts.include {
+        IncludeObject::Object => obj.clone(),
+        IncludeObject::None => Value::Null,
+        IncludeObject::Metadata => json!({
+            "kind": "PartialObjectMetadata",
+            "apiVersion": opts.api_version,
+            "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+        }),
+    };
+    json!({"cells": cells, "object": object})
+}
+
+/// A Table of `rows` with the list metadata `metadata` (`resourceVersion`, `continue`, ...).
+pub fn table(res: &ResourceInfo, opts: &TableOptions, metadata: Value, rows: Vec<Value>) -> Value {
+    // Go writes the nil slice that `noHeaders` leaves as null.
+    let defs = if opts.no_headers { Value::Null } else { column_definitions(res) };
+    json!({
+        "kind": "Table",
+        "apiVersion": opts.api_version,
+        "metadata": metadata,
+        "columnDefinitions": defs,
+        "rows": rows,
+    })
+}
+
+/// Now, in Unix seconds.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// A cell as the CRD convertor makes it: `string` cells print any value (maps and lists as JSON),
+/// the others keep only values of their type; whatever is missing or mistyped is null.
+fn cell(type_: &str, value: Option<&Value>, now: i64) -> Value {
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Value::Null;
+    };
+    match (type_, value) {
+        ("string", Value::String(_)) => value.clone(),
+        ("string", other) => Value::String(other.to_string()),
+        ("integer", Value::Number(n)) => {
+            n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)).map_or(Value::Null, Value::from)
+        }
+        ("number", Value::Number(n)) => n.as_f64().map_or(Value::Null, Value::from),
+        ("boolean", Value::Bool(_)) => value.clone(),
+        ("date", Value::String(s)) => match crate::object::meta::parse_rfc3339(s) {
+            Some(t) => Value::String(human_duration(now - t)),
+            None => Value::String("<invalid>".into()),
+        },
+        _ => Value::Null,
+    }
+}
+
+/// kube's `duration.HumanDuration` of `secs` seconds: `5s`, `3m2s`, `2d`; up to 1 s in the future
+/// counts as now (clock skew).
+pub fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".into();
+    }
+    if secs < 0 {
+        return "0s".into();
+    }
+    if secs < 120 {
+        return format!("{secs}s");
+    }
+    let minutes = secs / 60;
+    if minutes < 10 {
+        return match secs % 60 {
+            0 => format!("{minutes}m"),
+            s => format!("{minutes}m{s}s"),
+        };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = secs / 3600;
+    if hours < 8 {
+        return match minutes % 60 {
+            0 => format!("{hours}h"),
+            m => format!("{hours}h{m}m"),
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        return match hours % 24 {
+            0 => format!("{}d", hours / 24),
+            h => format!("{}d{h}h", hours / 24),
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        return match (hours / 24) % 365 {
+            0 => format!("{}y", hours / 24 / 365),
+            d => format!("{}y{d}d", hours / 24 / 365),
+        };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+/// One step of a simple JSONPath.
+#[derive(Debug, PartialEq)]
+enum Step {
+    Field(String),
+    Index(i64),
+    All,
+    /// `[?(@.a.b=="x")]` (or `!=`): the elements whose sub-path compares so.
+    Filter {
+        path: Vec<String>,
+        equal: bool,
+        value: Value,
+    },
+}
+
+/// Parses what CRD printer columns use: `.a.b`, `['a']`, `[0]`, `[-1]`, `[*]` and
+/// `[?(@.a=="x")]`. `None` for anything else; such a column's cells are null.
+fn parse_path(path: &str) -> Option<Vec<Step>> {
+    let mut steps = Vec::new();
+    let mut rest = path.trim();
+    rest = rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')).unwrap_or(rest);
+    rest = rest.strip_prefix('$').unwrap_or(rest);
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            if end > 0 {
+                steps.push(Step::Field(r[..end].to_string()));
+            }
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = find_bracket_end(r)?;
+            let inner = r[..end].trim();
+            rest = &r[end + 1..];
+            steps.push(parse_bracket(inner)?);
+        } else {
+            return None;
+        }
+    }
+    Some(steps)
+}
+
+/// The `]` closing a bracket, skipping quoted text.
+fn find_bracket_end(s: &str) -> Option<usize> {
+    let mut quote = None;
+    for (i, c) in s.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, ']') => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn parse_bracket(inner: &str) -> Option<Step> {
+    if inner == "*" {
+        return Some(Step::All);
+    }
+    if let Ok(i) = inner.parse::<i64>() {
+        return Some(Step::Index(i));
+    }
+    if let Some(name) = unquote(inner) {
+        return Some(Step::Field(name));
+    }
+    let expr = inner.strip_prefix("?(")?.strip_suffix(')')?.trim();
+    let (lhs, rhs, equal) = match expr.split_once("==") {
+        Some((l, r)) => (l, r, true),
+        None => expr.split_once("!=").map(|(l, r)| (l, r, false))?,
+    };
+    let path = lhs.trim().strip_prefix('@')?;
+    let path: Vec<String> = path.split('.').filter(|s| !s.is_empty()).map(String::from).collect();
+    let rhs = rhs.trim();
+    let value = match unquote(rhs) {
+        Some(s) => Value::String(s),
+        None => serde_json::from_str(rhs).ok()?,
+    };
+    Some(Step::Filter { path, equal, value })
+}
+
+fn unquote(s: &str) -> Option<String> {
+    let q = s.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let body = s.strip_prefix(q)?.strip_suffix(q)?;
+    Some(body.to_string())
+}
+
+/// The first value `path` finds in `obj`, as kube takes `results[0][0]`.
+pub fn first_result<'a>(path: &str, obj: &'a Value) -> Option<&'a Value> {
+    let steps = parse_path(path)?;
+    let mut current = vec![obj];
+    for step in &steps {
+        let mut next = Vec::new();
+        for v in current {
+            match (step, v) {
+                (Step::Field(f), Value::Object(m)) => next.extend(m.get(f)),
+                (Step::Index(i), Value::Array(a)) => {
+                    let i = if *i < 0 { a.len() as i64 + i } else { *i };
+                    next.extend(usize::try_from(i).ok().and_then(|i| a.get(i)));
+                }
+                (Step::All, Value::Array(a)) => next.extend(a.iter()),
+                (Step::All, Value::Object(m)) => next.extend(m.values()),
+                (Step::Filter { path, equal, value }, Value::Array(a)) => {
+                    next.extend(a.iter().filter(|item| {
+                        let found = path.iter().try_fold(*item, |v, f| v.get(f));
+                        found.is_some_and(|f| (f == value) == *equal)
+                    }));
+                }
+                _ => {}
+            }
+        }
+        current = next;
+    }
+    current.into_iter().next()
+}
+
+/// The list metadata a Table keeps from the list it shows.
+pub fn list_metadata(list_metadata: &Map<String, Value>) -> Value {
+    let mut out = Map::new();
+    for key in ["resourceVersion", "continue", "remainingItemCount"] {
+        match list_metadata.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if s.is_empty() => {}
+            Some(v) => {
+                out.insert(key.to_string(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations_match_kube() {
+        let cases = [
+            (-2, "<invalid>"),
+            (-1, "0s"),
+            (0, "0s"),
+            (5, "5s"),
+            (119, "119s"),
+            (120, "2m"),
+            (182, "3m2s"),
+            (600, "10m"),
+            (179 * 60 + 59, "179m"),
+            (3 * 3600, "3h"),
+            (3 * 3600 + 25 * 60, "3h25m"),
+            (8 * 3600, "8h"),
+            (47 * 3600, "47h"),
+            (48 * 3600, "2d"),
+            (50 * 3600, "2d2h"),
+            (8 * 86400, "8d"),
+            (729 * 86400, "729d"),
+            (730 * 86400, "2y"),
+            (731 * 86400, "2y1d"),
+            (8 * 365 * 86400, "8y"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(human_duration(secs), want, "{secs}s");
+        }
+    }
+
+    #[test]
+    fn simple_json_paths() {
+        let obj = json!({
+            "metadata": {"name": "a"},
+            "spec": {"replicas": 3, "a.b": "dotted"},
+            "status": {
+                "conditions": [{"type": "Paused", "status": "False"}, {"type": "Ready", "status": "True"}],
+                "interfaces": [{"ipAddress": "10.0.0.1"}, {"ipAddress": "10.0.0.2"}],
+            },
+        });
+        let find = |p: &str| first_result(p, &obj).cloned();
+        assert_eq!(find(".spec.replicas"), Some(json!(3)));
+        assert_eq!(find(".status.conditions[?(@.type==\"Ready\")].status"), Some(json!("True")));
+        assert_eq!(find(".status.conditions[?(@.type!=\"Paused\")].status"), Some(json!("True")));
+        assert_eq!(find(".status.interfaces[0].ipAddress"), Some(json!("10.0.0.1")));
+        assert_eq!(find(".status.interfaces[-1].ipAddress"), Some(json!("10.0.0.2")));
+        assert_eq!(find(".status.interfaces[*].ipAddress"), Some(json!("10.0.0.1")));
+        assert_eq!(find(".spec['a.b']"), Some(json!("dotted")));
+        assert_eq!(find(".status.phase"), None);
+        assert_eq!(find(".status.interfaces[5].ipAddress"), None);
+        assert_eq!(find("status"), None, "not a JSONPath");
+    }
+
+    #[test]
+    fn cells_follow_the_column_type() {
+        let now = 1_000_000;
+        assert_eq!(cell("integer", Some(&json!(2.0)), now), json!(2));
+        assert_eq!(cell("integer", Some(&json!("2")), now), Value::Null);
+        assert_eq!(cell("number", Some(&json!(2)), now), json!(2.0));
+        assert_eq!(cell("boolean", Some(&json!(true)), now), json!(true));
+        assert_eq!(cell("string", Some(&json!(7)), now), json!("7"));
+        assert_eq!(cell("string", Some(&json!({"a": 1})), now), json!("{\"a\":1}"));
+        assert_eq!(cell("string", Some(&Value::Null), now), Value::Null);
+        assert_eq!(cell("string", None, now), Value::Null);
+        let created = crate::object::meta::rfc3339(now - 182);
+        assert_eq!(cell("date", Some(&json!(created)), now), json!("3m2s"));
+        assert_eq!(cell("date", Some(&json!("yesterday")), now), json!("<invalid>"));
+    }
+}

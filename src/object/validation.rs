@@ -1,0 +1,605 @@
+//! Schema validation of written objects against their kind's definition in the embedded OpenAPI
+//! document, as kube-apiserver treats structural custom resources (B.3, B.10).
+//!
+//! A write goes through two steps. `admit` is decoding: fields the schema does not declare are
+//! pruned (always, as kube prunes them for every structural CR), and `fieldValidation` decides
+//! what the client hears about them and about duplicate JSON keys: nothing (`Ignore`), `Warning`
+//! headers (`Warn`, the default) or a rejection (`Strict`: 400 for a body, 422 on the field
+//! `patch` for a patch). `check` is validation: wrong types, values outside an enum, missing
+//! required fields and duplicate list-map keys are 422 Invalid whatever `fieldValidation` says.
+//!
+//! `metadata` is ObjectMeta: its unknown fields are pruned and reported like any other, but its
+//! values are left to `meta::validate`, which words its errors as kube's ObjectMeta validation.
+//! Below a schema that lists no `properties` (or keeps unknown fields) nothing is pruned.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+use crate::generated::OPENAPI_V2;
+use crate::http::params::FieldValidation;
+use crate::object::error::{ApiError, Cause};
+use crate::object::meta;
+use crate::object::strict_decoding as strict;
+use crate::resource::ResourceInfo;
+
+const DEFINITIONS_REF: &str = "#/definitions/";
+
+/// The document's definitions, and each kind's definition by group, version and kind.
+struct Schemas {
+    definitions: Map<String, Value>,
+    by_gvk: HashMap<(String, String, String), String>,
+}
+
+fn schemas() -> &'static Schemas {
+    static SCHEMAS: OnceLock<Schemas> = OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        let doc: Value = serde_json::from_slice(OPENAPI_V2).expect("the embedded document is JSON");
+        let definitions =
+            doc.get("definitions").and_then(Value::as_object).cloned().unwrap_or_default();
+        let mut by_gvk = HashMap::new();
+        for (name, def) in &definitions {
+            let gvks = def.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
+            for gvk in gvks.into_iter().flatten() {
+                let part = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                by_gvk.insert((part("group"), part("version"), part("kind")), name.clone());
+            }
+        }
+        Schemas { definitions, by_gvk }
+    })
+}
+
+/// The definition of `res`'s kind in `res`'s version.
+pub fn kind_schema(res: &ResourceInfo) -> Option<&'static Value> {
+    gvk_schema(res.group, res.version, res.kind)
+}
+
+/// The definition the document gives for a group, version and kind.
+fn gvk_schema(group: &str, version: &str, kind: &str) -> Option<&'static Value> {
+    let s = schemas();
+    let key = (group.to_string(), version.to_string(), kind.to_string());
+    s.by_gvk.get(&key).and_then(|name| s.definitions.get(name))
+}
+
+/// Follows `$ref`s into the definitions; an unresolvable reference is an open schema.
+fn resolve(schema: &Value) -> &Value {
+    static OPEN: Value = Value::Null;
+    let mut at = schema;
+    for _ in 0..32 {
+        match at.get("$ref").and_then(Value::as_str) {
+            Some(r) => {
+                let name = r.strip_prefix(DEFINITIONS_REF).unwrap_or(r);
+                match schemas().definitions.get(name) {
+                    Some(def) => at = def,
+                    None => return &OPEN,
+                }
+            }
+            None => return at,
+        }
+    }
+    &OPEN
+}
+
+/// What admitting a body found that the request goes on with.
+#[derive(Debug, Default)]
+pub struct Admitted {
+    /// `Warning` header texts (only under `Warn`).
+    pub warnings: Vec<String>,
+}
+
+/// How the object being admitted arrived, with what its duplicate keys are found in.
+#[derive(Debug, Clone, Copy)]
+pub enum Via<'a> {
+    /// The whole object, as a JSON POST or PUT body: the paths of the keys it repeats, found
+    /// as it was decoded (`strict_decoding::from_json_noting_duplicates`).
+    Body(&'a [String]),
+    /// The whole object, as a YAML POST or PUT body (yaml.v2 words its duplicate keys by line).
+    YamlBody(&'a str),
+    /// The stored object with this merge patch applied.
+    MergePatch(&'a [u8]),
+    /// The stored object with this JSON patch applied (its operations are decoded strictly).
+    JsonPatch(&'a [u8]),
+}
+
+fn duplicate_field(path: &str) -> String {
+    format!("duplicate field \"{path}\"")
+}
+
+/// Decodes `obj` as kube's CR decoder does: prunes undeclared fields whatever `mode` says, then
+/// says nothing about them and duplicate keys (`Ignore`), returns them as warnings (`Warn`), or
+/// rejects the request (`Strict`).
+pub fn admit(
+    res: &ResourceInfo,
+    obj: &mut Value,
+    via: Via<'_>,
+    mode: FieldValidation,
+) -> Result<Admitted, ApiError> {
+    // kube quotes the patched object, before pruning, in a strict patch rejection.
+    let patched = match (via, mode) {
+        (Via::MergePatch(_) | Via::JsonPatch(_), FieldValidation::Strict) => Some(obj.to_string()),
+        _ => None,
+    };
+    let mut warnings: Vec<String> = Vec::new();
+    let mut errs: Vec<String> = Vec::new();
+    if mode != FieldValidation::Ignore {
+        match via {
+            Via::Body(found) => errs.extend(found.iter().map(|p| duplicate_field(p))),
+            Via::MergePatch(raw) => {
+                errs.extend(strict::duplicate_fields(raw).iter().map(|p| duplicate_field(p)))
+            }
+            Via::JsonPatch(raw) => errs.extend(strict::json_patch_field_errors(raw)),
+            Via::YamlBody(text) => {
+                let lines = strict::yaml_duplicate_keys(text);
+                // One error listing every line, as yaml.v2's TypeError; one warning per line.
+                if mode == FieldValidation::Strict && !lines.is_empty() {
+                    errs.push(format!("yaml: unmarshal errors:\n  {}", lines.join("\n  ")));
+                } else {
+                    warnings.extend(lines);
+                }
+            }
+        }
+    }
+    let unknown = prune(res, obj);
+    if mode == FieldValidation::Ignore {
+        return Ok(Admitted::default());
+    }
+    errs.extend(unknown.iter().map(|p| format!("unknown field \"{p}\"")));
+    if mode == FieldValidation::Warn {
+        warnings.extend(errs);
+        return Ok(Admitted { warnings });
+    }
+    if errs.is_empty() {
+        return Ok(Admitted::default());
+    }
+    let detail = format!("strict decoding error: {}", errs.join(", "));
+    match patched {
+        // handlers/patch.go: an Invalid on the field `patch`, with no kind or name.
+        Some(patched) => Err(ApiError::Invalid {
+            group: String::new(),
+            details_kind: String::new(),
+            qualified: String::new(),
+            name: String::new(),
+            causes: vec![Cause::invalid("patch", &meta::quote(&patched), &detail)],
+        }),
+        None => Err(ApiError::bad_request(format!(
+            "{kind} in version \"{}\" cannot be handled as a {kind}: {detail}",
+            res.version,
+            kind = res.kind
+        ))),
+    }
+}
+
+/// The paths of fields an apply configuration sets that the kind's schema does not declare,
+/// as structured-merge-diff words them (`.spec.foo`), or nothing.
+pub fn undeclared_in_apply(gvk: (&str, &str, &str), config: &Value) -> Vec<String> {
+    let mut copy = config.clone();
+    let schema = gvk_schema(gvk.0, gvk.1, gvk.2);
+    prune_by(schema, &mut copy).into_iter().map(|p| format!(".{p}")).collect()
+}
+
+/// Validates an admitted object: types, enums, required fields and list keys (not metadata).
+pub fn check(res: &ResourceInfo, obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(schema) = kind_schema(res) else { return causes };
+    let (Some(map), Some(props)) =
+        (obj.as_object(), schema.get("properties").and_then(Value::as_object))
+    else {
+        return causes;
+    };
+    let mut path = String::new();
+    for (k, v) in map {
+        if let (false, Some(s)) = (k == "metadata", props.get(k)) {
+            path.push_str(k);
+            check_value(v, s, &mut path, &mut causes);
+            path.clear();
+        }
+    }
+    causes
+}
+
+// serde_json's `Map` is a `BTreeMap` in this build (no `preserve_order`), so walking a map
+// visits its keys in the sorted order kube reports them in.
+
+/// Runs `f` with `path` extended by the field `key` (kube's `spec.x`), then restores it: one
+/// buffer serves a whole walk, and a path is only copied when a finding keeps it.
+fn at_field<R>(path: &mut String, key: &str, f: impl FnOnce(&mut String) -> R) -> R {
+    let len = path.len();
+    if len > 0 {
+        path.push('.');
+    }
+    path.push_str(key);
+    let r = f(path);
+    path.truncate(len);
+    r
+}
+
+/// As [`at_field`], for the item `i` of a list (`spec.list[3]`).
+fn at_index<R>(path: &mut String, i: usize, f: impl FnOnce(&mut String) -> R) -> R {
+    use std::fmt::Write;
+    let len = path.len();
+    let _ = write!(path, "[{i}]");
+    let r = f(path);
+    path.truncate(len);
+    r
+}
+
+/// Removes every field the kind's schema does not declare and returns their paths, kube-style
+/// (`spec.bogus`, `spec.list[0].x`, `metadata.unknownMeta`), in key order with metadata last. Nulls where the
+/// schema allows none are dropped too, silently, as kube's `PruneNonNullableNullsWithoutDefaults`.
+pub fn prune(res: &ResourceInfo, obj: &mut Value) -> Vec<String> {
+    prune_by(kind_schema(res), obj)
+}
+
+fn prune_by(schema: Option<&Value>, obj: &mut Value) -> Vec<String> {
+    let Some(schema) = schema else { return Vec::new() };
+    let mut pruned = Vec::new();
+    let mut meta_pruned = Vec::new();
+    if let Some(meta_schema) = schema.pointer("/properties/metadata") {
+        if let Some(m) = obj.get_mut("metadata") {
+            let mut path = String::from("metadata");
+            prune_value(m, meta_schema, &mut path, &mut meta_pruned, false, false);
+        }
+    }
+    prune_value(obj, schema, &mut String::new(), &mut pruned, true, true);
+    pruned.extend(meta_pruned);
+    pruned
+}
+
+fn flag(schema: &Value, name: &str) -> bool {
+    schema.get(name).and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn nullable(schema: &Value) -> bool {
+    let s = resolve(schema);
+    flag(s, "nullable") || flag(s, "x-nullable")
+}
+
+/// kube's pruning walk (apiextensions schema/pruning). `root` skips `metadata`, walked apart.
+fn prune_value(
+    v: &mut Value,
+    schema: &Value,
+    path: &mut String,
+    out: &mut Vec<String>,
+    drop_nulls: bool,
+    root: bool,
+) {
+    let schema = resolve(schema);
+    match v {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties");
+            if props.is_none() && additional.is_none() {
+                return;
+            }
+            let keep_unknown = flag(schema, "x-kubernetes-preserve-unknown-fields")
+                || additional.and_then(Value::as_bool) == Some(true);
+            let additional = additional.filter(|a| a.is_object());
+            let mut gone = Vec::new();
+            for (k, value) in map.iter_mut() {
+                if root && k == "metadata" {
+                    continue;
+                }
+                match props.and_then(|p| p.get(k)).or(additional) {
+                    Some(child) => {
+                        if drop_nulls && value.is_null() && !nullable(child) {
+                            gone.push(k.clone());
+                        } else {
+                            at_field(path, k, |path| {
+                                prune_value(value, child, path, out, drop_nulls, false)
+                            });
+                        }
+                    }
+                    None if keep_unknown => {}
+                    None => {
+                        out.push(at_field(path, k, |path| path.clone()));
+                        gone.push(k.clone());
+                    }
+                }
+            }
+            for k in gone {
+                map.remove(&k);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    at_index(path, i, |path| {
+                        prune_value(item, item_schema, path, out, drop_nulls, false)
+                    });
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The JSON type go-openapi names for a value (kube decodes whole numbers as integers).
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn is_integer(v: &Value) -> bool {
+    v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+}
+
+fn type_matches(v: &Value, t: &str) -> bool {
+    match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "integer" => is_integer(v),
+        "number" => v.is_number(),
+        _ => true,
+    }
+}
+
+/// `FieldValueTypeInvalid` as kube's CR validation words it.
+fn type_invalid(path: &str, want: &str, v: &Value) -> Cause {
+    let got = json_type(v);
+    Cause {
+        reason: "FieldValueTypeInvalid",
+        message: format!(
+            "Invalid value: \"{got}\": {path} in body must be of type {want}: \"{got}\""
+        ),
+        field: path.to_string(),
+    }
+}
+
+/// A value as Go's field errors print it: strings quoted, numbers and booleans bare, objects as
+/// `map[string]interface {}{...}`.
+fn go_repr(v: &Value) -> String {
+    match v {
+        Value::String(s) => meta::quote(s),
+        Value::Null => "<nil>".into(),
+        Value::Object(m) => {
+            let parts: Vec<String> =
+                m.iter().map(|(k, v)| format!("{}:{}", meta::quote(k), go_repr(v))).collect();
+            format!("map[string]interface {{}}{{{}}}", parts.join(", "))
+        }
+        Value::Array(a) => {
+            let parts: Vec<String> = a.iter().map(go_repr).collect();
+            format!("[]interface {{}}{{{}}}", parts.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+fn check_value(v: &Value, schema: &Value, path: &mut String, causes: &mut Vec<Cause>) {
+    let schema = resolve(schema);
+    match schema.get("type").and_then(Value::as_str) {
+        Some(t) if !type_matches(v, t) => {
+            causes.push(type_invalid(path, t, v));
+            return;
+        }
+        None if flag(schema, "x-kubernetes-int-or-string") && !(is_integer(v) || v.is_string()) => {
+            causes.push(type_invalid(path, "integer,string", v));
+            return;
+        }
+        _ => {}
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
+        if !allowed.contains(v) {
+            let names: Vec<String> = allowed
+                .iter()
+                .map(|a| a.as_str().map_or_else(|| a.to_string(), String::from))
+                .collect();
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let value = v.as_str().map_or_else(|| v.to_string(), String::from);
+            causes.push(Cause::not_supported(path, &value, &refs));
+        }
+    }
+    match v {
+        Value::Object(map) => {
+            for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(r) = r.as_str().filter(|r| !map.contains_key(*r)) {
+                    causes.push(at_field(path, r, |path| Cause::required(path, "")));
+                }
+            }
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (k, value) in map {
+                if let Some(s) = props.and_then(|p| p.get(k)).or(additional) {
+                    at_field(path, k, |path| check_value(value, s, path, causes));
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    at_index(path, i, |path| check_value(item, item_schema, path, causes));
+                }
+            }
+            check_list_type(items, schema, path, causes);
+        }
+        _ => {}
+    }
+}
+
+/// `x-kubernetes-list-type` `set` and `map` forbid duplicate items and duplicate keys.
+fn check_list_type(items: &[Value], schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let list_type = schema.get("x-kubernetes-list-type").and_then(Value::as_str);
+    let keys: Vec<&str> = schema
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .map(|k| k.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut seen: Vec<Value> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let identity = match list_type {
+            Some("set") => item.clone(),
+            Some("map") if !keys.is_empty() => {
+                let Some(obj) = item.as_object() else { continue };
+                let key: Map<String, Value> = keys
+                    .iter()
+                    .filter_map(|k| obj.get(*k).map(|v| (k.to_string(), v.clone())))
+                    .collect();
+                Value::Object(key)
+            }
+            _ => return,
+        };
+        if seen.contains(&identity) {
+            causes.push(Cause {
+                reason: "FieldValueDuplicate",
+                message: format!("Duplicate value: {}", go_repr(&identity)),
+                field: format!("{path}[{i}]"),
+            });
+        } else {
+            seen.push(identity);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generated::RESOURCES;
+    use serde_json::json;
+
+    #[test]
+    fn maps_iterate_in_key_order() {
+        // The walks report fields in map order and rely on it being kube's sorted order: this
+        // fails if a dependency turns on serde_json's `preserve_order`.
+        let m = json!({"b": 1, "a": 2, "C": 3});
+        let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["C", "a", "b"]);
+    }
+
+    fn kind(group: &str, version: &str, kind: &str) -> &'static ResourceInfo {
+        RESOURCES
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.kind == kind)
+            .expect("kind served")
+    }
+
+    fn vm() -> &'static ResourceInfo {
+        kind("kubevirt.io", "v1", "VirtualMachine")
+    }
+
+    #[test]
+    fn every_kind_has_a_schema_with_declared_spec() {
+        for res in RESOURCES {
+            let schema = kind_schema(res).unwrap_or_else(|| panic!("{} {}", res.kind, res.version));
+            let spec = schema.pointer("/properties/spec").expect("spec declared");
+            assert!(spec.get("properties").is_some(), "{} lists its spec fields", res.kind);
+            assert!(!flag(spec, "x-kubernetes-preserve-unknown-fields"), "{}", res.kind);
+        }
+    }
+
+    #[test]
+    fn prunes_unknown_fields_and_nulls() {
+        let mut obj = json!({
+            "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "bogus": 1,
+            "metadata": {"name": "a", "unknownMeta": "x", "labels": {"k": "v"}},
+            "spec": {"running": null, "bogus": {"deep": 1}, "runStrategy": "Always",
+                     "template": {"spec": {"domain": {"devices": {"any": 1}, "free": true},
+                                           "volumes": [{"name": "d", "containerDisk": {}}],
+                                           "nope": 1}}},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "extra": 1}]},
+        });
+        let pruned = prune(vm(), &mut obj);
+        assert_eq!(
+            pruned,
+            [
+                "bogus",
+                "spec.bogus",
+                "spec.template.spec.nope",
+                "status.conditions[0].extra",
+                "metadata.unknownMeta"
+            ]
+        );
+        assert_eq!(obj["metadata"], json!({"name": "a", "labels": {"k": "v"}}));
+        assert_eq!(
+            obj["spec"],
+            json!({"runStrategy": "Always", "template": {"spec": {
+                "domain": {"devices": {"any": 1}, "free": true},
+                "volumes": [{"name": "d", "containerDisk": {}}]}}})
+        );
+    }
+
+    #[test]
+    fn checks_types_enums_required_and_list_keys() {
+        let obj = json!({
+            "spec": {"running": "yes", "runStrategy": "Sometimes",
+                     "instancetype": {"kind": "x", "inferFromVolumeFailurePolicy": "Maybe"},
+                     "template": {"spec": {"volumes": [{"name": "a"}, {"name": "a"}, {}]}}},
+            "status": {"ready": 1.0, "conditions": [{"type": "Ready"}]},
+        });
+        let causes = check(vm(), &obj);
+        let rendered: Vec<String> =
+            causes.iter().map(|c| format!("{}: {} ({})", c.field, c.message, c.reason)).collect();
+        assert_eq!(
+            rendered,
+            [
+                "spec.instancetype.inferFromVolumeFailurePolicy: Unsupported value: \"Maybe\": supported values: \"Reject\", \"Ignore\" (FieldValueNotSupported)",
+                "spec.runStrategy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"RerunOnFailure\", \"Manual\", \"Halted\", \"Once\", \"WaitAsReceiver\" (FieldValueNotSupported)",
+                "spec.running: Invalid value: \"string\": spec.running in body must be of type boolean: \"string\" (FieldValueTypeInvalid)",
+                "spec.template.spec.volumes[2].name: Required value (FieldValueRequired)",
+                "spec.template.spec.volumes[1]: Duplicate value: map[string]interface {}{\"name\":\"a\"} (FieldValueDuplicate)",
+                "status.conditions[0].status: Required value (FieldValueRequired)",
+                "status.ready: Invalid value: \"number\": status.ready in body must be of type boolean: \"number\" (FieldValueTypeInvalid)",
+            ]
+        );
+    }
+
+    #[test]
+    fn int_or_string_and_integers() {
+        let it = kind("instancetype.kubevirt.io", "v1alpha2", "VirtualMachineInstancetype");
+        let ok = json!({"spec": {"cpu": {"guest": 2.0}, "memory": {"guest": "2Gi"}}});
+        assert!(check(it, &ok).is_empty());
+        let bad = json!({"spec": {"cpu": {"guest": 1.5}, "memory": {"guest": true}}});
+        let fields: Vec<String> = check(it, &bad).iter().map(|c| c.message.clone()).collect();
+        assert_eq!(
+            fields,
+            [
+                "Invalid value: \"number\": spec.cpu.guest in body must be of type integer: \"number\"",
+                "Invalid value: \"boolean\": spec.memory.guest in body must be of type integer,string: \"boolean\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn strict_warn_and_ignore() {
+        let body = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+                          "spec": {"bogus": 1, "other": 2}});
+        let raw = br#"{"spec":{"bogus":1,"other":2,"running":true,"running":false}}"#;
+        let (_, found) = strict::from_json_noting_duplicates(raw).unwrap();
+        let raw = found.as_slice();
+        let mut obj = body.clone();
+        let err = admit(vm(), &mut obj, Via::Body(raw), FieldValidation::Strict).unwrap_err();
+        assert_eq!(
+            err,
+            ApiError::BadRequest("VirtualMachine in version \"v1\" cannot be handled as a VirtualMachine: strict decoding error: duplicate field \"spec.running\", unknown field \"spec.bogus\", unknown field \"spec.other\"".into())
+        );
+        let mut obj = body.clone();
+        let found = admit(vm(), &mut obj, Via::Body(raw), FieldValidation::Warn).unwrap();
+        assert_eq!(found.warnings.len(), 3);
+        assert_eq!(obj["spec"], json!({}));
+        let mut obj = body.clone();
+        let found = admit(vm(), &mut obj, Via::Body(raw), FieldValidation::Ignore).unwrap();
+        assert!(found.warnings.is_empty());
+        assert_eq!(obj["spec"], json!({}), "Ignore prunes too");
+        let mut obj = body;
+        let err =
+            admit(vm(), &mut obj, Via::MergePatch(b"{}"), FieldValidation::Strict).unwrap_err();
+        let st = serde_json::to_value(err.to_status()).unwrap();
+        assert_eq!(st["code"], 422);
+        assert_eq!(st["details"]["causes"][0]["field"], "patch");
+        assert!(st["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(" \"\" is invalid: patch: Invalid value: \"{"));
+        assert!(st["message"].as_str().unwrap().ends_with(
+            "strict decoding error: unknown field \"spec.bogus\", unknown field \"spec.other\""
+        ));
+    }
+}
