@@ -8,6 +8,7 @@ pub mod codec;
 pub mod compress;
 pub mod discovery;
 pub mod endpoints;
+pub mod error;
 pub mod filters;
 pub mod health;
 pub mod kubeconfig;

@@ -3,12 +3,15 @@
 
 use std::time::Duration;
 
+use actix_web::http::header;
 use actix_web::HttpRequest;
 use base64::Engine;
 use serde_json::Value;
 
 use crate::object::error::{ApiError, Cause};
+use crate::object::managed_fields;
 use crate::object::selector::{FieldSelector, LabelSelector};
+pub use crate::object::validation::FieldValidation;
 
 /// Longest `timeoutSeconds` honoured (ten years): far enough to mean "never", near enough that
 /// a deadline computed from it cannot overflow.
@@ -101,13 +104,6 @@ fn dry_run_cause(values: &[&str]) -> Option<Cause> {
         ),
         field: "dryRun".into(),
     })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FieldValidation {
-    Ignore,
-    Warn,
-    Strict,
 }
 
 /// `resourceVersionMatch`.
@@ -485,6 +481,13 @@ pub fn reject_force(q: &Query) -> Result<(), ApiError> {
         ));
     }
     Ok(())
+}
+
+/// The manager of a non-apply write, from `?fieldManager=` or the User-Agent
+/// (`managed_fields::manager_of`).
+pub fn manager_of(q: &Query, req: &HttpRequest, options_kind: &str) -> Result<String, ApiError> {
+    let agent = req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    managed_fields::manager_of(q.get("fieldManager").unwrap_or(""), agent, options_kind)
 }
 
 #[cfg(test)]

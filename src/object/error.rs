@@ -1,14 +1,12 @@
-//! The one error type of the HTTP layer and its mapping to a `metav1.Status` body.
+//! The one error type of the server and its mapping to a `metav1.Status` body. HTTP-agnostic:
+//! the registry returns it, and the HTTP layer sends `to_status` with `code()` (`http::error`).
 //!
 //! Every failure a handler can answer is an `ApiError` variant; `ApiError::status` is the only place
 //! that turns one into a code, a reason and a message, with kube-apiserver's wording (B.1).
 
-use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
 use crate::resource::ResourceInfo;
-use crate::store::StoreError;
 
 /// kube-apiserver's optimistic-lock message (store.go `OptimisticLockErrorMsg`).
 pub const OPTIMISTIC_LOCK_MSG: &str =
@@ -199,29 +197,20 @@ impl ApiError {
         ApiError::BadRequest(msg.into())
     }
 
-    /// Maps a store failure for one object of `res`.
-    pub fn from_store(err: StoreError, res: &ResourceInfo, name: &str) -> ApiError {
-        match err {
-            StoreError::NotFound => ApiError::not_found(res, name),
-            StoreError::AlreadyExists => ApiError::already_exists(res, name, false),
-            StoreError::Conflict { .. } => ApiError::optimistic_lock(res, name),
-            other => ApiError::from(other),
-        }
-    }
 
     /// The code, reason, message and details of the Status body.
-    fn parts(&self) -> (StatusCode, &'static str, String, Option<Details>) {
+    fn parts(&self) -> (u16, &'static str, String, Option<Details>) {
         use ApiError::*;
         match self {
             NotFound { group, plural, name } => (
-                StatusCode::NOT_FOUND,
+                code::NOT_FOUND,
                 "NotFound",
                 format!("{} {name:?} not found", qualify(plural, group)),
                 Some(Details::named(name, group, plural)),
             ),
-            PathNotFound => (StatusCode::NOT_FOUND, "NotFound", "404 page not found".into(), None),
+            PathNotFound => (code::NOT_FOUND, "NotFound", "404 page not found".into(), None),
             AlreadyExists { group, plural, name, deleting } => (
-                StatusCode::CONFLICT,
+                code::CONFLICT,
                 "AlreadyExists",
                 format!(
                     "{}{} {name:?} already exists",
@@ -231,13 +220,13 @@ impl ApiError {
                 Some(Details::named(name, group, plural)),
             ),
             Conflict { group, plural, name, message } => (
-                StatusCode::CONFLICT,
+                code::CONFLICT,
                 "Conflict",
                 message.clone(),
                 Some(Details::named(name, group, plural)),
             ),
             ApplyConflict { message, causes } => (
-                StatusCode::CONFLICT,
+                code::CONFLICT,
                 "Conflict",
                 message.clone(),
                 Some(Details { causes: causes.clone(), ..Details::default() }),
@@ -261,7 +250,7 @@ impl ApiError {
                 let mut details = Details::named(name, group, details_kind);
                 details.causes = causes.clone();
                 (
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    code::UNPROCESSABLE_ENTITY,
                     "Invalid",
                     format!("{qualified} {name:?} is invalid: {joined}"),
                     Some(details),
@@ -271,7 +260,7 @@ impl ApiError {
                 let mut details = Details::named(name, group, plural);
                 details.retry_after_seconds = 1;
                 (
-                    StatusCode::CONFLICT,
+                    code::CONFLICT,
                     "AlreadyExists",
                     format!(
                         "{} {name:?} already exists, the server was not able to generate a unique name for the object",
@@ -280,9 +269,9 @@ impl ApiError {
                     Some(details),
                 )
             }
-            Unauthorized => (StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized".into(), None),
+            Unauthorized => (code::UNAUTHORIZED, "Unauthorized", "Unauthorized".into(), None),
             Forbidden { message, name, group, resource } => (
-                StatusCode::FORBIDDEN,
+                code::FORBIDDEN,
                 "Forbidden",
                 message.clone(),
                 Some(Details::named(name, group, resource)),
@@ -290,34 +279,34 @@ impl ApiError {
             TooManyRequests => {
                 let details = Details { retry_after_seconds: 1, ..Details::default() };
                 (
-                    StatusCode::TOO_MANY_REQUESTS,
+                    code::TOO_MANY_REQUESTS,
                     "TooManyRequests",
                     "Too many requests, please try again later.".into(),
                     Some(details),
                 )
             }
             PatchRejected => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "Invalid", PATCH_REJECTED_MSG.to_string(), None)
+                (code::UNPROCESSABLE_ENTITY, "Invalid", PATCH_REJECTED_MSG.to_string(), None)
             }
-            BadRequest(m) => (StatusCode::BAD_REQUEST, "BadRequest", m.clone(), None),
+            BadRequest(m) => (code::BAD_REQUEST, "BadRequest", m.clone(), None),
             MethodNotAllowed(m) => {
-                (StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", m.clone(), None)
+                (code::METHOD_NOT_ALLOWED, "MethodNotAllowed", m.clone(), None)
             }
-            NotAcceptable(m) => (StatusCode::NOT_ACCEPTABLE, "NotAcceptable", m.clone(), None),
+            NotAcceptable(m) => (code::NOT_ACCEPTABLE, "NotAcceptable", m.clone(), None),
             UnsupportedMediaType(m) => {
-                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", m.clone(), None)
+                (code::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", m.clone(), None)
             }
-            Expired { message, .. } => (StatusCode::GONE, "Expired", message.clone(), None),
+            Expired { message, .. } => (code::GONE, "Expired", message.clone(), None),
             RequestEntityTooLarge(m) => {
-                (StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", m.clone(), None)
+                (code::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", m.clone(), None)
             }
             Timeout { message, causes } => {
                 let details = (!causes.is_empty())
                     .then(|| Details { causes: causes.clone(), ..Details::default() });
-                (StatusCode::GATEWAY_TIMEOUT, "Timeout", format!("Timeout: {message}"), details)
+                (code::GATEWAY_TIMEOUT, "Timeout", format!("Timeout: {message}"), details)
             }
             Unavailable(m) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", m.clone(), None)
+                (code::SERVICE_UNAVAILABLE, "ServiceUnavailable", m.clone(), None)
             }
             Internal(m) => {
                 let details = Details {
@@ -325,13 +314,18 @@ impl ApiError {
                     ..Details::default()
                 };
                 (
-                    StatusCode::INTERNAL_SERVER_ERROR,
+                    code::INTERNAL_SERVER_ERROR,
                     "InternalError",
                     format!("Internal error occurred: {m}"),
                     Some(details),
                 )
             }
         }
+    }
+
+    /// The HTTP status code of the answer.
+    pub fn code(&self) -> u16 {
+        self.parts().0
     }
 
     /// The `metav1.Status` body for this error.
@@ -349,9 +343,28 @@ impl ApiError {
             message: Some(message),
             reason: Some(reason),
             details,
-            code: Some(code.as_u16()),
+            code: Some(code),
         }
     }
+}
+
+/// The status codes the errors answer with (`net/http`'s names).
+mod code {
+    pub const BAD_REQUEST: u16 = 400;
+    pub const UNAUTHORIZED: u16 = 401;
+    pub const FORBIDDEN: u16 = 403;
+    pub const NOT_FOUND: u16 = 404;
+    pub const METHOD_NOT_ALLOWED: u16 = 405;
+    pub const NOT_ACCEPTABLE: u16 = 406;
+    pub const CONFLICT: u16 = 409;
+    pub const GONE: u16 = 410;
+    pub const PAYLOAD_TOO_LARGE: u16 = 413;
+    pub const UNSUPPORTED_MEDIA_TYPE: u16 = 415;
+    pub const UNPROCESSABLE_ENTITY: u16 = 422;
+    pub const TOO_MANY_REQUESTS: u16 = 429;
+    pub const INTERNAL_SERVER_ERROR: u16 = 500;
+    pub const SERVICE_UNAVAILABLE: u16 = 503;
+    pub const GATEWAY_TIMEOUT: u16 = 504;
 }
 
 fn qualify(plural: &str, group: &str) -> String {
@@ -362,26 +375,6 @@ fn qualify(plural: &str, group: &str) -> String {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(err: StoreError) -> ApiError {
-        match err {
-            StoreError::Unavailable(m) => ApiError::Unavailable(m),
-            StoreError::Expired { .. } => ApiError::Expired {
-                message: "The resourceVersion for the provided list is too old.".into(),
-                continue_token: None,
-            },
-            StoreError::FutureRevision { current } => ApiError::Timeout {
-                message: format!("Too large resource version, current: {current}"),
-                causes: vec![Cause {
-                    reason: "ResourceVersionTooLarge",
-                    message: "Too large resource version".into(),
-                    field: String::new(),
-                }],
-            },
-            other => ApiError::Internal(format!("{other:?}")),
-        }
-    }
-}
 
 /// `metav1.Status`, with fields in kube's order.
 #[derive(Debug, Serialize)]
@@ -455,33 +448,10 @@ impl Details {
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (code, reason, message, _) = self.parts();
-        write!(f, "{} {reason}: {message}", code.as_u16())
+        write!(f, "{code} {reason}: {message}")
     }
 }
 
-impl ResponseError for ApiError {
-    fn status_code(&self) -> StatusCode {
-        self.parts().0
-    }
-
-    fn error_response(&self) -> HttpResponse {
-        if *self == ApiError::PathNotFound {
-            return HttpResponse::NotFound()
-                .content_type("text/plain; charset=utf-8")
-                .insert_header(("X-Content-Type-Options", "nosniff"))
-                .body("404 page not found\n");
-        }
-        let status = self.to_status();
-        let mut resp = HttpResponse::build(self.status_code());
-        if let Some(secs) =
-            status.details.as_ref().map(|d| d.retry_after_seconds).filter(|s| *s > 0)
-        {
-            resp.insert_header(("Retry-After", secs.to_string()));
-        }
-        resp.content_type("application/json");
-        resp.json(status)
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,7 @@ pub mod meta;
 pub mod patch;
 pub mod selector;
 pub mod strict_decoding;
+pub mod subresource;
 pub mod table;
 pub mod validation;
 

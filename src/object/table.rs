@@ -6,7 +6,6 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::http::params::Query;
 use crate::object::error::ApiError;
 use crate::resource::{PrinterColumn, ResourceInfo};
 
@@ -43,9 +42,13 @@ pub struct TableOptions {
 }
 
 impl TableOptions {
-    /// Reads `includeObject` and `noHeaders`; an unknown `includeObject` is a 400, as `asTable`.
-    pub fn parse(api_version: &'static str, q: &Query) -> Result<TableOptions, ApiError> {
-        let include = match q.get("includeObject").unwrap_or("") {
+    /// From `includeObject` and `noHeaders`; an unknown `includeObject` is a 400, as `asTable`.
+    pub fn new(
+        api_version: &'static str,
+        include_object: &str,
+        no_headers: bool,
+    ) -> Result<TableOptions, ApiError> {
+        let include = match include_object {
             "" | "Metadata" => IncludeObject::Metadata,
             "Object" => IncludeObject::Object,
             "None" => IncludeObject::None,
@@ -55,7 +58,7 @@ impl TableOptions {
                 )))
             }
         };
-        Ok(TableOptions { api_version, include, no_headers: q.flag("noHeaders") })
+        Ok(TableOptions { api_version, include, no_headers })
     }
 }
 

@@ -18,11 +18,18 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value};
 
 use crate::generated::OPENAPI_V2;
-use crate::http::params::FieldValidation;
 use crate::object::error::{ApiError, Cause};
 use crate::object::meta;
 use crate::object::strict_decoding as strict;
 use crate::resource::ResourceInfo;
+
+/// `fieldValidation`: what a write does with unknown and repeated fields.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
 
 const DEFINITIONS_REF: &str = "#/definitions/";
 

@@ -35,16 +35,6 @@ pub struct Target {
     pub part: Part,
 }
 
-/// Which part of an object a write may change (B.2, AX strategy.go and status_strategy.go).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Part {
-    /// The main endpoint: everything, except `status` on kinds with a status subresource.
-    #[default]
-    Main,
-    /// `/status`: only `status` (and `metadata.managedFields`, which track the write).
-    Status,
-}
-
 impl Target {
     pub fn new(namespace: Option<String>, name: Option<String>) -> Target {
         Target { namespace, name, part: Part::Main }

@@ -74,7 +74,10 @@ pub async fn get(
 
 /// The Table options when `output` is a Table: `includeObject` and `noHeaders`.
 fn table_options(output: &Output, q: &Query) -> Result<Option<TableOptions>, ApiError> {
-    output.table.map(|v| TableOptions::parse(v, q)).transpose()
+    output
+        .table
+        .map(|v| TableOptions::new(v, q.get("includeObject").unwrap_or(""), q.flag("noHeaders")))
+        .transpose()
 }
 
 /// `export=true`: strip what a user cannot set (A.11).

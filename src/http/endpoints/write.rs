@@ -36,7 +36,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     let (dry_run, field_validation) = q.write_options("CreateOptions")?;
-    let manager = managed_fields::manager_of(&q, req, "CreateOptions")?;
+    let manager = crate::http::params::manager_of(&q, req, "CreateOptions")?;
     let format = negotiate(req, res.is_stored())?;
     let (mut obj, form) = decode_object_and_form(req, &body, res.is_stored())?;
     check_type_meta(res, &obj)?;
@@ -95,28 +95,6 @@ pub async fn create(
     }
 }
 
-/// An update's server-set fields must at least have their types, though their values are not
-/// the client's to choose.
-fn check_system_field_types(
-    res: &ResourceInfo,
-    name: &str,
-    meta: &serde_json::Map<String, Value>,
-) -> Result<(), ApiError> {
-    let causes = meta::system_field_type_causes(meta);
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(res, name, causes))
-}
-
-/// How a POST or PUT body arrived, for its duplicate keys.
-fn via<'a>(form: &'a Form<'_>) -> Via<'a> {
-    match form {
-        Form::Json(duplicates) => Via::Body(duplicates),
-        Form::Yaml(text) => Via::YamlBody(text),
-    }
-}
-
 /// PUT: replace an object; custom resources need `metadata.resourceVersion` and never create.
 pub async fn update(
     state: &AppState,
@@ -127,7 +105,7 @@ pub async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     let (dry_run, field_validation) = q.write_options("UpdateOptions")?;
-    let manager = managed_fields::manager_of(&q, req, "UpdateOptions")?;
+    let manager = crate::http::params::manager_of(&q, req, "UpdateOptions")?;
     let format = negotiate(req, true)?;
     let (mut obj, form) = decode_object_and_form(req, &body, true)?;
     check_type_meta(res, &obj)?;
@@ -182,7 +160,7 @@ pub async fn patch(
         return super::apply::apply(state, res, target, req, &body).await;
     };
     reject_force(&q)?;
-    let manager = managed_fields::manager_of(&q, req, "PatchOptions")?;
+    let manager = crate::http::params::manager_of(&q, req, "PatchOptions")?;
     let name = target.name();
     let key = object_key(res, target.ns(), name);
     for _ in 0..PATCH_RETRIES {
@@ -220,324 +198,10 @@ pub async fn patch(
     Err(ApiError::optimistic_lock(res, name))
 }
 
-/// How `commit_update` commits a write.
-pub(crate) struct Commit<'a> {
-    /// The part of the object the endpoint may change.
-    pub part: Part,
-    pub dry_run: bool,
-    pub owner: Ownership<'a>,
-}
-
-/// Who a write's managedFields entry is recorded for.
-pub(crate) enum Ownership<'a> {
-    /// A create, update or non-apply patch: kube records an `Update` entry for the manager,
-    /// naming the subresource written through ("", "status", "scale").
-    Update { manager: &'a str, subresource: &'a str },
-    /// Server-side apply, which has computed the entries itself.
-    Applied,
-}
-
-/// The subresource managedFields entries name for a write through `part`.
-fn subresource_name(part: Part) -> &'static str {
-    match part {
-        Part::Main => "",
-        Part::Status => "status",
-    }
-}
-
-/// Applies kube's update rules to `new` against `current` and writes it: only the `part` the
-/// endpoint may change taken from `new`, server-owned fields kept, generation bumped on
-/// non-metadata changes, managedFields recorded, no-ops short-circuited, and an object that is
-/// being deleted and lost its last finalizer removed.
-pub(crate) async fn commit_update(
-    state: &AppState,
-    res: &'static ResourceInfo,
-    key: &str,
-    current: &Value,
-    new: Value,
-    how: Commit<'_>,
-) -> Result<(StatusCode, Answer), ApiError> {
-    let Commit { part, dry_run, owner } = how;
-    let mut new = subresource::confine(res, part, current, new);
-    let name = meta_str(current, "name").to_string();
-    let no_meta = Map::new();
-    let old_meta = super::metadata(current).unwrap_or(&no_meta);
-    let mut causes = Vec::new();
-    {
-        let meta = metadata_mut(&mut new)?;
-        for (field, label) in [("name", "metadata.name"), ("namespace", "metadata.namespace")] {
-            let new_v = meta.get(field).and_then(Value::as_str).unwrap_or("");
-            let old_v = old_meta.get(field).and_then(Value::as_str).unwrap_or("");
-            if new_v != old_v && !(field == "namespace" && new_v.is_empty()) {
-                causes.push(Cause::invalid(label, &meta::quote(new_v), "field is immutable"));
-            }
-        }
-        match meta.get("uid").and_then(Value::as_str) {
-            None | Some("") => {
-                if let Some(uid) = old_meta.get("uid") {
-                    meta.insert("uid".into(), uid.clone());
-                }
-            }
-            Some(u) if Some(u) != old_meta.get("uid").and_then(Value::as_str) => {
-                causes.push(Cause::invalid("metadata.uid", &meta::quote(u), "field is immutable"));
-            }
-            Some(_) => {}
-        }
-        for field in ["creationTimestamp", "generation", "namespace"] {
-            match old_meta.get(field) {
-                Some(v) => meta.insert(field.into(), v.clone()),
-                None => meta.remove(field),
-            };
-        }
-        let deleting = old_meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
-        if deleting {
-            for field in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
-                if let Some(v) = old_meta.get(field) {
-                    meta.insert(field.into(), v.clone());
-                }
-            }
-            let old_f = finalizers(old_meta);
-            let added: Vec<String> =
-                finalizers(meta).into_iter().filter(|f| !old_f.contains(f)).collect();
-            if !added.is_empty() {
-                let list: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
-                causes.push(Cause::forbidden(
-                    "metadata.finalizers",
-                    &format!(
-                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
-                        list.join(", ")
-                    ),
-                ));
-            }
-        } else {
-            if meta.get("deletionTimestamp").is_some_and(|v| !v.is_null()) {
-                causes.push(Cause::invalid(
-                    "metadata.deletionTimestamp",
-                    &format!(
-                        "{:?}",
-                        meta.get("deletionTimestamp").map(|v| v.to_string()).unwrap_or_default()
-                    ),
-                    "field is immutable; may only be changed via deletion",
-                ));
-            }
-            meta.remove("deletionTimestamp");
-            meta.remove("deletionGracePeriodSeconds");
-        }
-        meta.insert(
-            "resourceVersion".into(),
-            Value::String(meta_str(current, "resourceVersion").into()),
-        );
-        causes.extend(meta::validate(meta, res.namespaced));
-    }
-    causes.extend(validation::check(res, &new));
-    causes.extend(subresource::validate(res, &new));
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(res, &name, causes));
-    }
-    set_storage_version(res, &mut new);
-    // Status writes never bump generation (AX status_strategy.go).
-    if part == Part::Main && spec_changed(current, &new) {
-        let g = current.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
-        new["metadata"]["generation"] = Value::from(g + 1);
-    }
-    // Recorded last, so that the entry sees `new` as it will be stored.
-    if let Ownership::Update { manager, subresource } = owner {
-        managed_fields::record_update(res, Some(current), &mut new, manager, subresource);
-    }
-    check_size(&new)?;
-    if managed_fields::same_ignoring_times(&new, current) {
-        return Ok((StatusCode::OK, Answer::Computed(current.clone())));
-    }
-    let deleting = old_meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
-    if deleting && finalizers(super::metadata(&new).unwrap_or(&Map::new())).is_empty() {
-        if dry_run {
-            return Ok((StatusCode::OK, Answer::Computed(new)));
-        }
-        state
-            .store
-            .delete(key, stored_revision(current))
-            .await
-            .map_err(|e| ApiError::from_store(e, res, &name))?;
-        return Ok((StatusCode::OK, Answer::Computed(new)));
-    }
-    if dry_run {
-        return Ok((StatusCode::OK, Answer::Computed(new)));
-    }
-    let stored = state
-        .store
-        .update(key, stored_revision(current), new)
-        .await
-        .map_err(|e| ApiError::from_store(e, res, &name))?;
-    Ok((StatusCode::OK, Answer::Stored(stored)))
-}
-
-/// Whether anything but `metadata` differs: that bumps `generation` for custom resources.
-fn spec_changed(old: &Value, new: &Value) -> bool {
-    let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else { return old != new };
-    let counted = |k: &String| k != "metadata" && k != "apiVersion";
-    old.keys().filter(|k| counted(k)).count() != new.keys().filter(|k| counted(k)).count()
-        || new.iter().any(|(k, v)| counted(k) && old.get(k) != Some(v))
-}
-
-pub(crate) fn finalizers(meta: &Map<String, Value>) -> Vec<String> {
-    meta.get("finalizers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
-}
-
-/// The object's metadata, created empty when absent; a non-object metadata is a 400.
-pub(crate) fn metadata_mut(obj: &mut Value) -> Result<&mut Map<String, Value>, ApiError> {
-    let root = obj
-        .as_object_mut()
-        .ok_or_else(|| ApiError::bad_request("the object must be a JSON object"))?;
-    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    if meta.is_null() {
-        *meta = Value::Object(Map::new());
-    }
-    meta.as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))
-}
-
-/// The create rules that come before anything else: no resourceVersion, and the namespace
-/// agrees with the path (or is taken from it; cluster kinds have none).
-pub(crate) fn check_create_meta(
-    res: &ResourceInfo,
-    target: &Target,
-    obj: &mut Value,
-) -> Result<(), ApiError> {
-    let meta = metadata_mut(obj)?;
-    if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|v| !v.is_empty()) {
-        return Err(ApiError::bad_request(
-            "resourceVersion should not be set on objects to be created",
-        ));
-    }
-    set_namespace_for_create(res, target, meta)
-}
-
-/// Makes a named body a new object: system fields wiped and set afresh, metadata validated,
-/// storage version set.
-pub(crate) fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-    // Validated as it will be stored: without the status a status subresource owns (a copy
-    // only when there is such a status to leave out).
-    let schema_causes = if res.status_subresource && obj.get("status").is_some() {
-        validation::check(res, &subresource::confine(res, Part::Main, &Value::Null, obj.clone()))
-    } else {
-        validation::check(res, obj)
-    };
-    let meta = metadata_mut(obj)?;
-    let type_causes = meta::system_field_type_causes(meta);
-    meta::wipe_system_fields(meta);
-    let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-    let mut causes = type_causes;
-    causes.extend(meta::validate(meta, res.namespaced));
-    causes.extend(schema_causes);
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(res, &name, causes));
-    }
-    meta.insert("uid".into(), Value::String(meta::new_uid()));
-    meta.insert("creationTimestamp".into(), Value::String(meta::now_rfc3339()));
-    meta.insert("generation".into(), Value::from(1));
-    set_storage_version(res, obj);
-    subresource::prepare_create(res, obj, &name)
-}
-
-/// apiVersion and kind in a body must name the URL's kind and version.
-pub(crate) fn check_type_meta(res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
-    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-    if kind.is_empty() {
-        return Err(ApiError::bad_request(format!(
-            "Object 'Kind' is missing in '{}'",
-            short_json(obj)
-        )));
-    }
-    if api_version.is_empty() {
-        return Err(ApiError::bad_request(format!(
-            "Object 'apiVersion' is missing in '{}'",
-            short_json(obj)
-        )));
-    }
-    let expected = res.api_version();
-    if api_version != expected {
-        return Err(ApiError::bad_request(format!(
-            "the API version in the data ({api_version}) does not match the expected API version ({expected})"
-        )));
-    }
-    if kind != res.kind {
-        return Err(ApiError::invalid(
-            res,
-            meta_str(obj, "name"),
-            vec![Cause::invalid("kind", &meta::quote(kind), &format!("must be {}", res.kind))],
-        ));
-    }
-    Ok(())
-}
-
-fn short_json(v: &Value) -> String {
-    let s = v.to_string();
-    s.chars().take(256).collect()
-}
-
-/// Namespace rules on create: body and path must agree; empty takes the path's; cluster kinds
-/// have none.
-fn set_namespace_for_create(
-    res: &ResourceInfo,
-    target: &Target,
-    meta: &mut Map<String, Value>,
-) -> Result<(), ApiError> {
-    if !res.namespaced {
-        meta.remove("namespace");
-        return Ok(());
-    }
-    let body_ns = meta.get("namespace").and_then(Value::as_str).unwrap_or("");
-    if body_ns.is_empty() {
-        meta.insert("namespace".into(), Value::String(target.ns().into()));
-    } else if body_ns != target.ns() {
-        return Err(ApiError::bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request",
-        ));
-    }
-    Ok(())
-}
-
-/// Stored objects carry the storage version; reads rewrite it to the version asked for.
-fn set_storage_version(res: &ResourceInfo, obj: &mut Value) {
-    if let Some(m) = obj.as_object_mut() {
-        let v = if res.group.is_empty() {
-            res.storage_version.to_string()
-        } else {
-            format!("{}/{}", res.group, res.storage_version)
-        };
-        m.insert("apiVersion".into(), Value::String(v));
-    }
-}
-
-pub(crate) fn check_size(obj: &Value) -> Result<(), ApiError> {
-    // The store decodes what it keeps: an object nested too deep could never be read back.
-    crate::object::limits::check_depth(obj)?;
-    let n = crate::object::limits::encoded_len(obj);
-    if n > MAX_OBJECT_BYTES {
-        return Err(ApiError::RequestEntityTooLarge(format!(
-            "Request entity too large: the object is {n} bytes, the limit is {MAX_OBJECT_BYTES}"
-        )));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn only_fields_beside_metadata_and_api_version_are_the_spec() {
-        let old = json!({"apiVersion": "g/v1", "metadata": {"a": 1}, "spec": {"n": 1}});
-        let same = json!({"apiVersion": "g/v2", "metadata": {"a": 2}, "spec": {"n": 1}});
-        assert!(!spec_changed(&old, &same));
-        assert!(spec_changed(&old, &json!({"metadata": {}, "spec": {"n": 2}})));
-        assert!(spec_changed(&old, &json!({"metadata": {}, "spec": {"n": 1}, "status": {}})));
-        assert!(spec_changed(&old, &json!({"metadata": {}})));
-        assert!(!spec_changed(&json!({"x": null}), &json!({"x": null, "apiVersion": "v"})));
-        assert!(spec_changed(&json!({"x": null}), &json!({"y": null})));
+/// How a POST or PUT body arrived, for its duplicate keys.
+fn via<'a>(form: &'a Form<'_>) -> Via<'a> {
+    match form {
+        Form::Json(duplicates) => Via::Body(duplicates),
+        Form::Yaml(text) => Via::YamlBody(text),
     }
 }

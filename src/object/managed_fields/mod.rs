@@ -15,14 +15,11 @@ pub mod typed;
 
 use std::sync::OnceLock;
 
-use actix_web::http::header;
-use actix_web::HttpRequest;
 use serde_json::{Map, Value};
 
 pub use fieldset::{FieldSet, PathElement};
 pub use typed::Type;
 
-use crate::http::params::Query;
 use crate::object::error::{ApiError, Cause};
 use crate::object::meta;
 use crate::resource::ResourceInfo;
@@ -305,8 +302,7 @@ pub fn stripped_fields() -> FieldSet {
 /// The manager of a non-apply write: `?fieldManager=`, else the User-Agent up to its first `/`,
 /// printable characters only, at most 128 bytes (handlers/create.go `managerOrUserAgent`).
 /// `options_kind` names the options object of a 422 (`CreateOptions`, `UpdateOptions`, ...).
-pub fn manager_of(q: &Query, req: &HttpRequest, options_kind: &str) -> Result<String, ApiError> {
-    let given = q.get("fieldManager").unwrap_or("");
+pub fn manager_of(given: &str, user_agent: &str, options_kind: &str) -> Result<String, ApiError> {
     let causes = manager_causes(given);
     if !causes.is_empty() {
         return Err(ApiError::invalid_options(options_kind, causes));
@@ -314,9 +310,8 @@ pub fn manager_of(q: &Query, req: &HttpRequest, options_kind: &str) -> Result<St
     if !given.is_empty() {
         return Ok(given.to_string());
     }
-    let agent = req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let mut out = String::new();
-    for c in agent.split('/').next().unwrap_or("").chars() {
+    for c in user_agent.split('/').next().unwrap_or("").chars() {
         if c.is_control() {
             continue;
         }

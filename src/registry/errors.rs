@@ -1,0 +1,39 @@
+//! Store failures as API errors: the one translation of `StoreError` (kine's `translateErr`),
+//! made where the registry meets the store, so the object layer knows nothing of storage.
+
+use crate::object::error::{ApiError, Cause};
+use crate::resource::ResourceInfo;
+use crate::store::StoreError;
+
+impl ApiError {
+    /// Maps a store failure for one object of `res`.
+    pub fn from_store(err: StoreError, res: &ResourceInfo, name: &str) -> ApiError {
+        match err {
+            StoreError::NotFound => ApiError::not_found(res, name),
+            StoreError::AlreadyExists => ApiError::already_exists(res, name, false),
+            StoreError::Conflict { .. } => ApiError::optimistic_lock(res, name),
+            other => ApiError::from(other),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> ApiError {
+        match err {
+            StoreError::Unavailable(m) => ApiError::Unavailable(m),
+            StoreError::Expired { .. } => ApiError::Expired {
+                message: "The resourceVersion for the provided list is too old.".into(),
+                continue_token: None,
+            },
+            StoreError::FutureRevision { current } => ApiError::Timeout {
+                message: format!("Too large resource version, current: {current}"),
+                causes: vec![Cause {
+                    reason: "ResourceVersionTooLarge",
+                    message: "Too large resource version".into(),
+                    field: String::new(),
+                }],
+            },
+            other => ApiError::Internal(format!("{other:?}")),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The one optimistic-concurrency loop (kube's `GuaranteedUpdate`): read the current state, let
+//! the caller decide what to write from it, write it on the condition that the object is still
+//! at the revision read, and on a lost race read again and decide again. A caller's own
+//! precondition (a resourceVersion, a UID) fails inside its decision, so it ends the loop with
+//! its error instead of being retried.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Change, Object, Outcome, Registry};
+use crate::object::error::ApiError;
+use crate::object::stored_revision;
+use crate::resource::ResourceInfo;
+use crate::store::StoreError;
+
+/// How often a write is decided again after losing a race (kube retries without bound; a
+/// bound keeps a hot key from holding a request forever).
+const RETRIES: usize = 16;
+
+/// What a write decided to do with the state it read.
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// Replace the object (conditional on the revision read).
+    Update(Value),
+    /// Create it (the key was absent; a lost race means someone else created it).
+    Create(Value),
+    /// Remove it (conditional on the revision read). The caller is told `answer`, or else the
+    /// object's last state (with the delete's revision).
+    Delete { answer: Option<Value> },
+    /// Write nothing and answer this (a no-op, a repeated delete).
+    Keep(Value),
+}
+
+impl Registry {
+    /// Runs `decide` on the current state of `key` (`None`: absent) and commits its decision,
+    /// again on the new state whenever a concurrent write got in first. `dry_run` decides but
+    /// writes nothing. `name` names the object in errors.
+    pub(crate) async fn guaranteed_update(
+        &self,
+        res: &ResourceInfo,
+        key: &str,
+        name: &str,
+        dry_run: bool,
+        mut decide: impl FnMut(Option<&Arc<Value>>) -> Result<Next, ApiError>,
+    ) -> Result<Outcome, ApiError> {
+        for _ in 0..RETRIES {
+            let current = self.store.get(key).await?;
+            let rev = current.as_deref().map_or(0, stored_revision);
+            let (change, written) = match decide(current.as_ref())? {
+                Next::Keep(v) => (Change::Unchanged, Ok(Object::Computed(v))),
+                Next::Update(v) if dry_run => (Change::Updated, Ok(Object::Computed(v))),
+                Next::Create(v) if dry_run => (Change::Created, Ok(Object::Computed(v))),
+                Next::Delete { answer } if dry_run => {
+                    let last = answer.or_else(|| current.as_deref().cloned()).unwrap_or_default();
+                    (Change::Deleted, Ok(Object::Computed(last)))
+                }
+                Next::Update(v) => {
+                    (Change::Updated, self.store.update(key, rev, v).await.map(Object::Stored))
+                }
+                Next::Create(v) => {
+                    (Change::Created, self.store.create(key, v).await.map(Object::Stored))
+                }
+                Next::Delete { answer } => {
+                    let gone = self.store.delete(key, rev).await;
+                    let answer = |last| answer.map_or(Object::Stored(last), Object::Computed);
+                    (Change::Deleted, gone.map(answer))
+                }
+            };
+            match written {
+                Ok(object) => return Ok(Outcome { change, object, warnings: Vec::new() }),
+                // Someone wrote the key since it was read: decide again on what is there now.
+                Err(StoreError::Conflict { .. } | StoreError::AlreadyExists | StoreError::NotFound) => {
+                    continue
+                }
+                Err(e) => return Err(ApiError::from_store(e, res, name)),
+            }
+        }
+        Err(ApiError::optimistic_lock(res, name))
+    }
+}
