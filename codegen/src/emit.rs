@@ -353,3 +353,32 @@ fn handler_call(api: &Api, h: &Handler) -> TokenStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::lower;
+    use crate::test_doc::TestDoc;
+
+    #[test]
+    fn a_subresource_of_another_groups_kind_is_registered_in_its_serving_scope() {
+        let mut d = TestDoc::new(&["a.io", "sub.a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.subresource_under("sub.a.io", "a.io", "v1", "Thing", "status");
+        let api = lower(&serde_json::from_value(d.build()).unwrap()).unwrap();
+        let code = super::render(&api).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+        let scope = |prefix: &str| {
+            let start = format!("::actix_web::web::scope(\"{prefix}\")");
+            let found = code.split("cfg.service(").find(|s| s.trim_start().starts_with(&start));
+            found.unwrap_or_else(|| panic!("no scope {prefix} in:\n{code}")).to_string()
+        };
+        // Relative to the scope, with the kind's 405s.
+        let served = scope("/apis/sub.a.io/v1");
+        assert!(served.contains("\"/namespaces/{namespace}/things/{name}/status\""), "{served}");
+        assert!(served.contains("self::rt::method_not_allowed(&RESOURCES[0], &req)"), "{served}");
+        assert!(!scope("/apis/a.io/v1").contains("/status"));
+        // Its handler calls the kind's verb with the kind's record.
+        let f = "async fn read_sub_a_io_v1_namespaced_thing_status(";
+        let handler = &code[code.find(f).expect("the handler")..];
+        assert!(handler.contains("self::rt::get_status( &state, &RESOURCES[0],"), "{handler}");
+    }
+}

@@ -39,7 +39,7 @@ pub enum Error {
     Io { path: PathBuf, source: std::io::Error },
     /// The document is not JSON of the expected shape (serde stops at the first error).
     Parse(serde_json::Error),
-    /// The document parsed but breaks the contract: every problem found, one per line.
+    /// The document parsed but lowering rejects it: every problem found, one per line.
     Invalid(Vec<String>),
 }
 

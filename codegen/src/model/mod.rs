@@ -8,6 +8,26 @@
 //! Here are the IR's types and the vocabulary the document's extensions use; `paths` takes
 //! resource paths apart, `names` orders versions and spells handler names, and `lower` checks
 //! and lowers the document, one file per part of it.
+//!
+//! # Subresources and `x-virt-subresource-of`
+//!
+//! A subresource path (`/apis/<group>/<version>/[namespaces/{namespace}/]<plural>/{name}/<sub>`)
+//! belongs to a kind, found by group, version and plural. By default that is the path's own
+//! group: `/apis/kubevirt.io/v1/…/virtualmachines/{name}/status` is VirtualMachine's. A path under
+//! another group names its kind's group and plural with `x-virt-subresource-of`, on the path item
+//! (for all its operations) or on one operation (which wins):
+//!
+//! ```json
+//! "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/virtualmachines/{name}/status": {
+//!   "x-virt-subresource-of": {"group": "kubevirt.io", "plural": "virtualmachines"}, ...
+//! ```
+//!
+//! The kind is then kubevirt.io's VirtualMachine in the path's version (v1 here), and the path's
+//! plural must be the kind's. The operation still calls the kind's verbs with the kind's
+//! `ResourceInfo`; where it is served is the route's [`Route::served`]: that group-version
+//! (which must be in `x-virt-api-groups` and have its discovery paths like any other) lists it,
+//! its OpenAPI v3 document holds the path, and `configure` registers the path in its scope. Only
+//! subresource paths take the extension, and it only names a kind that exists.
 
 mod lower;
 mod names;
@@ -88,14 +108,24 @@ pub struct PrinterColumn {
 pub struct Route {
     /// The path as the document spells it.
     pub path: String,
-    /// The patterns to register: the path plus its other spelling where the contract asks for
-    /// both (with and without a trailing slash).
+    /// The patterns to register: the path plus its other spelling where kube serves both
+    /// (with and without a trailing slash).
     pub patterns: Vec<String>,
     /// Path parameter names in path order.
     pub params: Vec<String>,
     /// For resource paths: the `RESOURCES` index its operations (and 405s) serve.
     pub resource: Option<usize>,
+    /// For resource paths: the group-version whose URLs the path is under. The kind's own, but
+    /// for a subresource of another group's kind (`x-virt-subresource-of`).
+    pub served: Option<GroupVersion>,
     pub operations: Vec<Operation>,
+}
+
+/// A served group-version: `GROUPS[group]` in `version`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupVersion {
+    pub group: usize,
+    pub version: String,
 }
 
 #[derive(Debug, Clone)]

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use super::paths::path_params;
 use super::{Action, Api, Handler, Subresource};
-use crate::swagger::{Document, Method, VirtResource};
+use crate::swagger::{self, Document, Method, SubresourceOf, VirtResource};
 
 /// Lowers `doc`, or returns every problem found.
 pub fn lower(doc: &Document) -> Result<Api, Vec<String>> {
@@ -82,6 +82,26 @@ enum DraftHandler {
     ApiResources { group: String, version: String },
 }
 
+/// A document path while its operations are checked.
+struct PathCtx<'d> {
+    path: &'d str,
+    item: &'d swagger::PathItem,
+    params: Vec<String>,
+    /// What the path item's `x-virt-subresource-of` declares; an operation's own wins.
+    owner: Owner,
+}
+
+/// Whose subresource an operation serves, as the document declares it.
+#[derive(Debug, Clone)]
+enum Owner {
+    /// No `x-virt-subresource-of`: the kind of the path's own group.
+    OwnGroup,
+    /// The kind `x-virt-subresource-of` names.
+    Named(SubresourceOf),
+    /// An `x-virt-subresource-of` already reported as wrong: its operations are not lowered.
+    Invalid,
+}
+
 /// A document path and the drafts of its operations that passed their own checks.
 struct RouteDraft<'d> {
     path: &'d str,
@@ -116,14 +136,19 @@ impl<'d> Lowering<'d> {
                     continue;
                 }
             };
+            let owner = match &item.subresource_of {
+                Some(v) => self.subresource_of(&format!("path {path}"), path, v),
+                None => Owner::OwnGroup,
+            };
+            let at = PathCtx { path, item, params, owner };
             let ops: Vec<OpDraft> = item
                 .operations()
-                .filter_map(|(method, op)| self.operation(path, item, &params, method, op, &defs))
+                .filter_map(|(method, op)| self.operation(&at, method, op, &defs))
                 .collect();
             self.check_route_mix(path, &ops, &defs);
-            routes.push(RouteDraft { path, params, ops });
+            routes.push(RouteDraft { path, params: at.params, ops });
         }
-        let groups = self.groups(&defs, &routes);
+        let groups = self.groups(&routes);
         let (resources, def_to_resource) = self.resources(&defs, &groups, &routes);
         let routes = self.routes(routes, &groups, &def_to_resource);
         Api {

@@ -1,7 +1,7 @@
 //! One operation on its own: its id, its handler name, its method, and what it serves (a verb on
 //! a kind, checked against the path's shape, or an `x-virt-handler`).
 
-use super::{op_ctx, DraftHandler, DraftKind, KindDef, Lowering, OpDraft};
+use super::{op_ctx, DraftHandler, DraftKind, KindDef, Lowering, OpDraft, Owner, PathCtx};
 use crate::model::paths::{parse_resource_path, RESOURCE_PATH_SHAPE};
 use crate::model::{snake_case, Action, Handler, HANDLER_NAMES};
 use crate::swagger::{self, Method};
@@ -13,13 +13,12 @@ impl<'d> Lowering<'d> {
     /// Checks one operation on its own; `None` if it cannot be lowered.
     pub(super) fn operation(
         &mut self,
-        path: &str,
-        item: &'d swagger::PathItem,
-        params: &[String],
+        at: &PathCtx<'d>,
         method: Method,
         op: &'d swagger::Operation,
         defs: &[KindDef<'d>],
     ) -> Option<OpDraft> {
+        let (path, item, params) = (at.path, at.item, at.params.as_slice());
         let ctx = op_ctx(method, path, op.operation_id.as_deref());
         let Some(id) = op.operation_id.as_deref().filter(|id| !id.is_empty()) else {
             self.problem(&ctx, "missing operationId");
@@ -51,6 +50,10 @@ impl<'d> Lowering<'d> {
         let resolved = self.parameters(&ctx, &item.parameters, &op.parameters)?;
         self.check_parameters(&ctx, params, &resolved);
         self.check_consumes(&ctx, method, op, &resolved);
+        let owner = match &op.subresource_of {
+            Some(v) => self.subresource_of(&ctx, path, v),
+            None => at.owner.clone(),
+        };
         let kind = match (&op.action, &op.handler) {
             (Some(_), Some(_)) => {
                 self.problem(&ctx, "has both x-kubernetes-action and x-virt-handler");
@@ -60,7 +63,7 @@ impl<'d> Lowering<'d> {
                 self.problem(&ctx, "has neither x-kubernetes-action nor x-virt-handler");
                 return None;
             }
-            (Some(action), None) => self.resource_op(&ctx, path, method, action, op, defs)?,
+            (Some(_), None) => self.resource_op(&ctx, path, method, op, &owner, defs)?,
             (None, Some(handler)) => {
                 DraftKind::Handler(self.handler_op(&ctx, path, params, handler)?)
             }
@@ -68,15 +71,18 @@ impl<'d> Lowering<'d> {
         Some(OpDraft { method, operation_id: id.to_string(), fn_name, ctx, kind })
     }
 
+    /// A verb on a kind; `owner` is what the operation or its path item declares with
+    /// `x-virt-subresource-of`.
     fn resource_op(
         &mut self,
         ctx: &str,
         path: &str,
         method: Method,
-        action: &str,
         op: &swagger::Operation,
+        owner: &Owner,
         defs: &[KindDef<'d>],
     ) -> Option<DraftKind> {
+        let action = op.action.as_deref().expect("a resource operation");
         let Some(action) = Action::parse(action) else {
             let known: Vec<_> = Action::ALL.iter().map(|a| a.as_str()).collect();
             self.problem(
@@ -98,7 +104,8 @@ impl<'d> Lowering<'d> {
             return None;
         };
         if let Some(rp) = parse_resource_path(path).filter(|rp| rp.subresource.is_some()) {
-            return self.subresource_op(ctx, action, gvk, &rp, defs, ok);
+            let draft = self.subresource_op(ctx, action, gvk, &rp, owner, defs);
+            return draft.filter(|_| ok);
         }
         let gvk_str = format!("{}/{} {}", gvk.group, gvk.version, gvk.kind);
         if !self.doc.api_groups.contains(&gvk.group) {

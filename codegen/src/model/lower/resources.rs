@@ -4,27 +4,31 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{DraftKind, KindDef, Lowering, RouteDraft};
+use crate::model::paths::parse_resource_path;
 use crate::model::{
     compare_versions, Action, Group, PrinterColumn, Resource, ScalePaths, Subresource,
     SUBRESOURCE_ACTIONS, VERB_ORDER,
 };
 
 impl<'d> Lowering<'d> {
-    /// Groups in `x-virt-api-groups` order with the versions their resource paths serve.
-    pub(super) fn groups(&mut self, defs: &[KindDef<'d>], routes: &[RouteDraft<'d>]) -> Vec<Group> {
+    /// Groups in `x-virt-api-groups` order with the versions their resource paths are under.
+    pub(super) fn groups(&mut self, routes: &[RouteDraft<'d>]) -> Vec<Group> {
         let mut groups: Vec<Group> = self
             .doc
             .api_groups
             .iter()
             .map(|g| Group { name: g.clone(), versions: Vec::new() })
             .collect();
-        for op in routes.iter().flat_map(|r| &r.ops) {
-            if let DraftKind::Resource { def, .. } = op.kind {
-                let d = &defs[def];
-                if let Some(g) = groups.iter_mut().find(|g| g.name == d.group) {
-                    if !g.versions.contains(&d.version) {
-                        g.versions.push(d.version.clone());
-                    }
+        for route in routes {
+            if !route.ops.iter().any(|op| matches!(op.kind, DraftKind::Resource { .. })) {
+                continue;
+            }
+            // The path's group-version, not the kind's: they differ for a subresource of another
+            // group's kind.
+            let Some(rp) = parse_resource_path(route.path) else { continue };
+            if let Some(g) = groups.iter_mut().find(|g| g.name == rp.group) {
+                if !g.versions.iter().any(|v| v == rp.version) {
+                    g.versions.push(rp.version.to_string());
                 }
             }
         }

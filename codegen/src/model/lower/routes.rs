@@ -4,7 +4,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{DraftHandler, DraftKind, KindDef, Lowering, OpDraft, RouteDraft};
-use crate::model::{Group, Handler, Operation, OperationKind, Route};
+use crate::model::paths::parse_resource_path;
+use crate::model::{Group, GroupVersion, Handler, Operation, OperationKind, Route};
 
 impl<'d> Lowering<'d> {
     /// One path serves one kind in one version, or only non-resource handlers.
@@ -46,6 +47,10 @@ impl<'d> Lowering<'d> {
         let mut group_paths = vec![false; groups.len()];
         let mut version_paths: HashSet<(usize, String)> = HashSet::new();
         for draft in drafts {
+            let served_at = parse_resource_path(draft.path).and_then(|rp| {
+                let group = groups.iter().position(|g| g.name == rp.group)?;
+                Some(GroupVersion { group, version: rp.version.to_string() })
+            });
             let mut ops = Vec::new();
             let mut resource = None;
             let mut discovery_root = false;
@@ -114,7 +119,15 @@ impl<'d> Lowering<'d> {
                 // kube serves the discovery roots under both spellings.
                 patterns.push(format!("{path}/"));
             }
-            routes.push(Route { path, patterns, params: draft.params, resource, operations: ops });
+            let served = resource.and(served_at);
+            routes.push(Route {
+                path,
+                patterns,
+                params: draft.params,
+                resource,
+                served,
+                operations: ops,
+            });
         }
         for (g, group) in groups.iter().enumerate() {
             if !group_paths[g] {
