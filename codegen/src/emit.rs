@@ -1,9 +1,18 @@
 //! Turns the IR into the generated Rust module: the per-kind statics, `configure` and one thin
-//! handler per operation (CONTRACT.md section 2).
+//! handler per operation.
 //!
 //! Everything emitted is data or glue: a handler extracts its path parameters and calls the
-//! hand-written function for its action with `&RESOURCES[i]`. Paths are fully qualified so the
-//! module needs no `use` items and cannot clash with the including crate.
+//! hand-written function for its action with `&RESOURCES[i]`. The module names hand-written items
+//! only as `self::rt::<name>`: `rt` is the facade the including module declares beside the
+//! `include!` (`src/generated.rs`), so moving an item in the main crate changes the facade, not
+//! this file. Other paths are absolute (`::actix_web`, `::std`), so the module needs no `use`
+//! items and cannot clash with the including crate.
+//!
+//! The names `rt` must provide: the records `GroupInfo`, `ResourceInfo`, `PrinterColumn`,
+//! `ScaleInfo`, `OpenApiV3Doc`; `AppState` and `ApiError`; the verbs `list`, `get`, `watch`,
+//! `create`, `update`, `patch`, `delete`, `delete_collection`, `{get,update,patch}_status`,
+//! `{get,update,patch}_scale`, `method_not_allowed` and `Target`; and one function per
+//! `x-virt-handler`, named in snake_case (`api_group`, `openapi_v3_document`, ...).
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
@@ -28,7 +37,7 @@ pub fn tokens(api: &Api) -> TokenStream {
     let groups = api.groups.iter().map(|g| {
         let name = &g.name;
         let versions = &g.versions;
-        quote! { crate::resource::GroupInfo { name: #name, versions: &[#(#versions),*] } }
+        quote! { self::rt::GroupInfo { name: #name, versions: &[#(#versions),*] } }
     });
     let resources = api.resources.iter().map(resource);
     let v3 = api.groups.iter().flat_map(|g| {
@@ -36,7 +45,7 @@ pub fn tokens(api: &Api) -> TokenStream {
             let path = openapi_v3_path(&g.name, v);
             let file = format!("/openapi-v3/{path}.json");
             quote! {
-                crate::resource::OpenApiV3Doc {
+                self::rt::OpenApiV3Doc {
                     path: #path,
                     json: include_bytes!(concat!(env!("OUT_DIR"), #file)),
                 }
@@ -48,15 +57,15 @@ pub fn tokens(api: &Api) -> TokenStream {
         api.routes.iter().flat_map(|r| r.operations.iter().map(move |op| handler(api, r, op)));
     quote! {
         /// Every API group, in `/apis` order; versions preferred first.
-        pub static GROUPS: &[crate::resource::GroupInfo] = &[#(#groups),*];
+        pub static GROUPS: &[self::rt::GroupInfo] = &[#(#groups),*];
         /// Every kind in every version: groups in order, versions preferred first, kinds in document order.
-        pub static RESOURCES: &[crate::resource::ResourceInfo] = &[#(#resources),*];
+        pub static RESOURCES: &[self::rt::ResourceInfo] = &[#(#resources),*];
         /// The OpenAPI v2 document, byte for byte as checked in.
         pub static OPENAPI_V2: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/openapi-v2.json"));
         /// The same document as gnostic's `openapi.v2.Document` protobuf, encoded at build time.
         pub static OPENAPI_V2_PB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/openapi-v2.pb"));
         /// One OpenAPI v3 document per group-version, derived from the v2 document at build time.
-        pub static OPENAPI_V3: &[crate::resource::OpenApiV3Doc] = &[#(#v3),*];
+        pub static OPENAPI_V3: &[self::rt::OpenApiV3Doc] = &[#(#v3),*];
         /// Registers one `web::resource` per document path, those below a group-version in
         /// that group-version's `web::scope`.
         pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
@@ -95,7 +104,7 @@ fn resource(r: &Resource) -> TokenStream {
             &c.json_path,
         );
         quote! {
-            crate::resource::PrinterColumn {
+            self::rt::PrinterColumn {
                 name: #name,
                 type_: #type_,
                 format: #format,
@@ -110,7 +119,7 @@ fn resource(r: &Resource) -> TokenStream {
         let (spec, status) = (&s.spec_replicas, &s.status_replicas);
         let selector = option(s.label_selector.as_deref().map(|p| quote!(#p)));
         quote! {
-            crate::resource::ScaleInfo {
+            self::rt::ScaleInfo {
                 spec_replicas_path: #spec,
                 status_replicas_path: #status,
                 label_selector_path: #selector,
@@ -118,7 +127,7 @@ fn resource(r: &Resource) -> TokenStream {
         }
     }));
     quote! {
-        crate::resource::ResourceInfo {
+        self::rt::ResourceInfo {
             group: #group,
             version: #version,
             storage_version: #storage_version,
@@ -249,7 +258,7 @@ fn resource_service(route: &Route, pattern: &TokenStream) -> TokenStream {
         let i = Literal::usize_unsuffixed(i);
         quote! {
             .default_service(::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                crate::api::method_not_allowed(&RESOURCES[#i], &req)
+                self::rt::method_not_allowed(&RESOURCES[#i], &req)
             }))
         }
     });
@@ -275,7 +284,7 @@ fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
         OperationKind::Resource { action, resource, namespace, name, subresource } => {
             let namespace = option(namespace.then(|| quote!(namespace)));
             let name = option(name.then(|| quote!(name)));
-            let target = quote!(crate::api::Target::new(#namespace, #name));
+            let target = quote!(self::rt::Target::new(#namespace, #name));
             let index = Literal::usize_unsuffixed(*resource);
             let res = quote!(&RESOURCES[#index]);
             let func = ident(match (subresource, action) {
@@ -296,11 +305,11 @@ fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
                 (Some(s), a) => unreachable!("lowering rejects {} on {}", a.as_str(), s.as_str()),
             });
             if matches!(action, Action::List | Action::Get | Action::Watch | Action::WatchList) {
-                (None, quote!(crate::api::#func(&state, #res, #target, &req)))
+                (None, quote!(self::rt::#func(&state, #res, #target, &req)))
             } else {
                 (
                     Some(quote!(body: ::actix_web::web::Bytes,)),
-                    quote!(crate::api::#func(&state, #res, #target, &req, body)),
+                    quote!(self::rt::#func(&state, #res, #target, &req, body)),
                 )
             }
         }
@@ -309,11 +318,11 @@ fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
     quote! {
         #[doc = #doc]
         async fn #f(
-            state: ::actix_web::web::Data<crate::server::AppState>,
+            state: ::actix_web::web::Data<self::rt::AppState>,
             req: ::actix_web::HttpRequest,
             #path_arg
             #body_arg
-        ) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+        ) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
             #unpack
             #call.await
         }
@@ -322,25 +331,54 @@ fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
 
 fn handler_call(api: &Api, h: &Handler) -> TokenStream {
     match h {
-        Handler::Root => quote!(crate::discovery::root(&state, &req)),
-        Handler::Api => quote!(crate::discovery::api(&state, &req)),
-        Handler::Apis => quote!(crate::discovery::apis(&state, &req)),
+        Handler::Root => quote!(self::rt::root(&state, &req)),
+        Handler::Api => quote!(self::rt::api(&state, &req)),
+        Handler::Apis => quote!(self::rt::apis(&state, &req)),
         Handler::ApiGroup { group } => {
             let group = Literal::usize_unsuffixed(*group);
-            quote!(crate::discovery::group(&state, &req, &GROUPS[#group]))
+            quote!(self::rt::api_group(&state, &req, &GROUPS[#group]))
         }
         Handler::ApiResources { group: g, version } => {
             debug_assert!(api.groups[*g].versions.contains(version));
             let group = Literal::usize_unsuffixed(*g);
-            quote!(crate::discovery::resources(&state, &req, &GROUPS[#group], #version))
+            quote!(self::rt::api_resources(&state, &req, &GROUPS[#group], #version))
         }
-        Handler::Version => quote!(crate::discovery::version(&state, &req)),
-        Handler::Ping => quote!(crate::health::ping(&state, &req)),
-        Handler::StoreProbe => quote!(crate::health::store_probe(&state, &req)),
-        Handler::OpenapiV2 => quote!(crate::openapi::v2(&state, &req)),
-        Handler::OpenapiV3Index => quote!(crate::openapi::v3_index(&state, &req)),
+        Handler::Version => quote!(self::rt::version(&state, &req)),
+        Handler::Ping => quote!(self::rt::ping(&state, &req)),
+        Handler::StoreProbe => quote!(self::rt::store_probe(&state, &req)),
+        Handler::OpenapiV2 => quote!(self::rt::openapi_v2(&state, &req)),
+        Handler::OpenapiV3Index => quote!(self::rt::openapi_v3_index(&state, &req)),
         Handler::OpenapiV3Document => {
-            quote!(crate::openapi::v3_document(&state, &req, group, version))
+            quote!(self::rt::openapi_v3_document(&state, &req, group, version))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::lower;
+    use crate::test_doc::TestDoc;
+
+    #[test]
+    fn a_subresource_of_another_groups_kind_is_registered_in_its_serving_scope() {
+        let mut d = TestDoc::new(&["a.io", "sub.a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.subresource_under("sub.a.io", "a.io", "v1", "Thing", "status");
+        let api = lower(&serde_json::from_value(d.build()).unwrap()).unwrap();
+        let code = super::render(&api).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+        let scope = |prefix: &str| {
+            let start = format!("::actix_web::web::scope(\"{prefix}\")");
+            let found = code.split("cfg.service(").find(|s| s.trim_start().starts_with(&start));
+            found.unwrap_or_else(|| panic!("no scope {prefix} in:\n{code}")).to_string()
+        };
+        // Relative to the scope, with the kind's 405s.
+        let served = scope("/apis/sub.a.io/v1");
+        assert!(served.contains("\"/namespaces/{namespace}/things/{name}/status\""), "{served}");
+        assert!(served.contains("self::rt::method_not_allowed(&RESOURCES[0], &req)"), "{served}");
+        assert!(!scope("/apis/a.io/v1").contains("/status"));
+        // Its handler calls the kind's verb with the kind's record.
+        let f = "async fn read_sub_a_io_v1_namespaced_thing_status(";
+        let handler = &code[code.find(f).expect("the handler")..];
+        assert!(handler.contains("self::rt::get_status( &state, &RESOURCES[0],"), "{handler}");
     }
 }

@@ -7,10 +7,8 @@
 //! gnostic protobuf. The root crate's `build.rs` calls
 //! [`generate_to_dir`]; `cargo run -p codegen --example dump -- <doc.json>` prints the Rust.
 //!
-//! What the generated code expects from the including crate is CONTRACT.md section 2:
-//! `crate::resource::{ResourceInfo, PrinterColumn, GroupInfo, OpenApiV3Doc}`, the generic verbs in
-//! `crate::api`, the handlers in `crate::discovery`, `crate::health` and `crate::openapi`,
-//! `crate::server::AppState` and `crate::error::ApiError`.
+//! The generated code names the including crate's items only through the facade module `rt` that
+//! `src/generated.rs` declares beside its `include!`; [`emit`] lists the names it must provide.
 
 pub mod emit;
 pub mod model;
@@ -41,7 +39,7 @@ pub enum Error {
     Io { path: PathBuf, source: std::io::Error },
     /// The document is not JSON of the expected shape (serde stops at the first error).
     Parse(serde_json::Error),
-    /// The document parsed but breaks the contract: every problem found, one per line.
+    /// The document parsed but lowering rejects it: every problem found, one per line.
     Invalid(Vec<String>),
 }
 

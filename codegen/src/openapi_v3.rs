@@ -82,10 +82,12 @@ impl<'d> GroupVersion<'d> {
             let mut any = false;
             for op in &route.operations {
                 let belongs = match &op.kind {
-                    OperationKind::Resource { resource, .. } => {
-                        let r = &api.resources[*resource];
-                        r.group == api.groups[group].name && r.version == version
-                    }
+                    // The group-version whose URLs the path is under, which is not the kind's
+                    // for a subresource of another group's kind.
+                    OperationKind::Resource { .. } => route
+                        .served
+                        .as_ref()
+                        .is_some_and(|gv| gv.group == group && gv.version == version),
                     OperationKind::Handler(Handler::ApiResources { group: g, version: v }) => {
                         *g == group && v == version
                     }
@@ -386,8 +388,8 @@ mod tests {
     fn subresource_paths_join_their_kinds_document() {
         let mut d = TestDoc::new(&["a.io"]);
         d.kind("a.io", "v1", "Thing", "things", true);
-        d.status("a.io", "v1", "Thing", "things", true);
-        d.scale("a.io", "v1", "Thing", "things", true);
+        d.status("a.io", "v1", "Thing");
+        d.scale("a.io", "v1", "Thing");
         let docs = derive(&d);
         let (_, v1) = &docs[0];
         let base = "/apis/a.io/v1/namespaces/{namespace}/things/{name}";
@@ -410,6 +412,30 @@ mod tests {
         );
         let schema = &v1["components"]["schemas"]["io.k8s.api.autoscaling.v1.Scale"];
         assert_eq!(schema["x-kubernetes-group-version-kind"][0]["kind"], "Scale");
+    }
+
+    #[test]
+    fn a_subresource_of_another_groups_kind_joins_its_serving_document() {
+        let mut d = TestDoc::new(&["a.io", "sub.a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.subresource_under("sub.a.io", "a.io", "v1", "Thing", "status");
+        let docs = derive(&d);
+        let keys: Vec<_> = docs.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["apis/a.io/v1", "apis/sub.a.io/v1"]);
+        let paths = |i: usize| -> Vec<String> {
+            docs[i].1["paths"].as_object().unwrap().keys().cloned().collect()
+        };
+        let status = "/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/status";
+        assert_eq!(paths(1), ["/apis/sub.a.io/v1/", status]);
+        assert!(paths(0).iter().all(|p| p.starts_with("/apis/a.io/v1/")));
+        let (_, sub) = &docs[1];
+        let get = &sub["paths"][status]["get"];
+        assert_eq!(
+            get["x-kubernetes-group-version-kind"],
+            json!({"group": "a.io", "version": "v1", "kind": "Thing"})
+        );
+        assert!(get.get("x-virt-subresource-of").is_none());
+        assert!(sub["components"]["schemas"].get("io.a.v1.Thing").is_some());
     }
 
     #[test]

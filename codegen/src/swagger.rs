@@ -80,6 +80,10 @@ pub struct PathItem {
     pub options: Option<Operation>,
     pub head: Option<Operation>,
     pub patch: Option<Operation>,
+    /// `x-virt-subresource-of` for every operation of the path, kept raw: lowering parses it
+    /// into [`SubresourceOf`] and reports a bad one with the document's other problems.
+    #[serde(rename = "x-virt-subresource-of")]
+    pub subresource_of: Option<Value>,
 }
 
 impl PathItem {
@@ -132,6 +136,19 @@ pub struct Operation {
     /// `x-virt-handler`: marks a non-resource operation and names its hand-written handler.
     #[serde(rename = "x-virt-handler")]
     pub handler: Option<String>,
+    /// `x-virt-subresource-of`, kept raw as on [`PathItem`]; the operation's wins over its path's.
+    #[serde(rename = "x-virt-subresource-of")]
+    pub subresource_of: Option<Value>,
+}
+
+/// `x-virt-subresource-of`: the kind, by group and plural, whose subresource a path serves when
+/// the path is under another group (`/apis/subresources.kubevirt.io/v1/…/virtualmachines/{name}/…`
+/// serves kubevirt.io's VirtualMachine).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubresourceOf {
+    pub group: String,
+    pub plural: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]

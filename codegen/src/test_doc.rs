@@ -1,7 +1,8 @@
 //! Builds small, valid documents for unit tests, which then break them on purpose.
 //!
-//! The documents follow CONTRACT.md's shapes but carry only the parameters and responses that
-//! lowering and the v3 derivation look at; the golden fixture covers the full shape.
+//! The documents have the shapes of `openapi/virt-apiserver.json` (the paths kube serves for a
+//! kind, the `x-virt-*` extensions lowering reads) but carry only the parameters and responses
+//! that lowering and the v3 derivation look at; the golden fixture covers the full shape.
 
 use serde_json::{json, Map, Value};
 
@@ -125,7 +126,7 @@ impl TestDoc {
         op
     }
 
-    /// A stored kind in one version with the contract's full set of paths.
+    /// A stored kind in one version with the full set of paths kube serves for one.
     pub fn kind(&mut self, group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) {
         let resource = json!({"plural": plural, "namespaced": namespaced, "shortNames": [],
                               "printerColumns": [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]});
@@ -181,43 +182,45 @@ impl TestDoc {
     }
 
     /// The `status` subresource of a kind added with [`TestDoc::kind`].
-    pub fn status(&mut self, group: &str, version: &str, kind: &str, plural: &str, ns: bool) {
-        self.subresource(group, version, kind, plural, ns, "status");
+    pub fn status(&mut self, group: &str, version: &str, kind: &str) {
+        self.subresource_under(group, group, version, kind, "status");
     }
 
     /// The `scale` subresource of a kind added with [`TestDoc::kind`]: its paths, its
     /// `x-virt-resource.scale` and the Scale definition.
-    pub fn scale(&mut self, group: &str, version: &str, kind: &str, plural: &str, ns: bool) {
-        let name = format!("{}.{version}.{kind}", reverse_dns(group));
-        self.doc["definitions"][&name]["x-virt-resource"]["scale"] = json!({
-            "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
-            "labelSelectorPath": ".status.labelSelector"});
-        self.doc["definitions"].as_object_mut().unwrap().insert(
-            SCALE_DEF.into(),
-            json!({"type": "object", "properties": {"spec": {"type": "object"}},
-                   "x-kubernetes-group-version-kind": [{"group": "autoscaling", "version": "v1", "kind": "Scale"}]}),
-        );
-        self.subresource(group, version, kind, plural, ns, "scale");
+    pub fn scale(&mut self, group: &str, version: &str, kind: &str) {
+        self.subresource_under(group, group, version, kind, "scale");
     }
 
-    fn subresource(
+    /// The `status` or `scale` subresource of a kind of `group` added with [`TestDoc::kind`],
+    /// served under `under` in the same version; when the groups differ the path item names the
+    /// kind with `x-virt-subresource-of`, and `under` gets its `apiResources` path.
+    pub fn subresource_under(
         &mut self,
+        under: &str,
         group: &str,
         version: &str,
         kind: &str,
-        plural: &str,
-        namespaced: bool,
         sub: &str,
     ) {
+        let name = format!("{}.{version}.{kind}", reverse_dns(group));
+        let resource = &self.doc["definitions"][&name]["x-virt-resource"];
+        let plural = resource["plural"].as_str().expect("a kind").to_string();
+        let namespaced = resource["namespaced"].as_bool().expect("a kind");
         let (gvk, obj) = if sub == "scale" {
+            self.doc["definitions"][&name]["x-virt-resource"]["scale"] = json!({
+                "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                "labelSelectorPath": ".status.labelSelector"});
+            self.doc["definitions"].as_object_mut().unwrap().insert(
+                SCALE_DEF.into(),
+                json!({"type": "object", "properties": {"spec": {"type": "object"}},
+                       "x-kubernetes-group-version-kind": [{"group": "autoscaling", "version": "v1", "kind": "Scale"}]}),
+            );
             (json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}), SCALE_DEF.into())
         } else {
-            (
-                json!({"group": group, "version": version, "kind": kind}),
-                format!("{}.{version}.{kind}", reverse_dns(group)),
-            )
+            (json!({"group": group, "version": version, "kind": kind}), name)
         };
-        let x = gv_infix(group, version);
+        let x = gv_infix(under, version);
         let ns = if namespaced { "Namespaced" } else { "" };
         let ns_seg = if namespaced { "/namespaces/{namespace}" } else { "" };
         let mut params = vec![];
@@ -226,14 +229,18 @@ impl TestDoc {
         }
         params.push(json!({"$ref": "#/parameters/name"}));
         let suffix = capitalize(sub);
-        let item = json!({
+        let mut item = json!({
             "parameters": params,
             "get": self.op(format!("read{x}{ns}{kind}{suffix}"), "get", &gvk, &obj),
             "put": self.op(format!("replace{x}{ns}{kind}{suffix}"), "put", &gvk, &obj),
             "patch": self.op(format!("patch{x}{ns}{kind}{suffix}"), "patch", &gvk, &obj),
         });
+        if under != group {
+            item["x-virt-subresource-of"] = json!({"group": group, "plural": plural});
+            self.ensure_version_path(under, version);
+        }
         self.paths()
-            .insert(format!("/apis/{group}/{version}{ns_seg}/{plural}/{{name}}/{sub}"), item);
+            .insert(format!("/apis/{under}/{version}{ns_seg}/{plural}/{{name}}/{sub}"), item);
     }
 
     /// A create-only, never stored, namespaced token request kind.
@@ -292,6 +299,16 @@ impl TestDoc {
 
     pub fn set_path_params(&mut self, path: &str, params: Value) {
         self.paths()[path]["parameters"] = params;
+    }
+
+    /// Sets (or, with `null`, removes) one field of one path item.
+    pub fn set_path_field(&mut self, path: &str, field: &str, value: Value) {
+        let item = self.paths()[path].as_object_mut().expect(path);
+        if value.is_null() {
+            item.shift_remove(field);
+        } else {
+            item.insert(field.to_string(), value);
+        }
     }
 
     pub fn add_path(&mut self, path: &str, method: &str, op: Value) {

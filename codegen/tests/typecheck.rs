@@ -1,6 +1,7 @@
-//! Compiles `tests/output/mini.rs` against stubs with the signatures CONTRACT.md section 2 gives
-//! the main crate, and routes requests through its `configure` to check paths, spellings,
-//! extractors and the 405 fallback. The stubs answer with a line naming the call they got.
+//! Compiles `tests/output/mini.rs` against a stub of the facade `rt` that `src/generated.rs`
+//! declares for it (same names, same signatures, the real `resource.rs` records), and routes
+//! requests through its `configure` to check paths, spellings, extractors and the 405 fallback.
+//! The stubs answer with a line naming the call they got.
 
 #![allow(dead_code)]
 
@@ -15,14 +16,21 @@ macro_rules! include_bytes {
 mod resource;
 
 mod generated {
+    // Where `src/generated.rs` declares its facade, beside the include.
+    use super::rt;
+
     include!("output/mini.rs");
 }
 
-mod server {
-    pub struct AppState;
-}
+/// Stands in for `src/generated.rs`'s `rt`: `facade_matches_the_main_crate` holds the two to the
+/// same names.
+mod rt {
+    pub use crate::resource::{GroupInfo, OpenApiV3Doc, PrinterColumn, ResourceInfo, ScaleInfo};
+    use actix_web::web::Bytes;
+    use actix_web::HttpRequest;
 
-mod error {
+    pub struct AppState;
+
     #[derive(Debug)]
     pub struct ApiError;
 
@@ -33,21 +41,14 @@ mod error {
     }
 
     impl actix_web::ResponseError for ApiError {}
-}
 
-type Answer = Result<actix_web::HttpResponse, error::ApiError>;
+    type Answer = Result<actix_web::HttpResponse, ApiError>;
 
-fn answer(line: String) -> Answer {
-    Ok(actix_web::HttpResponse::Ok().body(line))
-}
+    fn answer(line: String) -> Answer {
+        Ok(actix_web::HttpResponse::Ok().body(line))
+    }
 
-mod api {
-    use super::{answer, Answer};
-    use crate::resource::ResourceInfo;
-    use crate::server::AppState;
-    use actix_web::web::Bytes;
-    use actix_web::HttpRequest;
-
+    // The generic verbs.
     pub struct Target {
         namespace: Option<String>,
         name: Option<String>,
@@ -190,14 +191,8 @@ mod api {
     pub fn method_not_allowed(res: &'static ResourceInfo, req: &HttpRequest) -> Answer {
         answer(format!("405 {} {}/{} {}", req.method(), res.group, res.version, res.kind))
     }
-}
 
-mod discovery {
-    use super::{answer, Answer};
-    use crate::resource::GroupInfo;
-    use crate::server::AppState;
-    use actix_web::HttpRequest;
-
+    // The `x-virt-handler` handlers.
     pub async fn root(_: &AppState, _: &HttpRequest) -> Answer {
         answer("root".into())
     }
@@ -207,10 +202,10 @@ mod discovery {
     pub async fn apis(_: &AppState, _: &HttpRequest) -> Answer {
         answer("apis".into())
     }
-    pub async fn group(_: &AppState, _: &HttpRequest, g: &'static GroupInfo) -> Answer {
+    pub async fn api_group(_: &AppState, _: &HttpRequest, g: &'static GroupInfo) -> Answer {
         answer(format!("group {} {:?}", g.name, g.versions))
     }
-    pub async fn resources(
+    pub async fn api_resources(
         _: &AppState,
         _: &HttpRequest,
         g: &'static GroupInfo,
@@ -221,33 +216,19 @@ mod discovery {
     pub async fn version(_: &AppState, _: &HttpRequest) -> Answer {
         answer("version".into())
     }
-}
-
-mod health {
-    use super::{answer, Answer};
-    use crate::server::AppState;
-    use actix_web::HttpRequest;
-
     pub async fn ping(_: &AppState, req: &HttpRequest) -> Answer {
         answer(format!("ping {}", req.path()))
     }
     pub async fn store_probe(_: &AppState, _: &HttpRequest) -> Answer {
         answer("store probe".into())
     }
-}
-
-mod openapi {
-    use super::{answer, Answer};
-    use crate::server::AppState;
-    use actix_web::HttpRequest;
-
-    pub async fn v2(_: &AppState, _: &HttpRequest) -> Answer {
+    pub async fn openapi_v2(_: &AppState, _: &HttpRequest) -> Answer {
         answer("openapi v2".into())
     }
-    pub async fn v3_index(_: &AppState, _: &HttpRequest) -> Answer {
+    pub async fn openapi_v3_index(_: &AppState, _: &HttpRequest) -> Answer {
         answer("openapi v3 index".into())
     }
-    pub async fn v3_document(
+    pub async fn openapi_v3_document(
         _: &AppState,
         _: &HttpRequest,
         group: String,
@@ -261,7 +242,7 @@ mod openapi {
 async fn routes_reach_the_expected_calls() {
     use actix_web::{test, web, App};
     let app = test::init_service(
-        App::new().app_data(web::Data::new(server::AppState)).configure(generated::configure),
+        App::new().app_data(web::Data::new(rt::AppState)).configure(generated::configure),
     )
     .await;
     let zoo = "/apis/zoo.example.io";
@@ -411,4 +392,41 @@ fn statics_hold_the_fixture() {
             "apis/tickets.example.io/v1alpha1"
         ]
     );
+}
+
+/// The facade `src/generated.rs` declares (its `use` leaves, under their re-exported names) must
+/// be exactly what the golden output names through `self::rt::`: nothing missing, which would
+/// break the main crate's build, and nothing stale. The fixture exercises every name emit can
+/// produce.
+#[test]
+fn facade_matches_the_main_crate() {
+    fn leaves(tree: &syn::UseTree, out: &mut std::collections::BTreeSet<String>) {
+        match tree {
+            syn::UseTree::Path(p) => leaves(&p.tree, out),
+            syn::UseTree::Name(n) => drop(out.insert(n.ident.to_string())),
+            syn::UseTree::Rename(r) => drop(out.insert(r.rename.to_string())),
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| leaves(t, out)),
+            syn::UseTree::Glob(_) => panic!("the facade lists its names, no globs"),
+        }
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read_to_string(dir.join("../src/generated.rs")).unwrap();
+    let file = syn::parse_file(&source).unwrap();
+    let rt = file.items.iter().find_map(|item| match item {
+        syn::Item::Mod(m) if m.ident == "rt" => m.content.as_ref(),
+        _ => None,
+    });
+    let (_, items) = rt.expect("src/generated.rs declares `mod rt`");
+    let mut facade = std::collections::BTreeSet::new();
+    for item in items {
+        let syn::Item::Use(u) = item else { panic!("the facade holds only `use` items") };
+        leaves(&u.tree, &mut facade);
+    }
+    let golden = include_str!("output/mini.rs");
+    let named: std::collections::BTreeSet<String> = golden
+        .split("self::rt::")
+        .skip(1)
+        .map(|rest| rest.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap().into())
+        .collect();
+    assert_eq!(facade, named, "left: src/generated.rs's `rt`, right: what codegen names");
 }

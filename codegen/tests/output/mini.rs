@@ -1,17 +1,17 @@
 /// Every API group, in `/apis` order; versions preferred first.
-pub static GROUPS: &[crate::resource::GroupInfo] = &[
-    crate::resource::GroupInfo {
+pub static GROUPS: &[self::rt::GroupInfo] = &[
+    self::rt::GroupInfo {
         name: "zoo.example.io",
         versions: &["v1", "v1beta1"],
     },
-    crate::resource::GroupInfo {
+    self::rt::GroupInfo {
         name: "tickets.example.io",
         versions: &["v1alpha1"],
     },
 ];
 /// Every kind in every version: groups in order, versions preferred first, kinds in document order.
-pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
-    crate::resource::ResourceInfo {
+pub static RESOURCES: &[self::rt::ResourceInfo] = &[
+    self::rt::ResourceInfo {
         group: "zoo.example.io",
         version: "v1",
         storage_version: "v1",
@@ -33,7 +33,7 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
             "watch",
         ],
         printer_columns: &[
-            crate::resource::PrinterColumn {
+            self::rt::PrinterColumn {
                 name: "Species",
                 type_: "string",
                 format: "",
@@ -41,7 +41,7 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
                 priority: 0,
                 json_path: ".spec.species",
             },
-            crate::resource::PrinterColumn {
+            self::rt::PrinterColumn {
                 name: "Age",
                 type_: "date",
                 format: "",
@@ -54,7 +54,7 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
         status_subresource: false,
         scale: ::std::option::Option::None,
     },
-    crate::resource::ResourceInfo {
+    self::rt::ResourceInfo {
         group: "zoo.example.io",
         version: "v1",
         storage_version: "v1",
@@ -76,7 +76,7 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
             "watch",
         ],
         printer_columns: &[
-            crate::resource::PrinterColumn {
+            self::rt::PrinterColumn {
                 name: "Capacity",
                 type_: "integer",
                 format: "int32",
@@ -87,13 +87,13 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
         ],
         token_field: ::std::option::Option::None,
         status_subresource: true,
-        scale: ::std::option::Option::Some(crate::resource::ScaleInfo {
+        scale: ::std::option::Option::Some(self::rt::ScaleInfo {
             spec_replicas_path: ".spec.replicas",
             status_replicas_path: ".status.replicas",
             label_selector_path: ::std::option::Option::Some(".status.labelSelector"),
         }),
     },
-    crate::resource::ResourceInfo {
+    self::rt::ResourceInfo {
         group: "zoo.example.io",
         version: "v1beta1",
         storage_version: "v1",
@@ -115,7 +115,7 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
             "watch",
         ],
         printer_columns: &[
-            crate::resource::PrinterColumn {
+            self::rt::PrinterColumn {
                 name: "Species",
                 type_: "string",
                 format: "",
@@ -123,7 +123,7 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
                 priority: 0,
                 json_path: ".spec.species",
             },
-            crate::resource::PrinterColumn {
+            self::rt::PrinterColumn {
                 name: "Age",
                 type_: "date",
                 format: "",
@@ -136,7 +136,7 @@ pub static RESOURCES: &[crate::resource::ResourceInfo] = &[
         status_subresource: false,
         scale: ::std::option::Option::None,
     },
-    crate::resource::ResourceInfo {
+    self::rt::ResourceInfo {
         group: "tickets.example.io",
         version: "v1alpha1",
         storage_version: "v1alpha1",
@@ -163,20 +163,20 @@ pub static OPENAPI_V2_PB: &[u8] = include_bytes!(
     concat!(env!("OUT_DIR"), "/openapi-v2.pb")
 );
 /// One OpenAPI v3 document per group-version, derived from the v2 document at build time.
-pub static OPENAPI_V3: &[crate::resource::OpenApiV3Doc] = &[
-    crate::resource::OpenApiV3Doc {
+pub static OPENAPI_V3: &[self::rt::OpenApiV3Doc] = &[
+    self::rt::OpenApiV3Doc {
         path: "apis/zoo.example.io/v1",
         json: include_bytes!(
             concat!(env!("OUT_DIR"), "/openapi-v3/apis/zoo.example.io/v1.json")
         ),
     },
-    crate::resource::OpenApiV3Doc {
+    self::rt::OpenApiV3Doc {
         path: "apis/zoo.example.io/v1beta1",
         json: include_bytes!(
             concat!(env!("OUT_DIR"), "/openapi-v3/apis/zoo.example.io/v1beta1.json")
         ),
     },
-    crate::resource::OpenApiV3Doc {
+    self::rt::OpenApiV3Doc {
         path: "apis/tickets.example.io/v1alpha1",
         json: include_bytes!(
             concat!(env!("OUT_DIR"), "/openapi-v3/apis/tickets.example.io/v1alpha1.json")
@@ -231,7 +231,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                            self::rt::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
             )
@@ -255,7 +255,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                            self::rt::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
             )
@@ -267,7 +267,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                            self::rt::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
             )
@@ -279,7 +279,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                            self::rt::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
             )
@@ -293,7 +293,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                            self::rt::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
             )
@@ -307,7 +307,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[2], &req)
+                            self::rt::method_not_allowed(&RESOURCES[2], &req)
                         }),
                     ),
             )
@@ -348,7 +348,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                            self::rt::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
             )
@@ -372,7 +372,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                            self::rt::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
             )
@@ -384,7 +384,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                            self::rt::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
             )
@@ -396,7 +396,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                            self::rt::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
             )
@@ -410,7 +410,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                            self::rt::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
             )
@@ -422,7 +422,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[0], &req)
+                            self::rt::method_not_allowed(&RESOURCES[0], &req)
                         }),
                     ),
             )
@@ -438,7 +438,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                            self::rt::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
             )
@@ -456,7 +456,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                            self::rt::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
             )
@@ -476,7 +476,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                            self::rt::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
             )
@@ -496,7 +496,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                            self::rt::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
             )
@@ -508,7 +508,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                            self::rt::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
             )
@@ -517,7 +517,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     .route(::actix_web::web::get().to(watch_zoo_example_io_v1_enclosure))
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[1], &req)
+                            self::rt::method_not_allowed(&RESOURCES[1], &req)
                         }),
                     ),
             ),
@@ -548,7 +548,7 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
-                            crate::api::method_not_allowed(&RESOURCES[3], &req)
+                            self::rt::method_not_allowed(&RESOURCES[3], &req)
                         }),
                     ),
             ),
@@ -610,101 +610,101 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
 }
 /// `getRootPaths`: `GET /`
 async fn get_root_paths(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::discovery::root(&state, &req).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::root(&state, &req).await
 }
 /// `getCoreAPIVersions`: `GET /api`
 async fn get_core_api_versions(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::discovery::api(&state, &req).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::api(&state, &req).await
 }
 /// `getAPIVersions`: `GET /apis`
 async fn get_api_versions(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::discovery::apis(&state, &req).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::apis(&state, &req).await
 }
 /// `getCodeVersion`: `GET /version`
 async fn get_code_version(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::discovery::version(&state, &req).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::version(&state, &req).await
 }
 /// `getHealthz`: `GET /healthz`
 async fn get_healthz(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::health::ping(&state, &req).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::ping(&state, &req).await
 }
 /// `getLivez`: `GET /livez`
 async fn get_livez(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::health::ping(&state, &req).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::ping(&state, &req).await
 }
 /// `getReadyz`: `GET /readyz`
 async fn get_readyz(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::health::ping(&state, &req).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::ping(&state, &req).await
 }
 /// `getOpenapiV2`: `GET /openapi/v2`
 async fn get_openapi_v2(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::openapi::v2(&state, &req).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::openapi_v2(&state, &req).await
 }
 /// `getOpenapiV3Index`: `GET /openapi/v3`
 async fn get_openapi_v3_index(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::openapi::v3_index(&state, &req).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::openapi_v3_index(&state, &req).await
 }
 /// `getOpenapiV3Document`: `GET /openapi/v3/apis/{group}/{version}`
 async fn get_openapi_v3_document(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (group, version) = path.into_inner();
-    crate::openapi::v3_document(&state, &req, group, version).await
+    self::rt::openapi_v3_document(&state, &req, group, version).await
 }
 /// `getZooExampleIoAPIGroup`: `GET /apis/zoo.example.io/`
 async fn get_zoo_example_io_api_group(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::discovery::group(&state, &req, &GROUPS[0]).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::api_group(&state, &req, &GROUPS[0]).await
 }
 /// `getZooExampleIoV1beta1APIResources`: `GET /apis/zoo.example.io/v1beta1/`
 async fn get_zoo_example_io_v1beta1_api_resources(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::discovery::resources(&state, &req, &GROUPS[0], "v1beta1").await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::api_resources(&state, &req, &GROUPS[0], "v1beta1").await
 }
 /// `listZooExampleIoV1beta1NamespacedAnimal`: `GET /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals`
 async fn list_zoo_example_io_v1beta1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace,) = path.into_inner();
-    crate::api::list(
+    self::rt::list(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::None,
             ),
@@ -714,16 +714,16 @@ async fn list_zoo_example_io_v1beta1_namespaced_animal(
 }
 /// `createZooExampleIoV1beta1NamespacedAnimal`: `POST /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals`
 async fn create_zoo_example_io_v1beta1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace,) = path.into_inner();
-    crate::api::create(
+    self::rt::create(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::None,
             ),
@@ -734,16 +734,16 @@ async fn create_zoo_example_io_v1beta1_namespaced_animal(
 }
 /// `deleteZooExampleIoV1beta1CollectionNamespacedAnimal`: `DELETE /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals`
 async fn delete_zoo_example_io_v1beta1_collection_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace,) = path.into_inner();
-    crate::api::delete_collection(
+    self::rt::delete_collection(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::None,
             ),
@@ -754,15 +754,15 @@ async fn delete_zoo_example_io_v1beta1_collection_namespaced_animal(
 }
 /// `readZooExampleIoV1beta1NamespacedAnimal`: `GET /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals/{name}`
 async fn read_zoo_example_io_v1beta1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
-    crate::api::get(
+    self::rt::get(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::Some(name),
             ),
@@ -772,16 +772,16 @@ async fn read_zoo_example_io_v1beta1_namespaced_animal(
 }
 /// `replaceZooExampleIoV1beta1NamespacedAnimal`: `PUT /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals/{name}`
 async fn replace_zoo_example_io_v1beta1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
-    crate::api::update(
+    self::rt::update(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::Some(name),
             ),
@@ -792,16 +792,16 @@ async fn replace_zoo_example_io_v1beta1_namespaced_animal(
 }
 /// `patchZooExampleIoV1beta1NamespacedAnimal`: `PATCH /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals/{name}`
 async fn patch_zoo_example_io_v1beta1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
-    crate::api::patch(
+    self::rt::patch(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::Some(name),
             ),
@@ -812,16 +812,16 @@ async fn patch_zoo_example_io_v1beta1_namespaced_animal(
 }
 /// `deleteZooExampleIoV1beta1NamespacedAnimal`: `DELETE /apis/zoo.example.io/v1beta1/namespaces/{namespace}/animals/{name}`
 async fn delete_zoo_example_io_v1beta1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
-    crate::api::delete(
+    self::rt::delete(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::Some(name),
             ),
@@ -832,13 +832,13 @@ async fn delete_zoo_example_io_v1beta1_namespaced_animal(
 }
 /// `listZooExampleIoV1beta1AnimalForAllNamespaces`: `GET /apis/zoo.example.io/v1beta1/animals`
 async fn list_zoo_example_io_v1beta1_animal_for_all_namespaces(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::api::list(
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::list(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::None,
             ),
@@ -848,15 +848,15 @@ async fn list_zoo_example_io_v1beta1_animal_for_all_namespaces(
 }
 /// `watchZooExampleIoV1beta1NamespacedAnimalList`: `GET /apis/zoo.example.io/v1beta1/watch/namespaces/{namespace}/animals`
 async fn watch_zoo_example_io_v1beta1_namespaced_animal_list(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace,) = path.into_inner();
-    crate::api::watch(
+    self::rt::watch(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::None,
             ),
@@ -866,15 +866,15 @@ async fn watch_zoo_example_io_v1beta1_namespaced_animal_list(
 }
 /// `watchZooExampleIoV1beta1NamespacedAnimal`: `GET /apis/zoo.example.io/v1beta1/watch/namespaces/{namespace}/animals/{name}`
 async fn watch_zoo_example_io_v1beta1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
-    crate::api::watch(
+    self::rt::watch(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::Some(name),
             ),
@@ -884,13 +884,13 @@ async fn watch_zoo_example_io_v1beta1_namespaced_animal(
 }
 /// `watchZooExampleIoV1beta1AnimalListForAllNamespaces`: `GET /apis/zoo.example.io/v1beta1/watch/animals`
 async fn watch_zoo_example_io_v1beta1_animal_list_for_all_namespaces(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::api::watch(
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::watch(
             &state,
             &RESOURCES[2],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::None,
             ),
@@ -900,29 +900,29 @@ async fn watch_zoo_example_io_v1beta1_animal_list_for_all_namespaces(
 }
 /// `getZooExampleIoV1beta1Healthz`: `GET /apis/zoo.example.io/v1beta1/healthz`
 async fn get_zoo_example_io_v1beta1_healthz(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::health::store_probe(&state, &req).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::store_probe(&state, &req).await
 }
 /// `getZooExampleIoV1APIResources`: `GET /apis/zoo.example.io/v1/`
 async fn get_zoo_example_io_v1_api_resources(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::discovery::resources(&state, &req, &GROUPS[0], "v1").await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::api_resources(&state, &req, &GROUPS[0], "v1").await
 }
 /// `listZooExampleIoV1NamespacedAnimal`: `GET /apis/zoo.example.io/v1/namespaces/{namespace}/animals`
 async fn list_zoo_example_io_v1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace,) = path.into_inner();
-    crate::api::list(
+    self::rt::list(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::None,
             ),
@@ -932,16 +932,16 @@ async fn list_zoo_example_io_v1_namespaced_animal(
 }
 /// `createZooExampleIoV1NamespacedAnimal`: `POST /apis/zoo.example.io/v1/namespaces/{namespace}/animals`
 async fn create_zoo_example_io_v1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace,) = path.into_inner();
-    crate::api::create(
+    self::rt::create(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::None,
             ),
@@ -952,16 +952,16 @@ async fn create_zoo_example_io_v1_namespaced_animal(
 }
 /// `deleteZooExampleIoV1CollectionNamespacedAnimal`: `DELETE /apis/zoo.example.io/v1/namespaces/{namespace}/animals`
 async fn delete_zoo_example_io_v1_collection_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace,) = path.into_inner();
-    crate::api::delete_collection(
+    self::rt::delete_collection(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::None,
             ),
@@ -972,15 +972,15 @@ async fn delete_zoo_example_io_v1_collection_namespaced_animal(
 }
 /// `readZooExampleIoV1NamespacedAnimal`: `GET /apis/zoo.example.io/v1/namespaces/{namespace}/animals/{name}`
 async fn read_zoo_example_io_v1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
-    crate::api::get(
+    self::rt::get(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::Some(name),
             ),
@@ -990,16 +990,16 @@ async fn read_zoo_example_io_v1_namespaced_animal(
 }
 /// `replaceZooExampleIoV1NamespacedAnimal`: `PUT /apis/zoo.example.io/v1/namespaces/{namespace}/animals/{name}`
 async fn replace_zoo_example_io_v1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
-    crate::api::update(
+    self::rt::update(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::Some(name),
             ),
@@ -1010,16 +1010,16 @@ async fn replace_zoo_example_io_v1_namespaced_animal(
 }
 /// `patchZooExampleIoV1NamespacedAnimal`: `PATCH /apis/zoo.example.io/v1/namespaces/{namespace}/animals/{name}`
 async fn patch_zoo_example_io_v1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
-    crate::api::patch(
+    self::rt::patch(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::Some(name),
             ),
@@ -1030,16 +1030,16 @@ async fn patch_zoo_example_io_v1_namespaced_animal(
 }
 /// `deleteZooExampleIoV1NamespacedAnimal`: `DELETE /apis/zoo.example.io/v1/namespaces/{namespace}/animals/{name}`
 async fn delete_zoo_example_io_v1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
-    crate::api::delete(
+    self::rt::delete(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::Some(name),
             ),
@@ -1050,13 +1050,13 @@ async fn delete_zoo_example_io_v1_namespaced_animal(
 }
 /// `listZooExampleIoV1AnimalForAllNamespaces`: `GET /apis/zoo.example.io/v1/animals`
 async fn list_zoo_example_io_v1_animal_for_all_namespaces(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::api::list(
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::list(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::None,
             ),
@@ -1066,15 +1066,15 @@ async fn list_zoo_example_io_v1_animal_for_all_namespaces(
 }
 /// `watchZooExampleIoV1NamespacedAnimalList`: `GET /apis/zoo.example.io/v1/watch/namespaces/{namespace}/animals`
 async fn watch_zoo_example_io_v1_namespaced_animal_list(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace,) = path.into_inner();
-    crate::api::watch(
+    self::rt::watch(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::None,
             ),
@@ -1084,15 +1084,15 @@ async fn watch_zoo_example_io_v1_namespaced_animal_list(
 }
 /// `watchZooExampleIoV1NamespacedAnimal`: `GET /apis/zoo.example.io/v1/watch/namespaces/{namespace}/animals/{name}`
 async fn watch_zoo_example_io_v1_namespaced_animal(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
-    crate::api::watch(
+    self::rt::watch(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::Some(name),
             ),
@@ -1102,13 +1102,13 @@ async fn watch_zoo_example_io_v1_namespaced_animal(
 }
 /// `watchZooExampleIoV1AnimalListForAllNamespaces`: `GET /apis/zoo.example.io/v1/watch/animals`
 async fn watch_zoo_example_io_v1_animal_list_for_all_namespaces(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::api::watch(
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::watch(
             &state,
             &RESOURCES[0],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::None,
             ),
@@ -1118,13 +1118,13 @@ async fn watch_zoo_example_io_v1_animal_list_for_all_namespaces(
 }
 /// `listZooExampleIoV1Enclosure`: `GET /apis/zoo.example.io/v1/enclosures`
 async fn list_zoo_example_io_v1_enclosure(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::api::list(
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::list(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::None,
             ),
@@ -1134,14 +1134,14 @@ async fn list_zoo_example_io_v1_enclosure(
 }
 /// `createZooExampleIoV1Enclosure`: `POST /apis/zoo.example.io/v1/enclosures`
 async fn create_zoo_example_io_v1_enclosure(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::api::create(
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::create(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::None,
             ),
@@ -1152,14 +1152,14 @@ async fn create_zoo_example_io_v1_enclosure(
 }
 /// `deleteZooExampleIoV1CollectionEnclosure`: `DELETE /apis/zoo.example.io/v1/enclosures`
 async fn delete_zoo_example_io_v1_collection_enclosure(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::api::delete_collection(
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::delete_collection(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::None,
             ),
@@ -1170,15 +1170,15 @@ async fn delete_zoo_example_io_v1_collection_enclosure(
 }
 /// `readZooExampleIoV1Enclosure`: `GET /apis/zoo.example.io/v1/enclosures/{name}`
 async fn read_zoo_example_io_v1_enclosure(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::get(
+    self::rt::get(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1188,16 +1188,16 @@ async fn read_zoo_example_io_v1_enclosure(
 }
 /// `replaceZooExampleIoV1Enclosure`: `PUT /apis/zoo.example.io/v1/enclosures/{name}`
 async fn replace_zoo_example_io_v1_enclosure(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::update(
+    self::rt::update(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1208,16 +1208,16 @@ async fn replace_zoo_example_io_v1_enclosure(
 }
 /// `patchZooExampleIoV1Enclosure`: `PATCH /apis/zoo.example.io/v1/enclosures/{name}`
 async fn patch_zoo_example_io_v1_enclosure(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::patch(
+    self::rt::patch(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1228,16 +1228,16 @@ async fn patch_zoo_example_io_v1_enclosure(
 }
 /// `deleteZooExampleIoV1Enclosure`: `DELETE /apis/zoo.example.io/v1/enclosures/{name}`
 async fn delete_zoo_example_io_v1_enclosure(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::delete(
+    self::rt::delete(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1248,15 +1248,15 @@ async fn delete_zoo_example_io_v1_enclosure(
 }
 /// `readZooExampleIoV1EnclosureStatus`: `GET /apis/zoo.example.io/v1/enclosures/{name}/status`
 async fn read_zoo_example_io_v1_enclosure_status(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::get_status(
+    self::rt::get_status(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1266,16 +1266,16 @@ async fn read_zoo_example_io_v1_enclosure_status(
 }
 /// `replaceZooExampleIoV1EnclosureStatus`: `PUT /apis/zoo.example.io/v1/enclosures/{name}/status`
 async fn replace_zoo_example_io_v1_enclosure_status(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::update_status(
+    self::rt::update_status(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1286,16 +1286,16 @@ async fn replace_zoo_example_io_v1_enclosure_status(
 }
 /// `patchZooExampleIoV1EnclosureStatus`: `PATCH /apis/zoo.example.io/v1/enclosures/{name}/status`
 async fn patch_zoo_example_io_v1_enclosure_status(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::patch_status(
+    self::rt::patch_status(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1306,15 +1306,15 @@ async fn patch_zoo_example_io_v1_enclosure_status(
 }
 /// `readZooExampleIoV1EnclosureScale`: `GET /apis/zoo.example.io/v1/enclosures/{name}/scale`
 async fn read_zoo_example_io_v1_enclosure_scale(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::get_scale(
+    self::rt::get_scale(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1324,16 +1324,16 @@ async fn read_zoo_example_io_v1_enclosure_scale(
 }
 /// `replaceZooExampleIoV1EnclosureScale`: `PUT /apis/zoo.example.io/v1/enclosures/{name}/scale`
 async fn replace_zoo_example_io_v1_enclosure_scale(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::update_scale(
+    self::rt::update_scale(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1344,16 +1344,16 @@ async fn replace_zoo_example_io_v1_enclosure_scale(
 }
 /// `patchZooExampleIoV1EnclosureScale`: `PATCH /apis/zoo.example.io/v1/enclosures/{name}/scale`
 async fn patch_zoo_example_io_v1_enclosure_scale(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::patch_scale(
+    self::rt::patch_scale(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1364,13 +1364,13 @@ async fn patch_zoo_example_io_v1_enclosure_scale(
 }
 /// `watchZooExampleIoV1EnclosureList`: `GET /apis/zoo.example.io/v1/watch/enclosures`
 async fn watch_zoo_example_io_v1_enclosure_list(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::api::watch(
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::watch(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::None,
             ),
@@ -1380,15 +1380,15 @@ async fn watch_zoo_example_io_v1_enclosure_list(
 }
 /// `watchZooExampleIoV1Enclosure`: `GET /apis/zoo.example.io/v1/watch/enclosures/{name}`
 async fn watch_zoo_example_io_v1_enclosure(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
-    crate::api::watch(
+    self::rt::watch(
             &state,
             &RESOURCES[1],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::None,
                 ::std::option::Option::Some(name),
             ),
@@ -1398,30 +1398,30 @@ async fn watch_zoo_example_io_v1_enclosure(
 }
 /// `getTicketsExampleIoAPIGroup`: `GET /apis/tickets.example.io/`
 async fn get_tickets_example_io_api_group(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::discovery::group(&state, &req, &GROUPS[1]).await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::api_group(&state, &req, &GROUPS[1]).await
 }
 /// `getTicketsExampleIoV1alpha1APIResources`: `GET /apis/tickets.example.io/v1alpha1/`
 async fn get_tickets_example_io_v1alpha1_api_resources(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
-    crate::discovery::resources(&state, &req, &GROUPS[1], "v1alpha1").await
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::api_resources(&state, &req, &GROUPS[1], "v1alpha1").await
 }
 /// `createTicketsExampleIoV1alpha1NamespacedTicketRequest`: `POST /apis/tickets.example.io/v1alpha1/namespaces/{namespace}/ticketrequests`
 async fn create_tickets_example_io_v1alpha1_namespaced_ticket_request(
-    state: ::actix_web::web::Data<crate::server::AppState>,
+    state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String,)>,
     body: ::actix_web::web::Bytes,
-) -> ::std::result::Result<::actix_web::HttpResponse, crate::error::ApiError> {
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace,) = path.into_inner();
-    crate::api::create(
+    self::rt::create(
             &state,
             &RESOURCES[3],
-            crate::api::Target::new(
+            self::rt::Target::new(
                 ::std::option::Option::Some(namespace),
                 ::std::option::Option::None,
             ),

@@ -1,0 +1,139 @@
+//! The definitions that name a kind: their GVKs and their `x-virt-resource`, checked.
+
+use super::{KindDef, Lowering};
+use crate::swagger::{self, VirtResource};
+
+impl<'d> Lowering<'d> {
+    /// Every definition carrying a GVK, with its `x-virt-resource` parsed.
+    pub(super) fn kind_definitions(&mut self) -> Vec<KindDef<'d>> {
+        let mut defs: Vec<KindDef<'d>> = Vec::new();
+        for (name, def) in &self.doc.definitions {
+            let ctx = format!("definition {name}");
+            let ext = def.get("x-virt-resource");
+            let gvks = match def.get("x-kubernetes-group-version-kind") {
+                None => {
+                    if ext.is_some() {
+                        self.problem(
+                            &ctx,
+                            "x-virt-resource without x-kubernetes-group-version-kind",
+                        );
+                    }
+                    continue;
+                }
+                Some(v) => {
+                    match serde_json::from_value::<Vec<swagger::GroupVersionKind>>(v.clone()) {
+                        Ok(g) => g,
+                        Err(e) => {
+                            self.problem(&ctx, format!("bad x-kubernetes-group-version-kind: {e}"));
+                            continue;
+                        }
+                    }
+                }
+            };
+            if ext.is_some() && gvks.len() != 1 {
+                self.problem(&ctx, "a kind with x-virt-resource must name exactly one GVK");
+                continue;
+            }
+            let resource =
+                ext.and_then(|v| match serde_json::from_value::<VirtResource>(v.clone()) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        self.problem(&ctx, format!("bad x-virt-resource: {e}"));
+                        None
+                    }
+                });
+            if let Some(r) = &resource {
+                self.check_virt_resource(&ctx, r);
+            }
+            for gvk in gvks {
+                if let Some(other) = defs.iter().find(|d| {
+                    (&d.group, &d.version, &d.kind) == (&gvk.group, &gvk.version, &gvk.kind)
+                }) {
+                    let msg = format!(
+                        "GVK {}/{} {} is also claimed by {}",
+                        gvk.group, gvk.version, gvk.kind, other.name
+                    );
+                    self.problem(&ctx, msg);
+                    continue;
+                }
+                defs.push(KindDef {
+                    name,
+                    group: gvk.group,
+                    version: gvk.version,
+                    kind: gvk.kind,
+                    resource: resource.clone(),
+                    has_resource_ext: ext.is_some(),
+                });
+            }
+        }
+        defs
+    }
+
+    fn check_virt_resource(&mut self, ctx: &str, r: &VirtResource) {
+        let is_name = |s: &str| {
+            !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        };
+        if !is_name(&r.plural) {
+            self.problem(
+                ctx,
+                format!("x-virt-resource.plural `{}` is not a lower-case name", r.plural),
+            );
+        }
+        if let Some(s) = &r.singular {
+            if !is_name(s) {
+                self.problem(
+                    ctx,
+                    format!("x-virt-resource.singular `{s}` is not a lower-case name"),
+                );
+            }
+        }
+        for c in &r.printer_columns {
+            if !["string", "integer", "number", "boolean", "date"].contains(&c.type_.as_str()) {
+                self.problem(
+                    ctx,
+                    format!("printer column `{}` has unknown type `{}`", c.name, c.type_),
+                );
+            }
+            if c.priority < 0 {
+                self.problem(
+                    ctx,
+                    format!("printer column `{}`: priority must be non-negative", c.name),
+                );
+            }
+            if !c.json_path.starts_with('.') {
+                self.problem(
+                    ctx,
+                    format!("printer column `{}`: jsonPath must start with `.`", c.name),
+                );
+            }
+        }
+        if let Some(t) = &r.token_request {
+            if t.field.is_empty() || t.field.split('.').any(str::is_empty) {
+                self.problem(ctx, format!("tokenRequest.field `{}` is not a dotted path", t.field));
+            }
+        }
+        if let Some(s) = &r.scale {
+            // The CRD rules: simple JSON paths (no array notation) under the given roots.
+            let paths = [
+                ("specReplicasPath", Some(&s.spec_replicas_path), &["spec"][..]),
+                ("statusReplicasPath", Some(&s.status_replicas_path), &["status"][..]),
+                ("labelSelectorPath", s.label_selector_path.as_ref(), &["spec", "status"][..]),
+            ];
+            for (field, path, roots) in paths {
+                let Some(path) = path else { continue };
+                let segs: Vec<&str> = path.strip_prefix('.').unwrap_or("").split('.').collect();
+                let simple = segs.len() >= 2
+                    && roots.contains(&segs[0])
+                    && segs.iter().all(|s| !s.is_empty() && !s.contains(['[', ']', '*', ' ']));
+                if !simple {
+                    let under: Vec<String> = roots.iter().map(|r| format!(".{r}")).collect();
+                    let msg = format!(
+                        "scale.{field} `{path}` is not a simple JSON path under {}",
+                        under.join(" or ")
+                    );
+                    self.problem(ctx, msg);
+                }
+            }
+        }
+    }
+}

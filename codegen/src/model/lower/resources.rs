@@ -1,0 +1,283 @@
+//! The groups and the `RESOURCES` table, derived from what the paths serve, and the facts that
+//! must hold across a kind's versions.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{DraftKind, KindDef, Lowering, RouteDraft};
+use crate::model::paths::parse_resource_path;
+use crate::model::{
+    compare_versions, Action, Group, PrinterColumn, Resource, ScalePaths, Subresource,
+    SUBRESOURCE_ACTIONS, VERB_ORDER,
+};
+
+impl<'d> Lowering<'d> {
+    /// Groups in `x-virt-api-groups` order with the versions their resource paths are under.
+    pub(super) fn groups(&mut self, routes: &[RouteDraft<'d>]) -> Vec<Group> {
+        let mut groups: Vec<Group> = self
+            .doc
+            .api_groups
+            .iter()
+            .map(|g| Group { name: g.clone(), versions: Vec::new() })
+            .collect();
+        for route in routes {
+            if !route.ops.iter().any(|op| matches!(op.kind, DraftKind::Resource { .. })) {
+                continue;
+            }
+            // The path's group-version, not the kind's: they differ for a subresource of another
+            // group's kind.
+            let Some(rp) = parse_resource_path(route.path) else { continue };
+            if let Some(g) = groups.iter_mut().find(|g| g.name == rp.group) {
+                if !g.versions.iter().any(|v| v == rp.version) {
+                    g.versions.push(rp.version.to_string());
+                }
+            }
+        }
+        for g in &mut groups {
+            g.versions.sort_by(|a, b| compare_versions(a, b));
+        }
+        for g in &groups {
+            if g.versions.is_empty() {
+                self.problem(
+                    &format!("group {}", g.name),
+                    "no resource path serves any version of it",
+                );
+            }
+        }
+        groups
+    }
+
+    /// The `RESOURCES` table, and for each definition index its entry.
+    pub(super) fn resources(
+        &mut self,
+        defs: &[KindDef<'d>],
+        groups: &[Group],
+        routes: &[RouteDraft<'d>],
+    ) -> (Vec<Resource>, HashMap<usize, usize>) {
+        // Discovery verbs come from the main resource's actions only.
+        let mut actions: HashMap<usize, HashSet<Action>> = HashMap::new();
+        let mut sub_actions: HashMap<(usize, Subresource), HashSet<Action>> = HashMap::new();
+        for op in routes.iter().flat_map(|r| &r.ops) {
+            if let DraftKind::Resource { action, def, subresource, .. } = op.kind {
+                match subresource {
+                    None => actions.entry(def).or_default().insert(action),
+                    Some(s) => sub_actions.entry((def, s)).or_default().insert(action),
+                };
+            }
+        }
+        for (i, d) in defs.iter().enumerate() {
+            if d.resource.is_some() && !actions.contains_key(&i) {
+                self.problem(
+                    &format!("definition {}", d.name),
+                    "has x-virt-resource but no path serves it",
+                );
+            }
+        }
+        let mut served: Vec<_> = sub_actions.iter().collect();
+        served.sort_by_key(|(k, _)| **k);
+        for ((def, sub), acts) in served {
+            let missing: Vec<_> = SUBRESOURCE_ACTIONS
+                .iter()
+                .filter(|a| !acts.contains(a))
+                .map(|a| a.as_str())
+                .collect();
+            if !missing.is_empty() {
+                let msg = format!(
+                    "the `{}` subresource must serve get, put and patch; missing: {}",
+                    sub.as_str(),
+                    missing.join(", ")
+                );
+                self.problem(&format!("definition {}", defs[*def].name), msg);
+            }
+        }
+        for (i, d) in defs.iter().enumerate() {
+            let declares_scale = d.resource.as_ref().is_some_and(|r| r.scale.is_some());
+            if declares_scale
+                && actions.contains_key(&i)
+                && !sub_actions.contains_key(&(i, Subresource::Scale))
+            {
+                self.problem(
+                    &format!("definition {}", d.name),
+                    "has x-virt-resource.scale but no path serves its `scale` subresource",
+                );
+            }
+        }
+        let mut resources = Vec::new();
+        let mut index = HashMap::new();
+        for g in groups {
+            for v in &g.versions {
+                for (i, d) in defs.iter().enumerate() {
+                    if d.group != g.name || &d.version != v {
+                        continue;
+                    }
+                    let (Some(r), Some(acts)) = (&d.resource, actions.get(&i)) else { continue };
+                    let list_kind = format!("{}List", d.kind);
+                    let lists =
+                        acts.contains(&Action::List) || acts.contains(&Action::DeleteCollection);
+                    if lists
+                        && !defs
+                            .iter()
+                            .any(|l| (&l.group, &l.version, &l.kind) == (&d.group, v, &list_kind))
+                    {
+                        let msg = format!("no definition has GVK {}/{v} {list_kind}", d.group);
+                        self.problem(&format!("definition {}", d.name), msg);
+                    }
+                    let verbs = VERB_ORDER
+                        .into_iter()
+                        .filter(|verb| acts.iter().any(|a| a.verb() == *verb))
+                        .collect();
+                    index.insert(i, resources.len());
+                    resources.push(Resource {
+                        group: g.name.clone(),
+                        version: v.clone(),
+                        storage_version: g.versions[0].clone(),
+                        kind: d.kind.clone(),
+                        list_kind,
+                        plural: r.plural.clone(),
+                        singular: r.singular.clone().unwrap_or_else(|| d.kind.to_lowercase()),
+                        namespaced: r.namespaced,
+                        short_names: r.short_names.clone(),
+                        categories: r.categories.clone(),
+                        verbs,
+                        printer_columns: r
+                            .printer_columns
+                            .iter()
+                            .map(|c| PrinterColumn {
+                                name: c.name.clone(),
+                                type_: c.type_.clone(),
+                                format: c.format.clone(),
+                                description: c.description.clone(),
+                                priority: c.priority,
+                                json_path: c.json_path.clone(),
+                            })
+                            .collect(),
+                        token_field: r.token_request.as_ref().map(|t| t.field.clone()),
+                        status_subresource: sub_actions.contains_key(&(i, Subresource::Status)),
+                        scale: r
+                            .scale
+                            .as_ref()
+                            .filter(|_| sub_actions.contains_key(&(i, Subresource::Scale)))
+                            .map(|s| ScalePaths {
+                                spec_replicas: s.spec_replicas_path.clone(),
+                                status_replicas: s.status_replicas_path.clone(),
+                                label_selector: s.label_selector_path.clone(),
+                            }),
+                        definition: d.name.to_string(),
+                    });
+                }
+            }
+        }
+        self.check_resources(&resources);
+        (resources, index)
+    }
+
+    /// Facts that must hold across the versions of a kind, and between kinds of a group.
+    fn check_resources(&mut self, resources: &[Resource]) {
+        for (i, r) in resources.iter().enumerate() {
+            let ctx = format!("definition {}", r.definition);
+            // Storage is shared by the versions of a group and keyed by group and plural.
+            let same_group = resources[..i].iter().filter(|o| o.group == r.group);
+            for other in same_group {
+                let same_kind = other.kind == r.kind;
+                if same_kind
+                    && (other.plural != r.plural
+                        || other.singular != r.singular
+                        || other.namespaced != r.namespaced
+                        || other.token_field != r.token_field)
+                {
+                    let msg = format!(
+                        "plural, singular, scope and tokenRequest must match {} (same kind)",
+                        other.definition
+                    );
+                    self.problem(&ctx, msg);
+                    break;
+                }
+                if same_kind
+                    && (other.status_subresource != r.status_subresource || other.scale != r.scale)
+                {
+                    // The versions share storage, so they must agree on who may write status.
+                    let msg = format!(
+                        "status and scale subresources must match {} (same kind)",
+                        other.definition
+                    );
+                    self.problem(&ctx, msg);
+                    break;
+                }
+                if !same_kind && other.plural == r.plural {
+                    let msg = format!("plural `{}` is also used by {}", r.plural, other.definition);
+                    self.problem(&ctx, msg);
+                    break;
+                }
+            }
+            let in_storage_version = resources
+                .iter()
+                .any(|o| o.group == r.group && o.kind == r.kind && o.version == o.storage_version);
+            if !in_storage_version {
+                let msg = format!(
+                    "{} is not served in {}/{}, the group's preferred (storage) version",
+                    r.kind, r.group, r.storage_version
+                );
+                self.problem(&ctx, msg);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{assert_problem, lower_json};
+    use crate::test_doc::TestDoc;
+
+    #[test]
+    fn verbs_follow_the_actions_present() {
+        let mut d = TestDoc::new(&["a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.remove_op("/apis/a.io/v1/namespaces/{namespace}/things/{name}", "put");
+        d.remove_op("/apis/a.io/v1/namespaces/{namespace}/things", "delete");
+        d.remove_op("/apis/a.io/v1/watch/namespaces/{namespace}/things", "get");
+        let api = lower_json(d.build()).unwrap();
+        // The item watch still grants `watch`.
+        assert_eq!(api.resources[0].verbs, ["delete", "get", "list", "patch", "create", "watch"]);
+        d.remove_op("/apis/a.io/v1/watch/namespaces/{namespace}/things/{name}", "get");
+        d.remove_op("/apis/a.io/v1/watch/things", "get");
+        let api = lower_json(d.build()).unwrap();
+        assert_eq!(api.resources[0].verbs, ["delete", "get", "list", "patch", "create"]);
+    }
+
+    #[test]
+    fn checks_resource_consistency_and_coverage() {
+        let mut d = TestDoc::new(&["a.io", "b.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.kind("a.io", "v1alpha1", "Thing", "thingies", true);
+        d.kind("a.io", "v1alpha1", "Gizmo", "gizmos", true);
+        d.kind("a.io", "v1", "Widget", "gizmos", true);
+        d.token_kind("a.io", "v1", "TicketRequest", "ticketrequests", "spec.claim");
+        d.add_path("/apis/a.io/v1/namespaces/{namespace}/ticketrequests/{name}", "get", serde_json::json!({
+            "operationId": "readTicket", "x-kubernetes-action": "get",
+            "x-kubernetes-group-version-kind": {"group": "a.io", "version": "v1", "kind": "TicketRequest"},
+            "parameters": [{"name": "namespace", "in": "path", "required": true, "type": "string"},
+                           {"name": "name", "in": "path", "required": true, "type": "string"}],
+            "responses": {}}));
+        d.unserved_kind("a.io", "v1", "Orphan", "orphans");
+        d.remove_definition("io.a.v1alpha1.GizmoList");
+        d.remove_path("/apis/a.io/v1alpha1/");
+        d.remove_path("/apis/b.io/");
+        let problems = lower_json(d.build()).unwrap_err();
+        let expected = [
+            "(readTicket): TicketRequest is a create-only token request; only `post` is allowed",
+            "definition io.a.v1.Orphan: has x-virt-resource but no path serves it",
+            "group b.io: no resource path serves any version of it",
+            "group b.io: no path has x-virt-handler `apiGroup` for it",
+            "definition io.a.v1alpha1.Thing: plural, singular, scope and tokenRequest must match io.a.v1.Thing (same kind)",
+            "definition io.a.v1alpha1.Gizmo: plural `gizmos` is also used by io.a.v1.Widget",
+            "definition io.a.v1alpha1.Gizmo: Gizmo is not served in a.io/v1, the group's preferred (storage) version",
+            "definition io.a.v1alpha1.Gizmo: no definition has GVK a.io/v1alpha1 GizmoList",
+            "(listAIoV1alpha1NamespacedGizmo): `$ref: #/definitions/io.a.v1alpha1.GizmoList` does not name a definition",
+            "(listAIoV1alpha1GizmoForAllNamespaces): `$ref: #/definitions/io.a.v1alpha1.GizmoList` does not name",
+            "group a.io: no path has x-virt-handler `apiResources` for version v1alpha1",
+        ];
+        for e in expected {
+            assert_problem(&problems, e);
+        }
+        assert_eq!(problems.len(), expected.len(), "{}", problems.join("\n"));
+    }
+}

@@ -1,0 +1,315 @@
+//! The IR that `emit` and `openapi_v3` read, and the lowering that validates the Swagger document
+//! into it.
+//!
+//! Lowering never stops at the first problem: every check pushes a message naming the path,
+//! method and operationId (or the definition) it is about, and [`lower()`] fails once with all of
+//! them, so one build shows everything wrong with the document.
+//!
+//! Here are the IR's types and the vocabulary the document's extensions use; `paths` takes
+//! resource paths apart, `names` orders versions and spells handler names, and `lower` checks
+//! and lowers the document, one file per part of it.
+//!
+//! # Subresources and `x-virt-subresource-of`
+//!
+//! A subresource path (`/apis/<group>/<version>/[namespaces/{namespace}/]<plural>/{name}/<sub>`)
+//! belongs to a kind, found by group, version and plural. By default that is the path's own
+//! group: `/apis/kubevirt.io/v1/…/virtualmachines/{name}/status` is VirtualMachine's. A path under
+//! another group names its kind's group and plural with `x-virt-subresource-of`, on the path item
+//! (for all its operations) or on one operation (which wins):
+//!
+//! ```json
+//! "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/virtualmachines/{name}/status": {
+//!   "x-virt-subresource-of": {"group": "kubevirt.io", "plural": "virtualmachines"}, ...
+//! ```
+//!
+//! The kind is then kubevirt.io's VirtualMachine in the path's version (v1 here), and the path's
+//! plural must be the kind's. The operation still calls the kind's verbs with the kind's
+//! `ResourceInfo`; where it is served is the route's [`Route::served`]: that group-version
+//! (which must be in `x-virt-api-groups` and have its discovery paths like any other) lists it,
+//! its OpenAPI v3 document holds the path, and `configure` registers the path in its scope. Only
+//! subresource paths take the extension, and it only names a kind that exists.
+
+mod lower;
+mod names;
+mod paths;
+
+pub use lower::lower;
+pub use names::{compare_versions, snake_case};
+pub use paths::path_params;
+
+use crate::swagger::Method;
+
+/// The whole API, validated.
+#[derive(Debug, Clone)]
+pub struct Api {
+    /// `info.title` and `info.version` of the document.
+    pub title: String,
+    pub version: String,
+    /// In `x-virt-api-groups` order.
+    pub groups: Vec<Group>,
+    /// Groups in order, then versions preferred first, then kinds in `definitions` order.
+    pub resources: Vec<Resource>,
+    /// One per document path, in document order.
+    pub routes: Vec<Route>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub name: String,
+    /// Versions that resource paths serve, preferred (= storage) first.
+    pub versions: Vec<String>,
+}
+
+/// One kind in one version: the IR of `crate::resource::ResourceInfo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    pub group: String,
+    pub version: String,
+    pub storage_version: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    /// Discovery verbs in kube's order, derived from the actions the paths offer.
+    pub verbs: Vec<&'static str>,
+    pub printer_columns: Vec<PrinterColumn>,
+    pub token_field: Option<String>,
+    /// Whether `/status` paths serve the kind: its main endpoint then leaves status alone.
+    pub status_subresource: bool,
+    /// Set when `/scale` paths serve the kind: where the Scale's numbers live in the object.
+    pub scale: Option<ScalePaths>,
+    /// Name of the kind's definition.
+    pub definition: String,
+}
+
+/// `x-virt-resource.scale`, validated: simple JSON paths such as `.spec.replicas`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrinterColumn {
+    pub name: String,
+    pub type_: String,
+    pub format: String,
+    pub description: String,
+    pub priority: i32,
+    pub json_path: String,
+}
+
+/// One document path: one actix `web::resource`.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The path as the document spells it.
+    pub path: String,
+    /// The patterns to register: the path plus its other spelling where kube serves both
+    /// (with and without a trailing slash).
+    pub patterns: Vec<String>,
+    /// Path parameter names in path order.
+    pub params: Vec<String>,
+    /// For resource paths: the `RESOURCES` index its operations (and 405s) serve.
+    pub resource: Option<usize>,
+    /// For resource paths: the group-version whose URLs the path is under. The kind's own, but
+    /// for a subresource of another group's kind (`x-virt-subresource-of`).
+    pub served: Option<GroupVersion>,
+    pub operations: Vec<Operation>,
+}
+
+/// A served group-version: `GROUPS[group]` in `version`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupVersion {
+    pub group: usize,
+    pub version: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Operation {
+    pub method: Method,
+    pub operation_id: String,
+    /// The snake_cased operationId: the generated handler's name.
+    pub fn_name: String,
+    pub kind: OperationKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperationKind {
+    /// A generic verb on `RESOURCES[resource]`, or on one of its subresources;
+    /// `namespace`/`name` say which path parameters exist.
+    Resource {
+        action: Action,
+        resource: usize,
+        namespace: bool,
+        name: bool,
+        subresource: Option<Subresource>,
+    },
+    /// A hand-written non-resource handler.
+    Handler(Handler),
+}
+
+/// `x-kubernetes-action` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action {
+    Get,
+    List,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    DeleteCollection,
+    Watch,
+    WatchList,
+}
+
+/// The last segment of a subresource path (`…/{name}/status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Subresource {
+    /// The object's `status`, written apart from the rest (B.2).
+    Status,
+    /// The object's replica count as an `autoscaling/v1` Scale.
+    Scale,
+}
+
+impl Subresource {
+    pub const ALL: [Subresource; 2] = [Subresource::Status, Subresource::Scale];
+
+    pub fn parse(s: &str) -> Option<Subresource> {
+        Subresource::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+        }
+    }
+}
+
+/// What every subresource serves, as a CRD's always do: read, replace and patch.
+pub const SUBRESOURCE_ACTIONS: [Action; 3] = [Action::Get, Action::Put, Action::Patch];
+
+/// The GVK `scale` operations carry, whatever the kind: (group, version, kind).
+pub const SCALE_GVK: (&str, &str, &str) = ("autoscaling", "v1", "Scale");
+
+/// Discovery verbs in the order kube-apiserver lists them for custom resources.
+pub const VERB_ORDER: [&str; 8] =
+    ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"];
+
+impl Action {
+    pub const ALL: [Action; 9] = [
+        Action::Get,
+        Action::List,
+        Action::Post,
+        Action::Put,
+        Action::Patch,
+        Action::Delete,
+        Action::DeleteCollection,
+        Action::Watch,
+        Action::WatchList,
+    ];
+
+    pub fn parse(s: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Get => "get",
+            Action::List => "list",
+            Action::Post => "post",
+            Action::Put => "put",
+            Action::Patch => "patch",
+            Action::Delete => "delete",
+            Action::DeleteCollection => "deletecollection",
+            Action::Watch => "watch",
+            Action::WatchList => "watchlist",
+        }
+    }
+
+    /// The only method that may carry this action.
+    pub fn method(self) -> Method {
+        match self {
+            Action::Get | Action::List | Action::Watch | Action::WatchList => Method::Get,
+            Action::Post => Method::Post,
+            Action::Put => Method::Put,
+            Action::Patch => Method::Patch,
+            Action::Delete | Action::DeleteCollection => Method::Delete,
+        }
+    }
+
+    /// The discovery verb this action grants.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Action::Get => "get",
+            Action::List => "list",
+            Action::Post => "create",
+            Action::Put => "update",
+            Action::Patch => "patch",
+            Action::Delete => "delete",
+            Action::DeleteCollection => "deletecollection",
+            Action::Watch | Action::WatchList => "watch",
+        }
+    }
+
+    /// Whether the path is under `/watch/`.
+    fn on_watch_path(self) -> bool {
+        matches!(self, Action::Watch | Action::WatchList)
+    }
+
+    /// Whether the path ends in `{name}`.
+    fn on_item_path(self) -> bool {
+        matches!(self, Action::Get | Action::Put | Action::Patch | Action::Delete | Action::Watch)
+    }
+
+    /// Whether a namespaced kind may serve this action without a namespace segment.
+    fn spans_namespaces(self) -> bool {
+        matches!(self, Action::List | Action::WatchList)
+    }
+}
+
+/// `x-virt-handler` values, resolved against the groups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handler {
+    Root,
+    Api,
+    Apis,
+    /// `/apis/<group>/`: `GROUPS[group]`.
+    ApiGroup {
+        group: usize,
+    },
+    /// `/apis/<group>/<version>/`.
+    ApiResources {
+        group: usize,
+        version: String,
+    },
+    Version,
+    Ping,
+    StoreProbe,
+    OpenapiV2,
+    OpenapiV3Index,
+    /// `/openapi/v3/apis/{group}/{version}`.
+    OpenapiV3Document,
+}
+
+/// The handler names `x-virt-handler` accepts.
+pub const HANDLER_NAMES: [&str; 11] = [
+    "root",
+    "api",
+    "apis",
+    "apiGroup",
+    "apiResources",
+    "version",
+    "ping",
+    "storeProbe",
+    "openapiV2",
+    "openapiV3Index",
+    "openapiV3Document",
+];
+
+/// Media type PATCH must never offer: kubectl would then send strategic merge patches (B.3).
+pub const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";

@@ -1,0 +1,114 @@
+//! Taking the document's paths apart: their `{parameters}` and the shape of resource paths.
+
+/// The `{param}` names of a path, in order; `Err` for unbalanced braces.
+pub fn path_params(path: &str) -> Result<Vec<String>, String> {
+    let mut params = Vec::new();
+    let mut rest = path;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest.as_bytes()[open] == b'}' {
+            return Err("`}` without `{`".into());
+        }
+        let after = &rest[open + 1..];
+        let close = after.find('}').ok_or("`{` without `}`")?;
+        let name = &after[..close];
+        if name.is_empty() || name.contains('{') {
+            return Err(format!("bad parameter `{{{name}}}`"));
+        }
+        params.push(name.to_string());
+        rest = &after[close + 1..];
+    }
+    Ok(params)
+}
+
+/// A resource path taken apart:
+/// `/apis/<group>/<version>/[watch/][namespaces/{namespace}/]<plural>[/{name}[/<subresource>]]`.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct ResourcePath<'a> {
+    pub(super) group: &'a str,
+    pub(super) version: &'a str,
+    pub(super) watch: bool,
+    pub(super) namespaced: bool,
+    pub(super) plural: &'a str,
+    pub(super) named: bool,
+    /// The segment after `{name}`, not yet checked against the known subresources.
+    pub(super) subresource: Option<&'a str>,
+}
+
+pub(super) const RESOURCE_PATH_SHAPE: &str =
+    "/apis/<group>/<version>/[watch/][namespaces/{namespace}/]<plural>[/{name}[/<subresource>]]";
+
+pub(super) fn parse_resource_path(path: &str) -> Option<ResourcePath<'_>> {
+    let segs: Vec<&str> = path.strip_prefix("/apis/")?.split('/').collect();
+    let (group, version, mut rest) = match segs.as_slice() {
+        [g, v, rest @ ..] if !rest.is_empty() => (*g, *v, rest),
+        _ => return None,
+    };
+    let watch = rest.first() == Some(&"watch");
+    if watch {
+        rest = &rest[1..];
+    }
+    let namespaced = rest.len() >= 3 && rest[0] == "namespaces";
+    if namespaced {
+        if rest[1] != "{namespace}" {
+            return None;
+        }
+        rest = &rest[2..];
+    }
+    let (plural, named, subresource) = match rest {
+        [p] => (*p, false, None),
+        [p, "{name}"] => (*p, true, None),
+        // Subresources have no watch paths.
+        [p, "{name}", s] if !watch => (*p, true, Some(*s)),
+        _ => return None,
+    };
+    let literal = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    if !literal(group) || !literal(version) || !literal(plural) || !subresource.is_none_or(literal)
+    {
+        return None;
+    }
+    Some(ResourcePath { group, version, watch, namespaced, plural, named, subresource })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_params_in_order() {
+        assert_eq!(path_params("/a/{namespace}/b/{name}").unwrap(), ["namespace", "name"]);
+        assert!(path_params("/a/{x").is_err());
+        assert!(path_params("/a/x}").is_err());
+    }
+
+    #[test]
+    fn resource_path_shapes() {
+        let p = parse_resource_path("/apis/g.io/v1/watch/namespaces/{namespace}/things/{name}")
+            .unwrap();
+        assert_eq!(
+            p,
+            ResourcePath {
+                group: "g.io",
+                version: "v1",
+                watch: true,
+                namespaced: true,
+                plural: "things",
+                named: true,
+                subresource: None,
+            }
+        );
+        let p = parse_resource_path("/apis/g.io/v1/things").unwrap();
+        assert!(!p.watch && !p.namespaced && !p.named);
+        let p = parse_resource_path("/apis/g.io/v1/namespaces/{namespace}/things/{name}/scale")
+            .unwrap();
+        assert!(p.namespaced && p.named && p.subresource == Some("scale"));
+        assert!(parse_resource_path("/apis/g.io/v1/watch/things/{name}/status").is_none());
+        assert!(parse_resource_path("/apis/g.io/v1/things/{name}/status/x").is_none());
+        assert!(parse_resource_path("/apis/g.io/v1/things/{name}/{x}").is_none());
+        assert!(parse_resource_path("/apis/g.io/v1/namespaces/{ns}/things").is_none());
+        assert!(parse_resource_path("/api/v1/things").is_none());
+    }
+}
