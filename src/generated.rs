@@ -13,19 +13,19 @@ mod rt {
         GroupInfo, OpenApiV3Doc, PrinterColumn, ResourceInfo, ScaleInfo,
     };
     // What every handler takes and returns.
-    pub(super) use crate::error::ApiError;
-    pub(super) use crate::server::AppState;
+    pub(super) use crate::http::server::AppState;
+    pub(super) use crate::object::error::ApiError;
     // The generic verbs (`x-kubernetes-action`), their subresource forms and the 405 fallback.
-    pub(super) use crate::api::{
+    pub(super) use crate::http::endpoints::{
         create, delete, delete_collection, get, get_scale, get_status, list, method_not_allowed,
         patch, patch_scale, patch_status, update, update_scale, update_status, watch, Target,
     };
     // The `x-virt-handler` handlers, each under its handler name in snake_case.
-    pub(super) use crate::discovery::{
+    pub(super) use crate::http::discovery::{
         api, apis, group as api_group, resources as api_resources, root, version,
     };
-    pub(super) use crate::health::{ping, store_probe};
-    pub(super) use crate::openapi::{
+    pub(super) use crate::http::health::{ping, store_probe};
+    pub(super) use crate::http::openapi::{
         v2 as openapi_v2, v3_document as openapi_v3_document, v3_index as openapi_v3_index,
     };
 }

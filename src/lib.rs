@@ -12,11 +12,6 @@ pub mod resource;
 mod runtime;
 mod store;
 
-// The paths the generated code names today (until it names them through one facade).
-pub(crate) use http::endpoints as api;
-pub(crate) use http::{discovery, health, openapi};
-pub(crate) use object::error;
-
 /// The served document's groups and kinds, and the document itself.
 pub use generated::{GROUPS, OPENAPI_V2, OPENAPI_V2_PB, RESOURCES};
 /// Serving: flags, access control and the server's entry point (`server::run_with`).

@@ -203,7 +203,7 @@ fn main() -> std::io::Result<()> {
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     actix_web::rt::System::new().block_on(async move {
         let watch = WatchConfig { bookmark_interval: args.bookmark_interval };
-        let state = AppState { store, watch };
+        let state = AppState { watch, ..AppState::new(store) };
         let server = server::run_with(listener, state.clone(), filters, opts)?;
         // Tests and scripts read the bound address from this first line.
         let mut out = std::io::stdout().lock();
@@ -214,7 +214,7 @@ fn main() -> std::io::Result<()> {
         state.store.start_compaction();
         if args.enable_garbage_collector {
             virt_apiserver::gc::spawn(
-                state,
+                state.registry.clone(),
                 std::time::Duration::from_secs(args.gc_interval.max(1)),
             );
         }

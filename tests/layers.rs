@@ -102,9 +102,10 @@ fn imports_point_down_only() {
 #[test]
 fn the_scanner_reads_paths_and_skips_comments() {
     assert_eq!(crate_paths("use crate::object::meta; // crate::http"), ["object"]);
-    assert_eq!(crate_paths("let x = crate::store::Store::open(y, crate::registry::A);"), [
-        "store", "registry"
-    ]);
+    assert_eq!(
+        crate_paths("let x = crate::store::Store::open(y, crate::registry::A);"),
+        ["store", "registry"]
+    );
     assert!(crate_paths("$crate::x; my_crate::y").is_empty());
     assert!(names_actix("use actix_web::HttpRequest;"));
     assert!(!names_actix("// actix_web notices it only when it writes"));

@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::object::error::ApiError;
+use crate::registry::{decode_stored, Object};
 use crate::resource::ResourceInfo;
-use crate::store::Written;
 
 /// A response encoding this server offers for API objects.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -244,32 +244,17 @@ pub fn respond(
         .body(bytes))
 }
 
-/// What a write answers with: the object as stored (a JSON answer sends its stored bytes, as a
-/// get does, rather than encoding the object again) or only computed (a dry run, a no-op).
-pub enum Answer {
-    Stored(Written),
-    Computed(Value),
-}
-
-impl Answer {
-    pub fn object(&self) -> &Value {
-        match self {
-            Answer::Stored(w) => &w.object,
-            Answer::Computed(v) => v,
-        }
-    }
-
-    /// The answer in `format`, with `res`'s apiVersion.
-    pub fn respond(
-        &self,
-        res: &ResourceInfo,
-        code: StatusCode,
-        format: Format,
-    ) -> Result<HttpResponse, ApiError> {
-        match (self, format) {
-            (Answer::Stored(w), Format::Json) => respond_stored(res, code, &w.value),
-            _ => respond(code, format, &crate::object::for_version(res, self.object())),
-        }
+/// A write's answer in `format`, with `res`'s apiVersion: an object as stored is sent as its
+/// stored bytes in JSON (as a get sends it) rather than encoded again.
+pub fn respond_object(
+    res: &ResourceInfo,
+    code: StatusCode,
+    format: Format,
+    object: &Object,
+) -> Result<HttpResponse, ApiError> {
+    match (object, format) {
+        (Object::Stored(w), Format::Json) => respond_stored(res, code, &w.value),
+        _ => respond(code, format, &crate::object::for_version(res, object.value())),
     }
 }
 
@@ -467,11 +452,6 @@ fn value_end(json: &[u8], start: usize) -> Option<usize> {
             (i > start).then_some(i)
         }
     }
-}
-
-/// Stored bytes as a value; they were written from one, so failing is the store's fault.
-pub fn decode_stored(bytes: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::from(crate::store::StoreError::from(e)))
 }
 
 #[cfg(test)]

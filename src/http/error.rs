@@ -4,6 +4,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
+use crate::http::outermost::Failure;
 use crate::object::error::ApiError;
 
 impl ResponseError for ApiError {
@@ -26,6 +27,10 @@ impl ResponseError for ApiError {
             resp.insert_header(("Retry-After", secs.to_string()));
         }
         resp.content_type("application/json");
-        resp.json(status)
+        let mut resp = resp.json(status);
+        if self.code() >= 500 {
+            resp.extensions_mut().insert(Failure(self.to_string()));
+        }
+        resp
     }
 }

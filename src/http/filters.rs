@@ -191,7 +191,7 @@ pub async fn chain(
         }
     };
     req.extensions_mut().insert(user);
-    // Panics are answered further out, by `recover` (this layer cannot keep the request).
+    // Panics are answered further out, by `outermost` (this layer cannot keep the request).
     let res = next.call(req).await?;
     Ok(match foreign_error(&res) {
         None => res.map_into_left_body(),

@@ -10,6 +10,7 @@ use actix_web::{web, App, HttpResponse, HttpServer};
 
 use crate::http::filters::Filters;
 use crate::object::error::ApiError;
+use crate::registry::Registry;
 use crate::store::Store;
 
 use crate::object::limits::MAX_BODY_BYTES;
@@ -17,6 +18,9 @@ use crate::object::limits::MAX_BODY_BYTES;
 /// What every handler shares.
 #[derive(Clone)]
 pub struct AppState {
+    /// The verbs every endpoint calls.
+    pub registry: Registry,
+    /// The store under the registry: watches, probes and metrics read it directly.
     pub store: Store,
     pub watch: WatchConfig,
 }
@@ -24,7 +28,7 @@ pub struct AppState {
 impl AppState {
     /// The state with default watch settings.
     pub fn new(store: Store) -> AppState {
-        AppState { store, watch: WatchConfig::default() }
+        AppState { registry: Registry::new(store.clone()), store, watch: WatchConfig::default() }
     }
 }
 
@@ -168,7 +172,7 @@ pub fn run_with(
             })
             .configure(configure)
             .default_service(web::to(not_found));
-        crate::http::recover::catch_panics(app)
+        crate::http::outermost::catch_panics(app)
     })
     .on_connect(on_connect)
     // As Go's net/http (and so kube-apiserver): without it, the last small segment of a

@@ -197,7 +197,6 @@ impl ApiError {
         ApiError::BadRequest(msg.into())
     }
 
-
     /// The code, reason, message and details of the Status body.
     fn parts(&self) -> (u16, &'static str, String, Option<Details>) {
         use ApiError::*;
@@ -289,9 +288,7 @@ impl ApiError {
                 (code::UNPROCESSABLE_ENTITY, "Invalid", PATCH_REJECTED_MSG.to_string(), None)
             }
             BadRequest(m) => (code::BAD_REQUEST, "BadRequest", m.clone(), None),
-            MethodNotAllowed(m) => {
-                (code::METHOD_NOT_ALLOWED, "MethodNotAllowed", m.clone(), None)
-            }
+            MethodNotAllowed(m) => (code::METHOD_NOT_ALLOWED, "MethodNotAllowed", m.clone(), None),
             NotAcceptable(m) => (code::NOT_ACCEPTABLE, "NotAcceptable", m.clone(), None),
             UnsupportedMediaType(m) => {
                 (code::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", m.clone(), None)
@@ -305,9 +302,7 @@ impl ApiError {
                     .then(|| Details { causes: causes.clone(), ..Details::default() });
                 (code::GATEWAY_TIMEOUT, "Timeout", format!("Timeout: {message}"), details)
             }
-            Unavailable(m) => {
-                (code::SERVICE_UNAVAILABLE, "ServiceUnavailable", m.clone(), None)
-            }
+            Unavailable(m) => (code::SERVICE_UNAVAILABLE, "ServiceUnavailable", m.clone(), None),
             Internal(m) => {
                 let details = Details {
                     causes: vec![Cause { reason: "", message: m.clone(), field: String::new() }],
@@ -374,7 +369,6 @@ fn qualify(plural: &str, group: &str) -> String {
         format!("{plural}.{group}")
     }
 }
-
 
 /// `metav1.Status`, with fields in kube's order.
 #[derive(Debug, Serialize)]
@@ -451,7 +445,6 @@ impl std::fmt::Display for ApiError {
         write!(f, "{code} {reason}: {message}")
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,12 @@ use serde_json::{Map, Value};
 
 use crate::object::error::Cause;
 
+/// The finalizer a delete with `propagationPolicy=Orphan` adds: the garbage collector orphans
+/// the dependents, then removes it.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// The finalizer a foreground delete adds: the owner stays until its blocking dependents are gone.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";

@@ -6,6 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::object::error::{ApiError, Cause};
+use crate::object::metadata;
 use crate::resource::{ResourceInfo, ScaleInfo};
 
 /// Which part of an object a write may change (B.2, AX strategy.go and status_strategy.go).
@@ -66,11 +67,7 @@ pub fn confine(res: &ResourceInfo, part: Part, current: &Value, mut new: Value) 
 }
 
 /// Create ignores `status` on kinds with a status subresource, and checks the scale fields.
-pub fn prepare_create(
-    res: &ResourceInfo,
-    obj: &mut Value,
-    name: &str,
-) -> Result<(), ApiError> {
+pub fn prepare_create(res: &ResourceInfo, obj: &mut Value, name: &str) -> Result<(), ApiError> {
     if res.status_subresource {
         if let Some(m) = obj.as_object_mut() {
             m.remove("status");

@@ -15,3 +15,27 @@ pub fn collection_prefix(res: &ResourceInfo, namespace: Option<&str>) -> String 
         None => format!("{}/{}/", res.group, res.plural),
     }
 }
+
+/// A key's `(group, plural, namespace, name)`.
+pub fn split(key: &str) -> Option<(&str, &str, &str, &str)> {
+    let mut parts = key.splitn(4, '/');
+    Some((parts.next()?, parts.next()?, parts.next()?, parts.next()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_split_back_into_their_parts() {
+        assert_eq!(
+            split("kubevirt.io/virtualmachines/ns/vm"),
+            Some(("kubevirt.io", "virtualmachines", "ns", "vm"))
+        );
+        assert_eq!(
+            split("kubevirt.io/virt//kubevirt"),
+            Some(("kubevirt.io", "virt", "", "kubevirt"))
+        );
+        assert_eq!(split("kubevirt.io/virtualmachines/ns"), None);
+    }
+}

@@ -5,10 +5,10 @@
 //! (`update::guaranteed_update`).
 
 mod apply;
-mod create;
 mod delete;
 mod errors;
 pub mod keys;
+mod options;
 mod read;
 mod scale;
 mod strategy;
@@ -19,15 +19,15 @@ mod write;
 use serde_json::Value;
 
 pub use apply::{ApplyOptions, ApplyRequest};
-pub use delete::{DeleteOptions, Propagation};
-pub use read::{ListOptions, Page, RvMatch};
+pub use delete::Deleted;
+pub use options::{ContinueToken, DeleteOptions, ListOptions, Propagation, RvMatch};
+pub use read::{decode_stored, Page};
 pub use scale::ScaleChange;
-pub use strategy::check_type_meta;
 
 use crate::object::error::ApiError;
+use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::object::validation::FieldValidation;
-use crate::object::meta_str;
 use crate::store::{Store, Written};
 
 /// The verbs over one store. Cheap to clone: it is a handle.

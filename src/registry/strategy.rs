@@ -9,7 +9,7 @@ use super::Target;
 use crate::object::error::{ApiError, Cause};
 use crate::object::limits::MAX_OBJECT_BYTES;
 use crate::object::subresource::{self, Part};
-use crate::object::validation::{self, Via};
+use crate::object::validation;
 use crate::object::{managed_fields, meta, meta_str, metadata};
 use crate::resource::ResourceInfo;
 
@@ -37,7 +37,7 @@ pub enum Ownership<'a> {
 }
 
 /// The subresource managedFields entries name for a write through `part`.
-fn subresource_name(part: Part) -> &'static str {
+pub fn subresource_name(part: Part) -> &'static str {
     match part {
         Part::Main => "",
         Part::Status => "status",

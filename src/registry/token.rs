@@ -7,9 +7,9 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::http::server::AppState;
 use crate::object::error::{ApiError, Cause};
 use crate::resource::ResourceInfo;
+use crate::store::Store;
 
 /// Name of the signing key in the store.
 pub const KEY_NAME: &str = "upload-token-hmac";
@@ -19,7 +19,7 @@ pub const LIFETIME_SECS: i64 = 300;
 /// Answers a token request: validates the requested field, signs a token for it and returns the
 /// request with `status.token` filled in. Nothing is stored.
 pub async fn answer(
-    state: &AppState,
+    store: &Store,
     res: &ResourceInfo,
     field: &str,
     mut obj: Value,
@@ -41,7 +41,7 @@ pub async fn answer(
     };
     let namespace =
         obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string();
-    let key = state.store.secret(KEY_NAME).await?;
+    let key = store.secret(KEY_NAME).await?;
     let now = unix_now();
     let claims = json!({
         "iss": "virt-apiserver",

@@ -70,9 +70,9 @@ impl Registry {
             match written {
                 Ok(object) => return Ok(Outcome { change, object, warnings: Vec::new() }),
                 // Someone wrote the key since it was read: decide again on what is there now.
-                Err(StoreError::Conflict { .. } | StoreError::AlreadyExists | StoreError::NotFound) => {
-                    continue
-                }
+                Err(
+                    StoreError::Conflict { .. } | StoreError::AlreadyExists | StoreError::NotFound,
+                ) => continue,
                 Err(e) => return Err(ApiError::from_store(e, res, name)),
             }
         }

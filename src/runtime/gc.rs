@@ -23,16 +23,14 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::generated::RESOURCES;
-use crate::http::endpoints::{delete_one, meta_str, stored_revision};
-use crate::http::params::{DeleteOptions, Propagation};
-use crate::http::server::AppState;
 use crate::object::error::ApiError;
-use crate::object::managed_fields;
+use crate::object::meta::{FOREGROUND_FINALIZER as FOREGROUND, ORPHAN_FINALIZER as ORPHAN};
+use crate::object::meta_str;
+use crate::registry::keys::{self, object_key};
+use crate::registry::{Change, DeleteOptions, Propagation, Registry};
 use crate::resource::ResourceInfo;
 use crate::store::{Event, ListRequest, StoreError};
 
-pub const ORPHAN: &str = "orphan";
-pub const FOREGROUND: &str = "foregroundDeletion";
 /// The field manager of the collector's writes, as kube-controller-manager's user agent names it.
 const MANAGER: &str = "kube-controller-manager";
 /// Objects read per store call during a pass.
@@ -40,17 +38,18 @@ const PAGE: usize = 1000;
 /// Passes in a row while each still changes something, before waiting for news.
 const MAX_PASSES: usize = 16;
 
-/// Starts the collector on the current runtime.
-pub fn spawn(state: AppState, interval: Duration) {
-    actix_web::rt::spawn(async move { run(state, interval).await });
+/// Starts the collector on the current (single-threaded) runtime. It writes through `registry`
+/// like any client.
+pub fn spawn(registry: Registry, interval: Duration) {
+    tokio::task::spawn_local(async move { run(registry, interval).await });
 }
 
-async fn run(state: AppState, interval: Duration) {
+async fn run(registry: Registry, interval: Duration) {
     // Filtered on the store thread: the other writes do not wake this task at all.
-    let mut events = state.store.subscribe(relevant);
+    let mut events = registry.store().subscribe(relevant);
     loop {
         for _ in 0..MAX_PASSES {
-            match collect(&state).await {
+            match collect(&registry).await {
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(e) => {
@@ -85,8 +84,7 @@ fn relevant(ev: &Event) -> bool {
 
 /// The kind a storage key belongs to, in its storage version.
 fn resource_of(key: &str) -> Option<&'static ResourceInfo> {
-    let mut parts = key.splitn(3, '/');
-    let (group, plural) = (parts.next()?, parts.next()?);
+    let (group, plural, _, _) = keys::split(key)?;
     RESOURCES
         .iter()
         .find(|r| r.group == group && r.plural == plural && r.version == r.storage_version)
@@ -164,21 +162,24 @@ fn owner_key(dependent_key: &str, r: &Value) -> Option<String> {
     let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
     let group = field("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
     let res = RESOURCES.iter().find(|res| res.group == group && res.kind == field("kind"))?;
-    let namespace = if res.namespaced { dependent_key.split('/').nth(2).unwrap_or("") } else { "" };
-    Some(crate::http::endpoints::object_key(res, namespace, field("name")))
+    let namespace = match keys::split(dependent_key) {
+        Some((_, _, ns, _)) if res.namespaced => ns,
+        _ => "",
+    };
+    Some(object_key(res, namespace, field("name")))
 }
 
-async fn owner_has_uid(state: &AppState, key: &str, uid: &str) -> Result<bool, ApiError> {
-    Ok(state.store.get(key).await?.is_some_and(|o| meta_str(&o, "uid") == uid))
+async fn owner_has_uid(registry: &Registry, key: &str, uid: &str) -> Result<bool, ApiError> {
+    Ok(registry.store().get(key).await?.is_some_and(|o| meta_str(&o, "uid") == uid))
 }
 
 /// One pass over every object; true when it changed something.
-pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
+pub async fn collect(registry: &Registry) -> Result<bool, ApiError> {
     let mut all: Vec<(String, Value)> = Vec::new();
     let mut start_after = None;
     loop {
-        let page = state
-            .store
+        let page = registry
+            .store()
             .list_raw(ListRequest {
                 prefix: String::new(),
                 revision: None,
@@ -211,7 +212,7 @@ pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
                 Some(&there) => there,
                 None => {
                     let there =
-                        !owner_key.is_empty() && owner_has_uid(state, &owner_key, uid).await?;
+                        !owner_key.is_empty() && owner_has_uid(registry, &owner_key, uid).await?;
                     found.insert((uid.to_string(), owner_key), there);
                     there
                 }
@@ -242,9 +243,9 @@ pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
         if deleting(obj) && fins.iter().any(|f| f == ORPHAN) {
             let is_owner = |u: &str| u == uid;
             for (dep_key, _) in &deps {
-                changed |= retry(|| drop_owner_refs(state, dep_key, &is_owner)).await?;
+                changed |= drop_owner_refs(registry, dep_key, &is_owner).await?;
             }
-            changed |= retry(|| remove_finalizer(state, key, ORPHAN)).await?;
+            changed |= remove_finalizer(registry, key, ORPHAN).await?;
         } else if deleting(obj) && fins.iter().any(|f| f == FOREGROUND) {
             let opts = DeleteOptions {
                 propagation: Some(Propagation::Foreground),
@@ -254,15 +255,15 @@ pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
                 let Some(dep_res) = resource_of(dep_key) else { continue };
                 let dep = all.iter().find(|(k, _)| k == dep_key).map(|(_, o)| o);
                 if dep.is_some_and(|d| !deleting(d)) {
-                    let name = dep_key.rsplit('/').next().unwrap_or("");
-                    match delete_one(state, dep_res, dep_key, name, &opts).await {
+                    let Some((_, _, ns, name)) = keys::split(dep_key) else { continue };
+                    match registry.delete(dep_res, ns, name, &opts).await {
                         Ok(_) | Err(ApiError::NotFound { .. }) => changed = true,
                         Err(e) => return Err(e),
                     }
                 }
             }
             if !deps.iter().any(|(_, blocks)| *blocks) {
-                changed |= retry(|| remove_finalizer(state, key, FOREGROUND)).await?;
+                changed |= remove_finalizer(registry, key, FOREGROUND).await?;
             }
         }
         let owners = owner_uids(obj);
@@ -278,90 +279,77 @@ pub async fn collect(state: &AppState) -> Result<bool, ApiError> {
                     propagation: Some(Propagation::Background),
                     ..DeleteOptions::default()
                 };
-                match delete_one(state, res, key, meta_str(obj, "name"), &opts).await {
+                let ns = keys::split(key).map_or("", |(_, _, ns, _)| ns);
+                match registry.delete(res, ns, meta_str(obj, "name"), &opts).await {
                     Ok(_) | Err(ApiError::NotFound { .. }) => changed = true,
                     Err(e) => return Err(e),
                 }
             }
         } else if owners.iter().any(|(u, _)| gone(u)) {
-            changed |= retry(|| drop_owner_refs(state, key, &gone)).await?;
+            changed |= drop_owner_refs(registry, key, &gone).await?;
         }
     }
     Ok(changed)
 }
 
-/// Runs an optimistic write again while a concurrent write wins.
-async fn retry<F, Fut>(mut f: F) -> Result<bool, ApiError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<bool, StoreError>>,
-{
-    for _ in 0..16 {
-        match f().await {
-            Err(StoreError::Conflict { .. }) => continue,
-            Err(StoreError::NotFound) => return Ok(false),
-            other => return other.map_err(ApiError::from),
-        }
-    }
-    Ok(false)
-}
-
-/// Removes the owner references matching `drop` from the object at `key`.
+/// Removes the owner references matching `drop` from the object at `key`; true when it did.
 async fn drop_owner_refs(
-    state: &AppState,
+    registry: &Registry,
     key: &str,
     drop: &dyn Fn(&str) -> bool,
-) -> Result<bool, StoreError> {
-    let Some(current) = state.store.get(key).await? else { return Ok(false) };
-    let mut obj = (*current).clone();
-    let Some(refs) = obj.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut)
-    else {
-        return Ok(false);
-    };
-    let before = refs.len();
-    refs.retain(|r| !r.get("uid").and_then(Value::as_str).is_some_and(drop));
-    if refs.len() == before {
-        return Ok(false);
-    }
-    if refs.is_empty() {
-        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("ownerReferences");
+) -> Result<bool, ApiError> {
+    change(registry, key, |obj| {
+        let refs = obj.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut)?;
+        let before = refs.len();
+        refs.retain(|r| !r.get("uid").and_then(Value::as_str).is_some_and(drop));
+        if refs.len() == before {
+            return None;
         }
-    }
-    record(key, &current, &mut obj);
-    state.store.update(key, stored_revision(&current), obj).await?;
-    Ok(true)
+        if refs.is_empty() {
+            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("ownerReferences");
+            }
+        }
+        Some(())
+    })
+    .await
 }
 
-/// Removes finalizer `name`; an object being deleted that loses its last finalizer goes.
-async fn remove_finalizer(state: &AppState, key: &str, name: &str) -> Result<bool, StoreError> {
-    let Some(current) = state.store.get(key).await? else { return Ok(false) };
-    let mut fins = finalizers(&current);
-    if !fins.iter().any(|f| f == name) {
-        return Ok(false);
-    }
-    fins.retain(|f| f != name);
-    if fins.is_empty() && deleting(&current) {
-        state.store.delete(key, stored_revision(&current)).await?;
-        return Ok(true);
-    }
-    let mut obj = (*current).clone();
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+/// Removes finalizer `name`; an object being deleted that loses its last finalizer goes (the
+/// registry's update rules remove it).
+async fn remove_finalizer(registry: &Registry, key: &str, name: &str) -> Result<bool, ApiError> {
+    change(registry, key, |obj| {
+        let mut fins = finalizers(obj);
+        if !fins.iter().any(|f| f == name) {
+            return None;
+        }
+        fins.retain(|f| f != name);
+        let meta = obj.get_mut("metadata").and_then(Value::as_object_mut)?;
         if fins.is_empty() {
             meta.remove("finalizers");
         } else {
             meta.insert("finalizers".into(), json!(fins));
         }
-    }
-    record(key, &current, &mut obj);
-    state.store.update(key, stored_revision(&current), obj).await?;
-    Ok(true)
+        Some(())
+    })
+    .await
 }
 
-/// The collector's writes are updates like any other: whoever owned what it removed no longer
-/// does (kube's collector writes through the API, so its field manager sees them).
-fn record(key: &str, current: &Value, obj: &mut Value) {
-    if let Some(res) = resource_of(key) {
-        managed_fields::record_update(res, Some(current), obj, MANAGER, "");
+/// One update of the object at `key` by the collector's field manager, as any client's update
+/// (kube's collector writes through the API): `edit` changes a copy of the current state, or
+/// says there is nothing to do. True when something was written; an object gone meanwhile is
+/// nothing to do.
+async fn change(
+    registry: &Registry,
+    key: &str,
+    edit: impl FnMut(&mut Value) -> Option<()>,
+) -> Result<bool, ApiError> {
+    let (Some(res), Some((_, _, ns, name))) = (resource_of(key), keys::split(key)) else {
+        return Ok(false);
+    };
+    match registry.update_with(res, ns, name, MANAGER, edit).await {
+        Ok(outcome) => Ok(outcome.change != Change::Unchanged),
+        Err(ApiError::NotFound { .. }) => Ok(false),
+        Err(e) => Err(e),
     }
 }

@@ -35,6 +35,8 @@ pub struct ServerOptions {
     pub args: Vec<String>,
     /// Another binary, e.g. one built against a fixture document.
     pub binary: Option<PathBuf>,
+    /// Write the server's stderr (its log) to this file instead of the test's stderr.
+    pub stderr: Option<PathBuf>,
 }
 
 /// One HTTP answer.
@@ -86,7 +88,10 @@ impl TestServer {
             .arg(&db)
             .args(&opts.args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(match &opts.stderr {
+                Some(path) => Stdio::from(std::fs::File::create(path).expect("stderr file")),
+                None => Stdio::inherit(),
+            })
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
         let stdout = child.stdout.take().expect("stdout");

@@ -17,6 +17,7 @@ mod gc;
 mod health;
 mod kubectl;
 mod lists;
+mod logging;
 mod openapi;
 mod seed_ops;
 mod subresources;

@@ -11,23 +11,20 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::{collection_prefix, for_version, object_key, Target};
+use super::Target;
 use crate::http::codec::{
-    api_version_json, decode_stored, encode_item, negotiate_output, respond, respond_stored,
-    Format, Output,
+    api_version_json, encode_item, negotiate_output, respond, respond_stored, Format, Output,
 };
-use crate::http::params::{ContinueToken, ListOptions, Query, RvMatch};
+use crate::http::params::{ListOptions, Query};
 use crate::http::server::{AppState, PeerSocket};
 use crate::object::error::ApiError;
 use crate::object::table::{self, TableOptions};
+use crate::object::{for_version, meta_str};
+use crate::registry::keys::collection_prefix;
+use crate::registry::{decode_stored, Page};
 use crate::resource::ResourceInfo;
 use crate::store::watch::{Item, Predicate, Start, Watch, WatchError};
-use crate::store::{EventType, ListRequest, StoreError};
-
-/// How many rows one store read fetches while filling a page.
-const BATCH: usize = 500;
-/// How long a read at a future revision waits for the store to catch up (kube: ~3 s).
-const FUTURE_RV_WAIT: Duration = Duration::from_secs(3);
+use crate::store::{EventType, StoreError};
 
 /// GET of one object; `?watch=true` watches it instead.
 pub async fn get(
@@ -46,17 +43,14 @@ pub async fn get(
         let n: u64 = rv
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
-        wait_for_revision(state, n).await?;
+        state.registry.wait_for_revision(n).await?;
     }
-    let key = object_key(res, target.ns(), target.name());
     if output.format == Format::Json && output.table.is_none() && !q.flag("export") {
         // The common case straight from the stored bytes, as a list item is encoded.
-        let entry =
-            state.store.get_raw(&key).ok_or_else(|| ApiError::not_found(res, target.name()))?;
+        let entry = state.registry.get_stored(res, target.ns(), target.name())?;
         return respond_stored(res, StatusCode::OK, &entry.value);
     }
-    let obj =
-        state.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, target.name()))?;
+    let obj = state.registry.get(res, target.ns(), target.name()).await?;
     let mut out = for_version(res, &obj);
     if q.flag("export") {
         export(&mut out, q.flag("exact"));
@@ -65,7 +59,7 @@ pub async fn get(
         None => respond(StatusCode::OK, output.format, &out),
         // A one-object Table carries the object's resourceVersion (the CRD table convertor).
         Some(opts) => {
-            let metadata = json!({"resourceVersion": super::meta_str(&out, "resourceVersion")});
+            let metadata = json!({"resourceVersion": meta_str(&out, "resourceVersion")});
             let rows = vec![table::row(res, &out, &opts, table::now())];
             respond(StatusCode::OK, output.format, &table::table(res, &opts, metadata, rows))
         }
@@ -105,29 +99,6 @@ fn export(obj: &mut Value, exact: bool) {
     }
 }
 
-/// Waits (bounded) until the store has reached revision `n`, else 504 as kube answers.
-async fn wait_for_revision(state: &AppState, n: u64) -> Result<u64, ApiError> {
-    let deadline = tokio::time::Instant::now() + FUTURE_RV_WAIT;
-    loop {
-        let current = state.store.current_revision().await?;
-        if current >= n {
-            return Ok(current);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(StoreError::FutureRevision { current }.into()).map_err(
-                |e: ApiError| match e {
-                    ApiError::Timeout { causes, .. } => ApiError::Timeout {
-                        message: format!("Too large resource version: {n}, current: {current}"),
-                        causes,
-                    },
-                    other => other,
-                },
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// LIST of a collection; `?watch=true` turns it into a watch.
 pub async fn list(
     state: &AppState,
@@ -141,7 +112,7 @@ pub async fn list(
         return watch_response(state, res, target, req, opts, true).await;
     }
     let output = negotiate_output(req, true, true)?;
-    let page = list_page(state, res, target.namespace.as_deref(), &opts).await?;
+    let page = state.registry.list(res, target.namespace.as_deref(), &opts).await?;
     match table_options(&output, &q)? {
         // Streamed from the stored bytes (see `Page::into_json_stream`). Streams are not gzipped.
         None if output.format == Format::Json => Ok(HttpResponse::Ok()
@@ -162,25 +133,10 @@ pub async fn list(
     }
 }
 
-/// One page of a list, read at one revision.
-pub(crate) struct Page {
-    pub revision: u64,
-    /// The objects as stored, shared with the store's in-memory state when read from it.
-    pub items: Vec<Bytes>,
-    pub continue_token: Option<String>,
-    /// Objects after this page at its revision; only with a continue token and no selector.
-    pub remaining: Option<u64>,
-}
-
 /// A JSON list body is sent in chunks of about this size.
 const LIST_CHUNK: usize = 64 << 10;
 
 impl Page {
-    /// The objects, decoded.
-    pub fn objects(&self) -> Result<Vec<Arc<Value>>, ApiError> {
-        self.items.iter().map(|b| Ok(Arc::new(decode_stored(b)?))).collect()
-    }
-
     /// The list without its items: `items` is `[]`.
     fn envelope(&self, res: &ResourceInfo) -> Value {
         let mut metadata = json!({
@@ -252,105 +208,6 @@ impl Page {
 
 const ITEMS: &[u8] = b"\"items\":[]";
 
-/// Reads one page: the revision comes from the continue token, `resourceVersion` and
-/// `resourceVersionMatch` as B.4's table says; selectors filter while the page fills.
-pub(crate) async fn list_page(
-    state: &AppState,
-    res: &ResourceInfo,
-    namespace: Option<&str>,
-    opts: &ListOptions,
-) -> Result<Page, ApiError> {
-    let prefix = collection_prefix(res, namespace);
-    let mut limit = opts.limit;
-    let mut start_after = None;
-    let revision = match (&opts.continue_token, opts.resource_version.as_deref()) {
-        (Some(tok), _) => {
-            start_after =
-                Some(format!("{prefix}{}", tok.start.strip_suffix('\0').unwrap_or(&tok.start)));
-            (tok.rv > 0).then_some(tok.rv as u64)
-        }
-        (None, None) => None,
-        // "Any" revision: 1.32 ignores limit here and returns everything.
-        (None, Some("0")) => {
-            limit = None;
-            None
-        }
-        (None, Some(rv)) => {
-            let n: u64 = rv.parse().unwrap_or(0);
-            let exact = opts.rv_match == Some(RvMatch::Exact)
-                || (opts.rv_match.is_none() && limit.is_some());
-            wait_for_revision(state, n).await?;
-            exact.then_some(n)
-        }
-    };
-    let expired = || -> ApiError {
-        match &opts.continue_token {
-            Some(tok) => ApiError::Expired {
-                message: "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.".into(),
-                continue_token: Some(ContinueToken::encode(-1, &tok.start)),
-            },
-            None => ApiError::Expired {
-                message: "The resourceVersion for the provided list is too old.".into(),
-                continue_token: None,
-            },
-        }
-    };
-    let map_err = |e: StoreError| -> ApiError {
-        match e {
-            StoreError::Expired { .. } => expired(),
-            other => ApiError::from(other),
-        }
-    };
-
-    let mut items = Vec::new();
-    let mut read_at = revision;
-    let mut continue_token = None;
-    loop {
-        let want = limit.map(|l| (l - items.len()).clamp(1, BATCH)).unwrap_or(BATCH);
-        let batch = state
-            .store
-            .list_raw(ListRequest {
-                prefix: prefix.clone(),
-                revision: read_at,
-                start_after: start_after.clone(),
-                limit: Some(want),
-            })
-            .await
-            .map_err(map_err)?;
-        let rev = batch.revision;
-        read_at = Some(rev);
-        let n = batch.items.len();
-        for (i, (key, obj)) in batch.items.into_iter().enumerate() {
-            start_after = Some(key.clone());
-            let keep = !opts.has_selector() || {
-                let value = decode_stored(&obj)?;
-                opts.labels.matches(&value) && opts.fields.matches(&value)
-            };
-            if keep {
-                items.push(obj);
-            }
-            if limit.is_some_and(|l| items.len() >= l) {
-                let more = i + 1 < n || batch.more;
-                let mut remaining = None;
-                if more {
-                    let rel = &key[prefix.len()..];
-                    continue_token = Some(ContinueToken::encode(rev as i64, &format!("{rel}\0")));
-                    // B.4: only unfiltered lists say how many remain (kube cannot count
-                    // what a selector would keep without reading it all).
-                    if !opts.has_selector() {
-                        let n = state.store.count_after(&prefix, &key, rev).await;
-                        remaining = Some(n.map_err(map_err)?);
-                    }
-                }
-                return Ok(Page { revision: rev, items, continue_token, remaining });
-            }
-        }
-        if !batch.more {
-            return Ok(Page { revision: rev, items, continue_token, remaining: None });
-        }
-    }
-}
-
 /// A watch on a `/watch/` path: same as `?watch=true`, but answered as plain `application/json`.
 pub async fn watch(
     state: &AppState,
@@ -403,7 +260,7 @@ async fn watch_response(
         // The watch-list stream: the state at a revision not older than N, then changes.
         (Some(true), None) => Start::Current,
         (Some(true), Some(n)) => {
-            wait_for_revision(state, n).await?;
+            state.registry.wait_for_revision(n).await?;
             Start::Current
         }
         (Some(false), None) => Start::Now,
@@ -417,7 +274,7 @@ async fn watch_response(
     let labels = opts.labels.clone();
     let fields = opts.fields.clone();
     let predicate: Predicate = Arc::new(move |obj: &Value| {
-        name.as_deref().is_none_or(|n| super::meta_str(obj, "name") == n)
+        name.as_deref().is_none_or(|n| meta_str(obj, "name") == n)
             && labels.matches(obj)
             && fields.matches(obj)
     });
@@ -581,7 +438,7 @@ impl WatchStream {
                 let object = match &mut self.table {
                     None => object,
                     Some(opts) => {
-                        let rv = super::meta_str(&object, "resourceVersion").to_string();
+                        let rv = meta_str(&object, "resourceVersion").to_string();
                         let rows = vec![table::row(self.res, &object, opts, table::now())];
                         let t = table::table(self.res, opts, json!({"resourceVersion": rv}), rows);
                         // Column definitions only on the first event (watchEmbeddedEncoder).

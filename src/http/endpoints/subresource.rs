@@ -1,27 +1,23 @@
-//! The `status` and `scale` subresources (A.4, B.2): which part of an object each endpoint may
-//! write, and the `autoscaling/v1` Scale view of a kind's replica count.
-//!
-//! Status writes run through the ordinary update and patch with `Target::part` set to
-//! `Part::Status`; `confine` (called by `write::commit_update`) then keeps only what that part
-//! may change, as AX strategy.go and status_strategy.go do. Scale writes are main-endpoint
-//! writes of the one field `x-virt-resource.scale` names (AX registry/customresource/etcd.go).
+//! The `status` and `scale` subresources over HTTP (A.4, B.2). Status reads and writes are the
+//! ordinary verbs with `Target::part` set to `Part::Status`; scale writes answer the Scale view
+//! of what the registry wrote (`object::subresource` holds the rules).
 
+use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use super::write::{commit_update, Commit, Ownership};
-use super::{meta_str, metadata, object_key, Part, Target};
-use crate::http::codec::{content_type, decode_object, negotiate, respond};
-use crate::http::params::reject_force;
+use super::write::decode_config;
+use super::Target;
+use crate::http::codec::{content_type, decode_object, negotiate, respond, with_warnings, Format};
+use crate::http::extract::{apply_options, patch_options, write_request};
 use crate::http::params::Query;
 use crate::http::server::AppState;
-use crate::object::error::{ApiError, Cause};
+use crate::object::error::ApiError;
 use crate::object::patch::NonApplyPatch;
-use crate::resource::{ResourceInfo, ScaleInfo};
-
-/// How often an unconditional scale write is retried when a concurrent write wins.
-const SCALE_RETRIES: usize = 16;
+use crate::object::subresource::{scale_info, to_scale, Part, SCALE_API_VERSION, SCALE_KIND};
+use crate::registry::{ApplyRequest, Outcome, ScaleChange};
+use crate::resource::ResourceInfo;
 
 /// `GET …/status`: the whole object, as kube answers it.
 pub async fn get_status(
@@ -62,14 +58,11 @@ pub async fn get_scale(
     target: Target,
     req: &HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let info = scale_info(res)?;
+    scale_info(res)?;
     Query::parse(req)?;
     let format = negotiate(req, true)?;
-    let key = object_key(res, target.ns(), target.name());
-    let obj =
-        state.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, target.name()))?;
-    let (scale, _) = to_scale(info, &obj)?;
-    respond(actix_web::http::StatusCode::OK, format, &scale)
+    let scale = state.registry.get_scale(res, &target).await?;
+    respond(StatusCode::OK, format, &scale)
 }
 
 /// `PUT …/scale`: writes the Scale's `spec.replicas` into the object. Conditional only when the
@@ -81,10 +74,7 @@ pub async fn update_scale(
     req: &HttpRequest,
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    let q = Query::parse(req)?;
-    let (dry_run, _validation) = q.write_options("UpdateOptions")?;
-    let manager = crate::http::params::manager_of(&q, req, "UpdateOptions")?;
-    let format = negotiate(req, true)?;
+    let (_, opts, format) = write_request(req, "UpdateOptions", true)?;
     let scale = decode_object(req, &body, true)?;
     let kind = scale.get("kind").and_then(Value::as_str).unwrap_or("");
     let api_version = scale.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -97,11 +87,14 @@ pub async fn update_scale(
     }
     target.check_identity(&scale)?;
     let change = ScaleChange::Replace(scale);
-    write_scale(state, res, &target, format, dry_run, &manager, change).await
+    let outcome =
+        state.registry.write_scale(res, &target, &change, opts.dry_run, &opts.manager).await?;
+    answer_scale(res, format, outcome)
 }
 
 /// `PATCH …/scale`: the patch applies to the Scale as `GET …/scale` shows it; its
-/// `spec.replicas` is then written into the object.
+/// `spec.replicas` is then written into the object. An apply patch is applied to the replica
+/// count the same way.
 pub async fn patch_scale(
     state: &AppState,
     res: &'static ResourceInfo,
@@ -110,75 +103,30 @@ pub async fn patch_scale(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let (dry_run, _validation) = q.write_options("PatchOptions")?;
+    let (dry_run, field_validation) = q.write_options("PatchOptions")?;
     let format = negotiate(req, true)?;
     let Some(patch) = NonApplyPatch::decode(&content_type(req), &body)? else {
         let info = scale_info(res)?;
-        return super::apply::apply_scale(state, res, info, target, req, &body).await;
+        let opts = apply_options(req)?;
+        let format = negotiate(req, true)?;
+        let config = decode_config(&body)?;
+        let request = ApplyRequest { config: &config, text: &body };
+        let outcome = state.registry.apply_scale(res, info, &target, request, &opts).await?;
+        return answer_scale(res, format, outcome);
     };
-    reject_force(&q)?;
-    let manager = crate::http::params::manager_of(&q, req, "PatchOptions")?;
-    write_scale(state, res, &target, format, dry_run, &manager, ScaleChange::Patch(patch)).await
+    let opts = patch_options(req, &q, dry_run, field_validation)?;
+    let change = ScaleChange::Patch(patch);
+    let outcome =
+        state.registry.write_scale(res, &target, &change, opts.dry_run, &opts.manager).await?;
+    answer_scale(res, format, outcome)
 }
 
-/// The Scale a write asks for: given whole, or as a patch to the current one.
-enum ScaleChange {
-    Replace(Value),
-    Patch(NonApplyPatch),
-}
-
-async fn write_scale(
-    state: &AppState,
+/// A scale write's answer: the Scale view of the object written, with the write's warnings.
+fn answer_scale(
     res: &'static ResourceInfo,
-    target: &Target,
-    format: crate::http::codec::Format,
-    dry_run: bool,
-    manager: &str,
-    change: ScaleChange,
+    format: Format,
+    outcome: Outcome,
 ) -> Result<HttpResponse, ApiError> {
-    let info = scale_info(res)?;
-    let name = target.name();
-    let key = object_key(res, target.ns(), name);
-    for _ in 0..SCALE_RETRIES {
-        let current = state.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, name))?;
-        let current_rv = meta_str(&current, "resourceVersion").to_string();
-        let (mut scale, spec_replicas) = to_scale(info, &current)?;
-        let patching = matches!(change, ScaleChange::Patch(_));
-        match &change {
-            ScaleChange::Replace(body) => scale = body.clone(),
-            ScaleChange::Patch(patch) => {
-                if spec_replicas.is_none() {
-                    scale["spec"]["replicas"] = Value::from(UNSET_REPLICAS);
-                }
-                patch.apply(&mut scale)?;
-                if !scale.is_object() {
-                    return Err(ApiError::PatchRejected);
-                }
-            }
-        }
-        let replicas = spec_replicas_of(&scale, patching)?;
-        if replicas == UNSET_REPLICAS {
-            return Err(ApiError::bad_request(format!(
-                "the spec replicas field {:?} cannot be empty",
-                info.spec_replicas_path
-            )));
-        }
-        // A resourceVersion in the Scale is a precondition; one the patch left alone is not.
-        let rv = meta_str(&scale, "resourceVersion");
-        if !rv.is_empty() && rv != current_rv {
-            return Err(ApiError::optimistic_lock(res, name));
-        }
-        let retry = rv.is_empty() || (patching && rv == current_rv);
-        let mut obj = (*current).clone();
-        set_nested(&mut obj, info.spec_replicas_path, Value::from(replicas))?;
-        let owner = Ownership::Update { manager, subresource: "scale" };
-        let how = Commit { part: Part::Main, dry_run, owner };
-        match commit_update(state, res, &key, &current, obj, how).await {
-            Err(ApiError::Conflict { .. }) if retry => continue,
-            Err(e) => return Err(e),
-            Ok((code, out)) => return respond(code, format, &to_scale(info, out.object())?.0),
-        }
-    }
-    Err(ApiError::optimistic_lock(res, name))
+    let (view, _) = to_scale(scale_info(res)?, outcome.object.value())?;
+    Ok(with_warnings(respond(StatusCode::OK, format, &view)?, &outcome.warnings))
 }
-

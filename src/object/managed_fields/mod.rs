@@ -8,6 +8,7 @@
 //! the fields of the applied configuration (`api::apply`). Entries are keyed by manager,
 //! operation, subresource and, for `Update` only, apiVersion.
 
+pub mod apply;
 pub mod fieldset;
 #[cfg(test)]
 mod record_tests;

@@ -1,4 +1,4 @@
-//! Server-side apply: `PATCH` with `application/apply-patch+yaml` (B.3; AS
+//! Server-side apply's merge (B.3; AS
 //! pkg/endpoints/handlers/patch.go `applyPatcher`, fieldmanager, structured-merge-diff
 //! merge/update.go).
 //!
@@ -8,26 +8,14 @@
 //! someone still owns them, and changing a field another manager owns is a conflict unless
 //! `force=true`, which takes the field from that manager.
 
-use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse};
+/// The annotation client-side `kubectl apply` keeps its configuration in.
 use serde_json::{Map, Value};
 
-use super::subresource::{self, SCALE_API_VERSION, SCALE_KIND};
-use super::write::{self, Commit, Ownership};
-use super::{for_version, meta_str, object_key, Part, Target};
-use crate::http::codec::{negotiate, respond, with_warnings, Answer};
-use crate::http::params::{FieldValidation, Query};
-use crate::http::server::AppState;
+use super::{self as mf, typed, Entry, FieldSet, Managers, Operation, PathElement, Type};
 use crate::object::error::{ApiError, Cause};
-use crate::object::managed_fields::{
-    self as mf, typed, Entry, FieldSet, Managers, Operation, PathElement, Type,
-};
-use crate::object::{strict_decoding, validation};
-use crate::resource::{ResourceInfo, ScaleInfo};
+use crate::object::subresource::{self, Part};
+use crate::resource::ResourceInfo;
 
-/// How often an unconditional apply is retried when a concurrent write wins.
-const APPLY_RETRIES: usize = 16;
-/// The annotation client-side `kubectl apply` keeps its configuration in.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Which part of an object an apply may change, for kinds with a status subresource (B.2/B.3):
@@ -144,313 +132,9 @@ impl Scope {
     }
 }
 
-/// An apply's options, checked as kube's `ValidatePatchOptions` does: one Invalid for every bad
-/// option, fieldManager first.
-struct Options {
-    manager: String,
-    force: bool,
-    dry_run: bool,
-    validation: FieldValidation,
-}
-
-impl Options {
-    fn parse(req: &HttpRequest) -> Result<Options, ApiError> {
-        let q = Query::parse(req)?;
-        let manager = q.get("fieldManager").unwrap_or("").to_string();
-        let mut causes = Vec::new();
-        if manager.is_empty() {
-            causes.push(Cause::required("fieldManager", "is required for apply patch"));
-        }
-        causes.extend(mf::manager_causes(&manager));
-        let (dry_run, validation) = match q.write_options("PatchOptions") {
-            Ok(options) => options,
-            Err(ApiError::Invalid { causes: more, .. }) => {
-                causes.extend(more);
-                (false, FieldValidation::Ignore)
-            }
-            Err(e) => return Err(e),
-        };
-        if !causes.is_empty() {
-            return Err(ApiError::invalid_options("PatchOptions", causes));
-        }
-        Ok(Options { manager, force: q.flag("force"), dry_run, validation })
-    }
-}
-
-/// Answers an apply PATCH on `target`: 201 when it created the object, else 200.
-pub(crate) async fn apply(
-    state: &AppState,
-    res: &'static ResourceInfo,
-    target: Target,
-    req: &HttpRequest,
-    body: &[u8],
-) -> Result<HttpResponse, ApiError> {
-    let scope = Scope::of(res, target.part);
-    let opts = Options::parse(req)?;
-    let format = negotiate(req, true)?;
-    let config = decode_config(body)?;
-    check_config(res, &config)?;
-    check_declared((res.group, res.version, res.kind), &target, &config)?;
-    let warnings = strict_yaml(body, opts.validation)?;
-    let request = Request::new(res, &target, &opts, scope);
-    let key = object_key(res, target.namespace.as_deref().unwrap_or(""), request.name());
-    for _ in 0..APPLY_RETRIES {
-        let outcome = match state.store.get(&key).await? {
-            None if scope == Scope::OnlyStatus => {
-                return Err(ApiError::not_found(res, request.name()))
-            }
-            None => request.create(state, &key, &config).await?,
-            Some(current) => request.update(state, &key, &current, &config).await?,
-        };
-        if let Some((code, answer)) = outcome {
-            return Ok(with_warnings(answer.respond(res, code, format)?, &warnings));
-        }
-    }
-    Err(ApiError::optimistic_lock(res, request.name()))
-}
-
-/// Answers an apply PATCH on `…/scale`: an `autoscaling/v1` Scale whose `spec.replicas` is
-/// applied to the field `x-virt-resource.scale` names, owned under the `scale` subresource
-/// (kube's fieldmanager ScaleHandler). Never creates.
-pub(crate) async fn apply_scale(
-    state: &AppState,
-    res: &'static ResourceInfo,
-    info: &'static ScaleInfo,
-    target: Target,
-    req: &HttpRequest,
-    body: &[u8],
-) -> Result<HttpResponse, ApiError> {
-    let opts = Options::parse(req)?;
-    let format = negotiate(req, true)?;
-    let scale = decode_config(body)?;
-    let version = scale.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if version != SCALE_API_VERSION {
-        return Err(ApiError::bad_request(format!(
-            "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {SCALE_API_VERSION}"
-        )));
-    }
-    let kind = scale.get("kind").and_then(Value::as_str).unwrap_or("");
-    if kind != SCALE_KIND {
-        return Err(ApiError::bad_request(format!(
-            "the kind in the apply patch ({kind}) does not match the expected kind ({SCALE_KIND})"
-        )));
-    }
-    if scale.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
-        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
-    }
-    check_declared(("autoscaling", "v1", SCALE_KIND), &target, &scale)?;
-    let warnings = strict_yaml(body, opts.validation)?;
-    // The same intent, said of the object itself.
-    let mut config = serde_json::json!({
-        "apiVersion": res.api_version(),
-        "kind": res.kind,
-        "metadata": scale.get("metadata").cloned().unwrap_or_else(|| Value::Object(Map::new())),
-    });
-    if scale.pointer("/spec/replicas").is_some() {
-        let replicas = subresource::spec_replicas_of(&scale, true)?;
-        subresource::set_nested(&mut config, info.spec_replicas_path, Value::from(replicas))?;
-    }
-    let request = Request::new(res, &target, &opts, Scope::Scale(info.spec_replicas_path));
-    let key = object_key(res, target.namespace.as_deref().unwrap_or(""), request.name());
-    for _ in 0..APPLY_RETRIES {
-        let Some(current) = state.store.get(&key).await? else {
-            return Err(ApiError::not_found(res, request.name()));
-        };
-        if let Some((code, answer)) = request.update(state, &key, &current, &config).await? {
-            let (view, _) = subresource::to_scale(info, answer.object())?;
-            return Ok(with_warnings(respond(code, format, &view)?, &warnings));
-        }
-    }
-    Err(ApiError::optimistic_lock(res, request.name()))
-}
-
-struct Request<'a> {
-    res: &'static ResourceInfo,
-    target: &'a Target,
-    manager: &'a str,
-    force: bool,
-    scope: Scope,
-    dry_run: bool,
-}
-
-impl<'a> Request<'a> {
-    fn new(
-        res: &'static ResourceInfo,
-        target: &'a Target,
-        opts: &'a Options,
-        scope: Scope,
-    ) -> Self {
-        Request {
-            res,
-            target,
-            manager: &opts.manager,
-            force: opts.force,
-            scope,
-            dry_run: opts.dry_run,
-        }
-    }
-
-    fn name(&self) -> &str {
-        self.target.name.as_deref().unwrap_or("")
-    }
-
-    /// Applies to a missing object; `None` when someone created it meanwhile (try again).
-    async fn create(
-        &self,
-        state: &AppState,
-        key: &str,
-        config: &Value,
-    ) -> Result<Option<(StatusCode, Answer)>, ApiError> {
-        let nothing = Value::Object(Map::new());
-        let mut obj = self.merge(&nothing, config)?;
-        let uid = meta_str(&obj, "uid");
-        if !uid.is_empty() {
-            return Err(ApiError::Conflict {
-                group: self.res.group.into(),
-                plural: self.res.plural.into(),
-                name: self.name().into(),
-                message: format!(
-                    "Operation cannot be fulfilled on {} {:?}: uid mismatch: the provided object specified uid {uid}, and no existing object was found",
-                    self.res.group_resource(),
-                    self.name()
-                ),
-            });
-        }
-        self.target.check_identity(&obj)?;
-        write::check_create_meta(self.res, self.target, &mut obj)?;
-        write::init_new_object(self.res, &mut obj)?;
-        write::check_size(&obj)?;
-        if self.dry_run {
-            return Ok(Some((StatusCode::CREATED, Answer::Computed(obj))));
-        }
-        match state.store.create(key, obj).await {
-            Ok(stored) => Ok(Some((StatusCode::CREATED, Answer::Stored(stored)))),
-            Err(crate::store::StoreError::AlreadyExists) => Ok(None),
-            Err(e) => Err(ApiError::from_store(e, self.res, self.name())),
-        }
-    }
-
-    /// Applies to `current`; `None` when an unconditional apply lost a race (try again).
-    async fn update(
-        &self,
-        state: &AppState,
-        key: &str,
-        current: &Value,
-        config: &Value,
-    ) -> Result<Option<(StatusCode, Answer)>, ApiError> {
-        // An apply is unconditional unless the configuration names a resourceVersion.
-        let wanted_rv = meta_str(config, "resourceVersion");
-        if !wanted_rv.is_empty() && wanted_rv != meta_str(current, "resourceVersion") {
-            return Err(ApiError::optimistic_lock(self.res, self.name()));
-        }
-        let obj = self.merge(&for_version(self.res, current), config)?;
-        self.target.check_identity(&obj)?;
-        let how =
-            Commit { part: self.target.part, dry_run: self.dry_run, owner: Ownership::Applied };
-        match write::commit_update(state, self.res, key, current, obj, how).await {
-            Err(ApiError::Conflict { .. }) if wanted_rv.is_empty() => Ok(None),
-            Err(e) => Err(e),
-            Ok(done) => Ok(Some(done)),
-        }
-    }
-
-    /// The object after applying `config` to `live`, with its managedFields.
-    fn merge(&self, live: &Value, config: &Value) -> Result<Value, ApiError> {
-        let mut out = merge_config(
-            Type::of(self.res),
-            live,
-            config,
-            self.manager,
-            &self.res.api_version(),
-            self.force,
-            self.scope,
-        )?;
-        if !matches!(self.scope, Scope::Scale(_)) {
-            sync_last_applied(self.manager, config, &mut out);
-        }
-        Ok(out)
-    }
-}
-
-/// The body: YAML, of which JSON is a part.
-fn decode_config(body: &[u8]) -> Result<Value, ApiError> {
-    // Through `limits`, which bounds flow nesting before libyaml's quadratic scanner sees it.
-    let text = std::str::from_utf8(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-    let v: Value = crate::object::limits::yaml_to_value(text)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-    if !v.is_object() {
-        return Err(ApiError::bad_request(
-            "error decoding YAML: the apply configuration must be an object",
-        ));
-    }
-    Ok(v)
-}
-
-/// Every field an apply sets must be declared: structured-merge-diff cannot type the
-/// configuration otherwise, whatever `fieldValidation` says. kube answers a 500 with this text
-/// (kubernetes#139253); it is the client's mistake, so ours is a 400.
-fn check_declared(
-    gvk: (&str, &str, &str),
-    target: &Target,
-    config: &Value,
-) -> Result<(), ApiError> {
-    let undeclared = validation::undeclared_in_apply(gvk, config);
-    let errors = match undeclared.as_slice() {
-        [] => return Ok(()),
-        [one] => format!("{one}: field not declared in schema"),
-        many => format!(
-            "errors:\n  {}",
-            many.iter()
-                .map(|p| format!("{p}: field not declared in schema"))
-                .collect::<Vec<_>>()
-                .join("\n  ")
-        ),
-    };
-    Err(ApiError::bad_request(format!(
-        "failed to create typed patch object ({}/{}; {}, Kind={}): {errors}",
-        target.namespace.as_deref().unwrap_or(""),
-        target.name.as_deref().unwrap_or(""),
-        if gvk.0.is_empty() { gvk.1.to_string() } else { format!("{}/{}", gvk.0, gvk.1) },
-        gvk.2
-    )))
-}
-
-/// Keys repeated in the configuration (handlers/patch.go `applyPatcher` decodes it again
-/// strictly): refused under `Strict`, the warnings under `Warn`.
-fn strict_yaml(body: &[u8], mode: FieldValidation) -> Result<Vec<String>, ApiError> {
-    if mode == FieldValidation::Ignore {
-        return Ok(Vec::new());
-    }
-    let lines =
-        std::str::from_utf8(body).map(strict_decoding::yaml_duplicate_keys).unwrap_or_default();
-    if mode == FieldValidation::Strict && !lines.is_empty() {
-        return Err(ApiError::bad_request(format!(
-            "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
-            lines.join("\n  ")
-        )));
-    }
-    Ok(lines)
-}
-
-/// What kube checks of an apply configuration before merging (structuredmerge.go `Apply`).
-fn check_config(res: &ResourceInfo, config: &Value) -> Result<(), ApiError> {
-    let version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if version != res.api_version() {
-        return Err(ApiError::bad_request(format!(
-            "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {}",
-            res.api_version()
-        )));
-    }
-    if config.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
-        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
-    }
-    write::check_type_meta(res, config)
-}
-
 /// Applies `config` by `manager` to `live` (merge/update.go `Apply`): the merged object with its
 /// managedFields, or the conflicts as a 409.
-pub(crate) fn merge_config(
+pub fn merge_config(
     ty: Type,
     live: &Value,
     config: &Value,
@@ -564,7 +248,7 @@ fn conflict_error(conflicts: &[(Entry, FieldSet)]) -> ApiError {
 
 /// kubectl's server-side apply keeps the client-side annotation in step when the object has one,
 /// so that a later client-side apply computes the right patch (lastappliedupdater.go).
-fn sync_last_applied(manager: &str, config: &Value, obj: &mut Value) {
+pub fn sync_last_applied(manager: &str, config: &Value, obj: &mut Value) {
     if manager != "kubectl" {
         return;
     }

@@ -1,0 +1,176 @@
+//! Deletion (B.6): preconditions, propagation finalizers, finalizing instead of removing while
+//! finalizers remain, and deletecollection.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::options::{DeleteOptions, ListOptions, Propagation};
+use super::read::Page;
+use super::strategy::{finalizers, metadata_mut};
+use super::update::Next;
+use super::{Change, Object, Registry};
+use crate::object::error::ApiError;
+use crate::object::{meta, meta_str};
+use crate::registry::keys::object_key;
+use crate::resource::ResourceInfo;
+
+/// What one delete did.
+#[derive(Debug)]
+pub enum Deleted {
+    /// Removed: its last state.
+    Gone(Object),
+    /// Kept with a deletionTimestamp because finalizers remain: its state now.
+    Finalizing(Object),
+}
+
+impl Registry {
+    /// Deletes the object `name` in `namespace` as a DELETE request does (also what the garbage
+    /// collector and deletecollection call).
+    pub async fn delete(
+        &self,
+        res: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let key = object_key(res, namespace, name);
+        let outcome = self
+            .guaranteed_update(res, &key, name, opts.dry_run, |current| {
+                let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
+                check_preconditions(res, name, current, opts)?;
+                let mut obj = (**current).clone();
+                let meta = metadata_mut(&mut obj)?;
+                let already_deleting = meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
+                let mut fins = finalizers(meta);
+                if !already_deleting {
+                    apply_propagation(&mut fins, opts);
+                }
+                if fins.is_empty() {
+                    return Ok(Next::Delete { answer: None });
+                }
+                if already_deleting {
+                    // A repeated delete changes nothing once finalization has begun.
+                    return Ok(Next::Keep(obj));
+                }
+                meta.insert("finalizers".into(), json!(fins));
+                meta.insert("deletionTimestamp".into(), Value::String(meta::now_rfc3339()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+                meta.insert("generation".into(), json!(g + 1));
+                Ok(Next::Update(obj))
+            })
+            .await?;
+        Ok(match outcome.change {
+            Change::Deleted => Deleted::Gone(outcome.object),
+            _ => Deleted::Finalizing(outcome.object),
+        })
+    }
+
+    /// Lists with `list` and deletes each item with `opts`; answers the page as it was read.
+    pub async fn delete_collection(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<(Page, Vec<Arc<Value>>), ApiError> {
+        let page = self.list(res, namespace, list).await?;
+        let objects = page.objects()?;
+        for obj in &objects {
+            let name = meta_str(obj, "name");
+            match self.delete(res, meta_str(obj, "namespace"), name, opts).await {
+                Ok(_) | Err(ApiError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((page, objects))
+    }
+}
+
+fn check_preconditions(
+    res: &ResourceInfo,
+    name: &str,
+    current: &Value,
+    opts: &DeleteOptions,
+) -> Result<(), ApiError> {
+    let conflict = |message: String| ApiError::Conflict {
+        group: res.group.into(),
+        plural: res.plural.into(),
+        name: name.into(),
+        message,
+    };
+    if let Some(uid) = &opts.precondition_uid {
+        let have = meta_str(current, "uid");
+        if uid != have {
+            return Err(conflict(format!(
+                "Operation cannot be fulfilled on {} {name:?}: the UID in the precondition ({uid}) does not match the UID in record ({have}). The object might have been deleted and then recreated",
+                res.group_kind()
+            )));
+        }
+    }
+    if let Some(rv) = &opts.precondition_rv {
+        let have = meta_str(current, "resourceVersion");
+        if rv != have {
+            return Err(conflict(format!(
+                "Operation cannot be fulfilled on {} {name:?}: the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({have}). The object might have been modified",
+                res.group_kind()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The propagation finalizers a delete adds or removes (store.go
+/// `deletionFinalizersForGarbageCollection`).
+fn apply_propagation(fins: &mut Vec<String>, opts: &DeleteOptions) {
+    let set = |fins: &mut Vec<String>, f: &str, on: bool| {
+        let has = fins.iter().any(|x| x == f);
+        if on && !has {
+            fins.push(f.to_string());
+        } else if !on && has {
+            fins.retain(|x| x != f);
+        }
+    };
+    match (opts.propagation, opts.orphan_dependents) {
+        (Some(Propagation::Orphan), _) | (None, Some(true)) => {
+            set(fins, meta::ORPHAN_FINALIZER, true);
+            set(fins, meta::FOREGROUND_FINALIZER, false);
+        }
+        (Some(Propagation::Foreground), _) => {
+            set(fins, meta::FOREGROUND_FINALIZER, true);
+            set(fins, meta::ORPHAN_FINALIZER, false);
+        }
+        (Some(Propagation::Background), _) => {
+            set(fins, meta::ORPHAN_FINALIZER, false);
+            set(fins, meta::FOREGROUND_FINALIZER, false);
+        }
+        (None, Some(false)) => set(fins, meta::ORPHAN_FINALIZER, false),
+        (None, None) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::options::Propagation;
+
+    fn opts(p: Option<Propagation>, o: Option<bool>) -> DeleteOptions {
+        DeleteOptions { propagation: p, orphan_dependents: o, ..DeleteOptions::default() }
+    }
+
+    #[test]
+    fn propagation_finalizers() {
+        let mut f = vec!["x.io/keep".to_string()];
+        apply_propagation(&mut f, &opts(Some(Propagation::Orphan), None));
+        assert_eq!(f, ["x.io/keep", "orphan"]);
+        apply_propagation(&mut f, &opts(Some(Propagation::Foreground), None));
+        assert_eq!(f, ["x.io/keep", "foregroundDeletion"]);
+        apply_propagation(&mut f, &opts(Some(Propagation::Background), None));
+        assert_eq!(f, ["x.io/keep"]);
+        apply_propagation(&mut f, &opts(None, Some(true)));
+        assert_eq!(f, ["x.io/keep", "orphan"]);
+        apply_propagation(&mut f, &opts(None, Some(false)));
+        assert_eq!(f, ["x.io/keep"]);
+    }
+}

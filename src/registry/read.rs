@@ -1,0 +1,191 @@
+//! Reads: one object, and one page of a list read at one revision (B.4: the revision from the
+//! continue token, `resourceVersion` and `resourceVersionMatch`; selectors filter while the
+//! page fills; keyset pages, never OFFSET).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::keys::{collection_prefix, object_key};
+use super::options::{ContinueToken, ListOptions, RvMatch};
+use super::Registry;
+use crate::object::error::ApiError;
+use crate::resource::ResourceInfo;
+use crate::store::{Bytes, Entry, ListRequest, StoreError};
+
+/// How many rows one store read fetches while filling a page.
+const BATCH: usize = 500;
+
+/// How long a read at a future revision waits for the store to catch up (kube: ~3 s).
+const FUTURE_RV_WAIT: Duration = Duration::from_secs(3);
+
+/// One page of a list, read at one revision.
+pub struct Page {
+    pub revision: u64,
+    /// The objects as stored, shared with the store's in-memory state when read from it.
+    pub items: Vec<Bytes>,
+    pub continue_token: Option<String>,
+    /// Objects after this page at its revision; only with a continue token and no selector.
+    pub remaining: Option<u64>,
+}
+
+impl Page {
+    /// The objects, decoded.
+    pub fn objects(&self) -> Result<Vec<Arc<Value>>, ApiError> {
+        self.items.iter().map(|b| Ok(Arc::new(decode_stored(b)?))).collect()
+    }
+}
+
+impl Registry {
+    /// The current state of the object `name` in `namespace`, as stored.
+    pub fn get_stored(
+        &self,
+        res: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Entry, ApiError> {
+        self.store
+            .get_raw(&object_key(res, namespace, name))
+            .ok_or_else(|| ApiError::not_found(res, name))
+    }
+
+    /// The current state of the object `name` in `namespace`, decoded.
+    pub async fn get(
+        &self,
+        res: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<Value>, ApiError> {
+        let key = object_key(res, namespace, name);
+        self.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, name))
+    }
+
+    /// Waits (bounded) until the store has reached revision `n`, else 504 as kube answers.
+    pub async fn wait_for_revision(&self, n: u64) -> Result<u64, ApiError> {
+        let deadline = tokio::time::Instant::now() + FUTURE_RV_WAIT;
+        loop {
+            let current = self.store.current_revision().await?;
+            if current >= n {
+                return Ok(current);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(StoreError::FutureRevision { current }.into()).map_err(
+                    |e: ApiError| match e {
+                        ApiError::Timeout { causes, .. } => ApiError::Timeout {
+                            message: format!("Too large resource version: {n}, current: {current}"),
+                            causes,
+                        },
+                        other => other,
+                    },
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Reads one page: the revision comes from the continue token, `resourceVersion` and
+    /// `resourceVersionMatch` as B.4's table says; selectors filter while the page fills.
+    pub async fn list(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<Page, ApiError> {
+        let prefix = collection_prefix(res, namespace);
+        let mut limit = opts.limit;
+        let mut start_after = None;
+        let revision = match (&opts.continue_token, opts.resource_version.as_deref()) {
+            (Some(tok), _) => {
+                start_after =
+                    Some(format!("{prefix}{}", tok.start.strip_suffix('\0').unwrap_or(&tok.start)));
+                (tok.rv > 0).then_some(tok.rv as u64)
+            }
+            (None, None) => None,
+            // "Any" revision: 1.32 ignores limit here and returns everything.
+            (None, Some("0")) => {
+                limit = None;
+                None
+            }
+            (None, Some(rv)) => {
+                let n: u64 = rv.parse().unwrap_or(0);
+                let exact = opts.rv_match == Some(RvMatch::Exact)
+                    || (opts.rv_match.is_none() && limit.is_some());
+                self.wait_for_revision(n).await?;
+                exact.then_some(n)
+            }
+        };
+        let expired = || -> ApiError {
+            match &opts.continue_token {
+                Some(tok) => ApiError::Expired {
+                    message: "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.".into(),
+                    continue_token: Some(ContinueToken::encode(-1, &tok.start)),
+                },
+                None => ApiError::Expired {
+                    message: "The resourceVersion for the provided list is too old.".into(),
+                    continue_token: None,
+                },
+            }
+        };
+        let map_err = |e: StoreError| -> ApiError {
+            match e {
+                StoreError::Expired { .. } => expired(),
+                other => ApiError::from(other),
+            }
+        };
+
+        let mut items = Vec::new();
+        let mut read_at = revision;
+        let mut continue_token = None;
+        loop {
+            let want = limit.map(|l| (l - items.len()).clamp(1, BATCH)).unwrap_or(BATCH);
+            let batch = self
+                .store
+                .list_raw(ListRequest {
+                    prefix: prefix.clone(),
+                    revision: read_at,
+                    start_after: start_after.clone(),
+                    limit: Some(want),
+                })
+                .await
+                .map_err(map_err)?;
+            let rev = batch.revision;
+            read_at = Some(rev);
+            let n = batch.items.len();
+            for (i, (key, obj)) in batch.items.into_iter().enumerate() {
+                start_after = Some(key.clone());
+                let keep = !opts.has_selector() || {
+                    let value = decode_stored(&obj)?;
+                    opts.labels.matches(&value) && opts.fields.matches(&value)
+                };
+                if keep {
+                    items.push(obj);
+                }
+                if limit.is_some_and(|l| items.len() >= l) {
+                    let more = i + 1 < n || batch.more;
+                    let mut remaining = None;
+                    if more {
+                        let rel = &key[prefix.len()..];
+                        continue_token =
+                            Some(ContinueToken::encode(rev as i64, &format!("{rel}\0")));
+                        // B.4: only unfiltered lists say how many remain (kube cannot count
+                        // what a selector would keep without reading it all).
+                        if !opts.has_selector() {
+                            let n = self.store.count_after(&prefix, &key, rev).await;
+                            remaining = Some(n.map_err(map_err)?);
+                        }
+                    }
+                    return Ok(Page { revision: rev, items, continue_token, remaining });
+                }
+            }
+            if !batch.more {
+                return Ok(Page { revision: rev, items, continue_token, remaining: None });
+            }
+        }
+    }
+}
+
+/// Stored bytes as a value; they were written from one, so failing is the store's fault.
+pub fn decode_stored(bytes: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::from(crate::store::StoreError::from(e)))
+}
