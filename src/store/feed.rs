@@ -20,7 +20,7 @@ use super::hub::Hub;
 use super::{served, Event, EventType, Prev, StoreError, Written};
 
 /// The shared layer's end of one write, carried through a backend and handed back with its
-/// commit (or failed): the decoded object to fan out, so nobody decodes the stored bytes again,
+/// commit (or failed): the decoded object to fan out, so nobody decodes the bytes again,
 /// and the writer's answer. Opaque to backends.
 #[derive(Debug)]
 pub struct Ticket {

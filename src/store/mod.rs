@@ -42,7 +42,8 @@ use hub::{Hub, Lag};
 pub use retention::RetentionConfig;
 use sqlite::SqliteBackend;
 
-/// Where the database lives, how long history is kept, and how far a watcher may fall behind.
+/// Where the SQLite database lives, how long history is kept, and how far a watcher may fall
+/// behind.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     /// A file path, or `":memory:"` for a private in-memory database with the same semantics.
@@ -87,7 +88,8 @@ pub struct ListResult {
     pub more: bool,
 }
 
-/// A page as stored: `(key, JSON bytes)` pairs, shared with the cache when read from it.
+/// A page as served: `(key, JSON bytes)` pairs, resourceVersion set, shared with the cache when
+/// read from it.
 #[derive(Debug, Clone)]
 pub struct RawList {
     pub revision: u64,
@@ -112,11 +114,12 @@ pub struct Event {
     pub kind: EventType,
     /// The new state; for `Deleted`, the last state with the delete's revision.
     pub object: Arc<Value>,
-    /// `object` as stored: watches send these bytes rather than encoding `object` again each.
+    /// `object` as served (its resourceVersion set): watches send these bytes rather than
+    /// encoding `object` again each.
     pub value: Bytes,
-    /// The state before the write (`None` for `Added`), for selector transitions.
+    /// The state before the write (`None` for `Added`), as served, for selector transitions.
     pub prev: Option<Prev>,
-    /// Stored bytes of `object` and `prev`: what a queued event costs, for queue limits.
+    /// Served bytes of `object` and `prev`: what a queued event costs, for queue limits.
     pub size: usize,
 }
 
@@ -127,8 +130,9 @@ impl Event {
     }
 }
 
-/// An event's previous state as stored, decoded only when asked (a watcher with a selector
-/// judging a transition) and then once for every watcher: the store thread never decodes it.
+/// An event's previous state as served, decoded only when asked (a watcher with a selector
+/// judging a transition) and then once for every watcher: the committing thread never decodes
+/// it.
 #[derive(Debug, Clone)]
 pub struct Prev {
     bytes: Bytes,
@@ -150,8 +154,8 @@ impl Prev {
     }
 }
 
-/// What a write left in the store: the object and its stored bytes (a JSON answer can send
-/// them as they are, as a get does).
+/// What a write left in the store: the object and its served bytes, resourceVersion set (a
+/// JSON answer can send them as they are, as a get does).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Written {
     pub object: Arc<Value>,
@@ -247,7 +251,7 @@ impl Store {
         }
     }
 
-    /// The current state of `key` as stored, from memory: a consistent read.
+    /// The current state of `key` as served, from memory: a consistent read.
     pub fn get_raw(&self, key: &str) -> Option<Entry> {
         self.inner.cache.get(key)
     }

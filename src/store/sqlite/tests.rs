@@ -114,6 +114,36 @@ async fn group_commit_metrics_are_the_backends() {
     assert_eq!(s.write_stats(), crate::store::WriteStats { commits: 2, writes: 2 });
 }
 
+/// Through the contract itself: the backend keeps and answers persisted bytes, without a
+/// resourceVersion, with the revisions that wrote them.
+#[tokio::test]
+async fn the_backend_answers_persisted_bytes_with_their_revisions() {
+    let (s, sqlite) = open_keeping(MEMORY);
+    let mut stale = obj("a", 0);
+    stale["metadata"]["resourceVersion"] = "77".into();
+    s.create("g/p/ns/a", stale.clone()).await.unwrap();
+    s.update("g/p/ns/a", 1, stale).await.unwrap();
+    s.create("g/p/ns/b", obj("b", 0)).await.unwrap();
+    let persisted = Bytes::from(serde_json::to_vec(&obj("a", 0)).unwrap());
+    let now = sqlite.get("g/p/ns/a", None).await.unwrap().unwrap();
+    let want = crate::store::backend::KeyValue {
+        key: "g/p/ns/a".into(),
+        rev: 2,
+        create_rev: 1,
+        value: persisted,
+    };
+    assert_eq!(now, want);
+    assert_eq!(sqlite.get("g/p/ns/a", Some(1)).await.unwrap().unwrap().rev, 1);
+    assert_eq!(sqlite.get("g/p/ns/b", Some(2)).await.unwrap(), None);
+    let range = sqlite.range(page("g/p/", None, None, 1)).await.unwrap();
+    assert_eq!((range.revision, range.items.as_slice(), range.more), (3, [want].as_slice(), true));
+    assert_eq!(sqlite.current_revision().await.unwrap(), 3);
+    assert_eq!(sqlite.compacted_revision().await.unwrap(), 0);
+    let changes = sqlite.events_after("g/p/ns/a", 0).await.unwrap();
+    assert_eq!(changes[1].prev.as_ref().map(|(rev, _)| *rev), Some(1));
+    assert!(changes.iter().all(|c| !c.value.windows(15).any(|w| w == b"resourceVersion")));
+}
+
 /// A database written by the release before the storage contract: every row's value holds its
 /// resourceVersion (a tombstone's, the delete's). It opens and serves the same bytes as then,
 /// and what is written from now on is persisted without one.
@@ -129,7 +159,9 @@ async fn rows_written_with_a_resource_version_are_served_as_before() {
         serde_json::to_vec(&o).unwrap()
     };
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let rows: [(u64, &str, bool, bool, u64, u64, Vec<u8>); 4] = [
+    /// (rev, key, created, deleted, create_rev, prev_rev, value): a `log` row.
+    type Row<'a> = (u64, &'a str, bool, bool, u64, u64, Vec<u8>);
+    let rows: [Row; 4] = [
         (1, "g/p/ns/a", true, false, 1, 0, old("a", 0, 1)),
         (2, "g/p/ns/b", true, false, 2, 0, old("b", 0, 2)),
         (3, "g/p/ns/a", false, false, 1, 1, old("a", 1, 3)),
