@@ -39,9 +39,10 @@ pub fn serve(persisted: &[u8], rev: u64) -> Bytes {
 /// cache holds (a delete's tombstone). Shares `served` when it holds no resourceVersion.
 pub fn strip(served: &Bytes) -> Bytes {
     let Some(meta) = top_member(served, METADATA) else { return served.clone() };
-    let Found::At { key, value_end, .. } = find(served, meta, RESOURCE_VERSION) else {
+    let Found::At { key, value } = find(served, meta, RESOURCE_VERSION) else {
         return served.clone();
     };
+    let Some(value_end) = value_end(served, value) else { return served.clone() };
     // Take one neighbouring comma with the member: the one after it, else the one before it.
     let after = skip_ws(served, value_end);
     let (from, to) = if served.get(after) == Some(&b',') {
@@ -72,7 +73,8 @@ pub fn set(obj: &mut Value, rev: u64) -> Result<(), StoreError> {
 }
 
 /// Removes `metadata.resourceVersion` from an object about to be persisted; the same checks as
-/// `set`.
+/// `set`, which also adds an empty `metadata` when there is none, so the persisted bytes are the
+/// served ones without the resourceVersion.
 pub fn clear(obj: &mut Value) -> Result<(), StoreError> {
     if let Value::Object(map) = obj {
         if let Some(Value::Object(meta)) = map.get_mut("metadata") {
@@ -117,8 +119,8 @@ fn splice(json: &[u8], rv: &[u8]) -> Option<Vec<u8>> {
         Found::At { value, .. } => {
             let meta = object_start(json, value)?;
             match find(json, meta, RESOURCE_VERSION) {
-                Found::At { value, value_end, .. } => {
-                    (at, to, open, close) = (value, value_end, b"\"", b"\"");
+                Found::At { value, .. } => {
+                    (at, to, open, close) = (value, value_end(json, value)?, b"\"", b"\"");
                     (comma_before, comma_after) = (false, false);
                 }
                 Found::Before(key) => {
@@ -161,11 +163,10 @@ fn splice(json: &[u8], rv: &[u8]) -> Option<Vec<u8>> {
 /// Where a member is, or would go, in an object.
 #[derive(Debug, PartialEq, Eq)]
 enum Found {
-    /// The member: its key's opening quote, and its value's start and end.
+    /// The member: its key's opening quote and its value's start.
     At {
         key: usize,
         value: usize,
-        value_end: usize,
     },
     /// Absent; the first key sorting after it opens here.
     Before(usize),
@@ -195,16 +196,15 @@ fn find(json: &[u8], open: usize, name: &[u8]) -> Found {
             return Found::Malformed;
         }
         let value = skip_ws(json, colon + 1);
-        let Some(value_end) = value_end(json, value) else {
-            return Found::Malformed;
-        };
+        // Keys come first: the value is skipped only when the member is not the one sought.
         match compare_key(&json[key..key_end], name) {
-            Some(std::cmp::Ordering::Equal) => return Found::At { key, value, value_end },
+            Some(std::cmp::Ordering::Equal) => return Found::At { key, value },
             Some(std::cmp::Ordering::Greater) => return Found::Before(key),
             Some(std::cmp::Ordering::Less) => {}
             None => return Found::Malformed,
         }
-        i = skip_ws(json, value_end);
+        let Some(end) = value_end(json, value) else { return Found::Malformed };
+        i = skip_ws(json, end);
         match json.get(i) {
             Some(b',') => i = skip_ws(json, i + 1),
             Some(b'}') => return Found::End { close: i, empty: false },
@@ -247,6 +247,16 @@ fn skip_ws(json: &[u8], mut i: usize) -> usize {
 /// The end (exclusive) of the string whose opening quote is at `start`.
 fn string_end(json: &[u8], start: usize) -> Option<usize> {
     let mut i = start + 1;
+    // Most keys and values here are short, where a call to memchr costs more than a look at
+    // each byte; a long one (an annotation) is left to memchr's wide compares.
+    let short = json.len().min(i + 32);
+    while i < short {
+        match json[i] {
+            b'"' => return Some(i + 1),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
     loop {
         let at = i + memchr::memchr2(b'"', b'\\', json.get(i..)?)?;
         if json[at] == b'\\' {
