@@ -33,7 +33,8 @@ pub use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use backend::{Backend, BackendFacts, Change, Feed, MetricSample, Op, Ticket, Write};
+use backend::{Backend, Change, Feed, Op, Ticket, Write};
+pub use backend::{BackendFacts, MetricKind, MetricSample};
 use cache::Cache;
 pub use cache::Entry;
 pub use error::StoreError;
