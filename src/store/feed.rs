@@ -84,11 +84,6 @@ impl Feed {
         self.cache.get(key)
     }
 
-    /// The revision of the last commit reported (or of the start-up state).
-    pub fn revision(&self) -> u64 {
-        self.cache.revision()
-    }
-
     /// One durable commit, its writes in revision order: the cache moves to it, waiters for its
     /// revision wake, its events are published, then its writers are answered.
     pub fn commit(&self, commits: Vec<Commit>) {

@@ -363,6 +363,8 @@ mod tests {
             json!({"metadat\"a": 1, "metadata\\": 2, "met\nadata": 3}),
             json!({"metadata": {"resourceVersio\"n": 1, "resourceVersion\\": 2, "r\u{e9}": 3}}),
             json!({"\u{10ffff}": 0, "metadata": {"\u{10ffff}": 0}}),
+            // Escaped, these keys sort after their neighbours; unescaped (as maps sort), before.
+            json!({"metadata": {"resource\"V": 1, "resource\nV": 2}, "metadat\"": 3}),
         ]
     }
 
@@ -448,6 +450,92 @@ mod tests {
         let mut buf = [0u8; 20];
         for n in [0, 7, 10, 99, 100, 4_294_967_296, u64::MAX] {
             assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
+        }
+    }
+
+    /// A small deterministic generator, so failures reproduce.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n
+        }
+
+        fn key(&mut self) -> String {
+            const KEYS: [&str; 16] = [
+                "metadata",
+                "metadat",
+                "metadatb",
+                "metadata0",
+                "resourceVersion",
+                "resourceVersio",
+                "resourceVersionz",
+                // Escaped, these sort after "resourceVersion"; unescaped, before.
+                "resource\"V",
+                "resource\nV",
+                "",
+                "\"",
+                "\\",
+                "a\nb",
+                "\u{e9}",
+                "uid",
+                "z",
+            ];
+            KEYS[self.below(KEYS.len() as u64) as usize].to_owned()
+        }
+
+        fn value(&mut self, depth: u32) -> Value {
+            match self.below(if depth == 0 { 4 } else { 6 }) {
+                0 => Value::Null,
+                1 => json!(self.below(1000) as f64 / 8.0),
+                2 => Value::String(
+                    ["{", "}", "\"", "\\", "[\"]", "x", ""]
+                        .iter()
+                        .take(1 + self.below(7) as usize)
+                        .map(|s| s.to_owned())
+                        .collect(),
+                ),
+                3 => json!(self.below(2) == 0),
+                4 => Value::Array((0..self.below(4)).map(|_| self.value(depth - 1)).collect()),
+                _ => Value::Object(
+                    (0..self.below(5)).map(|_| (self.key(), self.value(depth - 1))).collect(),
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn serving_random_objects_matches_an_encode() {
+        let mut g = Lcg(11);
+        for round in 0..2000 {
+            let mut obj = match g.value(3) {
+                Value::Object(map) => Value::Object(map),
+                other => json!({"spec": other}),
+            };
+            // Give most of them a metadata object, some with a resourceVersion of any type.
+            if g.below(4) != 0 {
+                let mut meta = match g.value(2) {
+                    Value::Object(map) => map,
+                    _ => Default::default(),
+                };
+                if g.below(2) == 0 {
+                    meta.insert("resourceVersion".into(), g.value(1));
+                }
+                obj["metadata"] = Value::Object(meta);
+            }
+            // A metadata that is not an object is refused before it is ever persisted.
+            if obj.get("metadata").is_some_and(|m| !m.is_object()) {
+                obj.as_object_mut().unwrap().remove("metadata");
+            }
+            let rev = g.below(1 << 40);
+            let want = encoded_with(&obj, rev);
+            assert_eq!(&serve(&persisted(&obj), rev)[..], &want[..], "round {round}: {obj}");
+            assert_eq!(&serve(&serde_json::to_vec(&obj).unwrap(), rev)[..], &want[..], "{obj}");
+            let mut cleared = obj.clone();
+            clear(&mut cleared).unwrap();
+            let stripped = strip(&Bytes::from(want));
+            assert_eq!(&stripped[..], &serde_json::to_vec(&cleared).unwrap()[..], "{obj}");
         }
     }
 }
