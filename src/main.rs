@@ -210,7 +210,18 @@ fn main() -> std::io::Result<()> {
         writeln!(out, "listening on {scheme}://{addr}")?;
         out.flush()?;
         drop(out);
-        // Background work starts only once the server is listening.
+        // Background work starts only once the server is listening. The compactor and the
+        // collector are singletons: they run here only when the backend says this process is
+        // the data's only server; leader election comes with a backend that needs it.
+        let facts = state.store.facts();
+        if facts.needs_leader_election {
+            eprintln!(
+                "error: the {} backend needs leader election for compaction and garbage \
+                 collection, which this build does not have",
+                facts.name
+            );
+            std::process::exit(1);
+        }
         state.store.start_compaction();
         if args.enable_garbage_collector {
             virt_apiserver::gc::spawn(

@@ -63,24 +63,18 @@ impl Registry {
 
     /// Waits (bounded) until the store has reached revision `n`, else 504 as kube answers.
     pub async fn wait_for_revision(&self, n: u64) -> Result<u64, ApiError> {
-        let deadline = tokio::time::Instant::now() + FUTURE_RV_WAIT;
-        loop {
-            let current = self.store.current_revision().await?;
-            if current >= n {
-                return Ok(current);
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(StoreError::FutureRevision { current }.into()).map_err(
-                    |e: ApiError| match e {
-                        ApiError::Timeout { causes, .. } => ApiError::Timeout {
-                            message: format!("Too large resource version: {n}, current: {current}"),
-                            causes,
-                        },
-                        other => other,
-                    },
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        // Woken by the commit that reaches `n`, not by polling.
+        let reached = tokio::time::timeout(FUTURE_RV_WAIT, self.store.wait_for_revision(n)).await;
+        if let Ok(reached) = reached {
+            return Ok(reached?);
+        }
+        let current = self.store.current_revision().await?;
+        match ApiError::from(StoreError::FutureRevision { current }) {
+            ApiError::Timeout { causes, .. } => Err(ApiError::Timeout {
+                message: format!("Too large resource version: {n}, current: {current}"),
+                causes,
+            }),
+            other => Err(other),
         }
     }
 

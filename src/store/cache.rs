@@ -1,12 +1,13 @@
 //! The current state in memory, as kube-apiserver's watch cache: every live key with its
 //! revision, create revision and stored JSON bytes, at exactly the committed revision.
 //!
-//! Only the store thread writes it, right after each commit and before that commit's events are
-//! published or its writers answered, under one lock with the revision. So a reader sees either
+//! Only the feed writes it (on the backend's committing thread), right after each commit and
+//! before that commit's events are published or its writers answered, under one lock with the
+//! revision. So a reader sees either
 //! the state before a commit or after it, never a torn one; a write's answer implies the cache
 //! holds it (read-your-writes for consistent reads); and a watch that subscribes and then reads
 //! the cache gets every event after what it read (see `watch`). Reads at any other revision go to
-//! the log on the store thread.
+//! the backend.
 //!
 //! Values stay encoded (`Bytes`, shared with the pages that list them): memory is the objects'
 //! JSON plus a key and three words each, and a list copies nothing.
@@ -24,7 +25,7 @@ use super::{ListRequest, RawList};
 pub struct Entry {
     pub rev: u64,
     pub create_rev: u64,
-    /// The object's JSON as stored in the log (its resourceVersion filled in).
+    /// The object's JSON as served: as persisted, with its resourceVersion set (`served`).
     pub value: Bytes,
 }
 
@@ -56,11 +57,6 @@ struct State {
 }
 
 impl Cache {
-    /// A cache holding `objects` at revision `rev` (the state read at start-up).
-    pub fn new(rev: u64, objects: BTreeMap<Box<str>, Entry>) -> Cache {
-        Cache { state: RwLock::new(State { rev, objects }), counts: Mutex::default() }
-    }
-
     fn read(&self) -> RwLockReadGuard<'_, State> {
         // Writers never panic half-way through an update (plain map inserts), so a poisoned
         // lock still guards a whole state.
@@ -77,7 +73,7 @@ impl Cache {
     }
 
     /// One page of the current state, or `None` when the request is for another revision (the
-    /// log answers it). Same semantics as the store thread's `list`.
+    /// backend answers it). Same semantics as `Backend::range`.
     pub fn list(&self, req: &ListRequest) -> Option<RawList> {
         let st = self.read();
         if req.revision.is_some_and(|r| r != st.rev) {
@@ -125,20 +121,34 @@ impl Cache {
         Some(count)
     }
 
-    /// Moves the state to `rev` by the committed changes (`None`: the key was deleted).
-    pub fn apply<'a>(&self, rev: u64, changes: impl IntoIterator<Item = (&'a str, Option<Entry>)>) {
+    /// Moves the state to `rev` by the committed changes (`None`: the key was deleted), in
+    /// order, and answers each key's entry before its change (what the change replaced).
+    pub fn apply<'a>(
+        &self,
+        rev: u64,
+        changes: impl IntoIterator<Item = (&'a str, Option<Entry>)>,
+    ) -> Vec<Option<Entry>> {
+        let changes = changes.into_iter();
+        let mut replaced = Vec::with_capacity(changes.size_hint().0);
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let objects = &mut st.objects;
         for (key, entry) in changes {
-            match entry {
-                Some(entry) => {
-                    st.objects.insert(key.into(), entry);
-                }
-                None => {
-                    st.objects.remove(key);
-                }
-            }
+            replaced.push(match entry {
+                Some(entry) => match objects.get_mut(key) {
+                    // An update keeps the map's key: no new key is made for it.
+                    Some(live) => Some(std::mem::replace(live, entry)),
+                    None => objects.insert(key.into(), entry),
+                },
+                None => objects.remove(key),
+            });
         }
         st.rev = rev;
+        replaced
+    }
+
+    /// Replaces the whole state: what a backend holds live at `rev` when it opens.
+    pub fn reset(&self, rev: u64, objects: BTreeMap<Box<str>, Entry>) {
+        *self.state.write().unwrap_or_else(|e| e.into_inner()) = State { rev, objects };
     }
 }
 
@@ -190,7 +200,7 @@ mod tests {
         let next = c.list(&req("g/p/", Some("g/p/b/y"), Some(2), Some(4))).unwrap();
         assert_eq!((keys(&next), next.more), (vec!["g/p/c/z"], false));
         assert_eq!(keys(&c.list(&req("g/p/b/", None, Some(0), None)).unwrap()), ["g/p/b/y"]);
-        // Another revision is the log's to answer.
+        // Another revision is the backend's to answer.
         assert!(c.list(&req("g/p/", None, None, Some(3))).is_none());
         assert_eq!(c.count_after("g/p/", "g/p/a/x", 4), Some(2));
         assert_eq!(c.count_after("g/p/", "", 4), Some(3));

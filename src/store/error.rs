@@ -1,8 +1,7 @@
-//! The store's HTTP-agnostic error, and the one place rusqlite errors are translated into it.
+//! The store's HTTP-agnostic error, the same for every backend (SQLite's translation of its
+//! own errors is in `sqlite::conn`).
 
 use std::fmt;
-
-use rusqlite::ErrorCode;
 
 /// What a store operation can fail with; the API layer maps each variant to a `Status` once.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,46 +53,8 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
-impl From<rusqlite::Error> for StoreError {
-    /// Conditions that go away on their own or with operator help (a lock held elsewhere, a full
-    /// or failing disk) are `Unavailable`, so health checks and clients can tell them from bugs.
-    fn from(e: rusqlite::Error) -> StoreError {
-        match e.sqlite_error_code() {
-            Some(
-                ErrorCode::DatabaseBusy
-                | ErrorCode::DatabaseLocked
-                | ErrorCode::SystemIoFailure
-                | ErrorCode::DiskFull
-                | ErrorCode::CannotOpen
-                | ErrorCode::ReadOnly
-                | ErrorCode::OutOfMemory,
-            ) => StoreError::Unavailable(e.to_string()),
-            _ => StoreError::Internal(e.to_string()),
-        }
-    }
-}
-
 impl From<serde_json::Error> for StoreError {
     fn from(e: serde_json::Error) -> StoreError {
         StoreError::Internal(format!("stored JSON: {e}"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn busy_is_unavailable_and_constraint_is_internal() {
-        let busy = rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
-            None,
-        );
-        assert!(matches!(StoreError::from(busy), StoreError::Unavailable(_)));
-        let unique = rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
-            None,
-        );
-        assert!(matches!(StoreError::from(unique), StoreError::Internal(_)));
     }
 }

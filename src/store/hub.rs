@@ -1,6 +1,7 @@
 //! Fan-out of committed events to subscribers, each with its own bounded queue.
 //!
-//! The store thread publishes every commit here before it runs the next command; publishing
+//! The feed publishes every commit here, on the backend's committing thread, before that backend
+//! runs anything else; publishing
 //! never waits for a subscriber. Each subscription has a key prefix and a filter (events outside
 //! them are never queued for it, and wake nobody) and a budget in events and bytes. What happens
 //! when a subscriber exceeds it depends on its policy:
@@ -62,7 +63,7 @@ pub struct Hub {
     limits: QueueLimits,
 }
 
-/// Which events under its prefix a subscriber wants; it runs on the store thread as events are
+/// Which events under its prefix a subscriber wants; it runs on the committing thread as events are
 /// published, so a subscriber that wants few is not woken for the rest.
 pub type Filter = fn(&Event) -> bool;
 

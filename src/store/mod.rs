@@ -1,40 +1,51 @@
-//! The object store: a revisioned key-value log on embedded SQLite; the only module speaking SQL.
+//! The object store: the shared layer over a storage backend; the only module that knows one.
 //!
 //! Keys are `"<group>/<plural>/<namespace>/<name>"` (empty namespace for cluster kinds); values are
-//! JSON objects. Every write takes the next global revision (gap-free, from 1), which the store
-//! writes into the object as `metadata.resourceVersion` before storing, so stored bytes are final.
+//! JSON objects. Every write takes a new, greater revision (SQLite's are gap-free, from 1), which
+//! readers see as the object's `metadata.resourceVersion`. The bytes a backend persists carry no
+//! resourceVersion (a distributed engine assigns the revision at commit); it is set once per
+//! commit into the bytes the cache keeps and events carry (`served`), so every get, list and
+//! watch sends cached bytes as they are.
 //!
-//! Layout: `Store` is the async handle; `engine` is the one thread that owns the connection and
-//! runs commands in order; `cache` the current state in memory, which serves reads at the current
-//! revision without that thread; `sql` holds the schema and statements; `compact` the retention
-//! policy.
+//! Layout: `Store` is the async handle, shared by every backend: `cache` (the current state in
+//! memory, serving reads at the current revision without the backend), `hub` (the fan-out of
+//! committed events), the revision waiters, and an `Arc<dyn Backend>`. `backend` is the storage
+//! contract, `feed` where a backend reports its commits, `sqlite` the SQLite revision log,
+//! `retention` the history retention policy, `contract_tests` the suite every backend passes.
 //! The store knows nothing of HTTP: callers map `StoreError` to a `Status` once.
 
+pub mod backend;
 mod cache;
-mod compact;
-mod engine;
+#[cfg(test)]
+mod contract_tests;
 mod error;
+mod feed;
 mod hub;
-mod sql;
+mod retention;
+mod served;
+pub mod sqlite;
 pub mod watch;
 
 use std::fmt;
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
+use std::future::Future;
+use std::sync::Arc;
 
 pub use bytes::Bytes;
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::watch as revisions;
 
+use backend::{Backend, Change, Feed, Op, Ticket, Write};
+pub use backend::{BackendFacts, MetricSample};
 use cache::Cache;
 pub use cache::Entry;
-pub use compact::RetentionConfig;
-use engine::{Command, Engine, Reply, WriteCounters, WriteOp};
 pub use error::StoreError;
 pub use hub::{Filter, HubStats, QueueLimits, Subscription};
 use hub::{Hub, Lag};
+pub use retention::RetentionConfig;
+use sqlite::SqliteBackend;
 
-/// Where the database lives, how long history is kept, and how far a watcher may fall behind.
+/// Where the SQLite database lives, how long history is kept, and how far a watcher may fall
+/// behind.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     /// A file path, or `":memory:"` for a private in-memory database with the same semantics.
@@ -79,7 +90,8 @@ pub struct ListResult {
     pub more: bool,
 }
 
-/// A page as stored: `(key, JSON bytes)` pairs, shared with the cache when read from it.
+/// A page as served: `(key, JSON bytes)` pairs, resourceVersion set, shared with the cache when
+/// read from it.
 #[derive(Debug, Clone)]
 pub struct RawList {
     pub revision: u64,
@@ -104,11 +116,12 @@ pub struct Event {
     pub kind: EventType,
     /// The new state; for `Deleted`, the last state with the delete's revision.
     pub object: Arc<Value>,
-    /// `object` as stored: watches send these bytes rather than encoding `object` again each.
+    /// `object` as served (its resourceVersion set): watches send these bytes rather than
+    /// encoding `object` again each.
     pub value: Bytes,
-    /// The state before the write (`None` for `Added`), for selector transitions.
+    /// The state before the write (`None` for `Added`), as served, for selector transitions.
     pub prev: Option<Prev>,
-    /// Stored bytes of `object` and `prev`: what a queued event costs, for queue limits.
+    /// Served bytes of `object` and `prev`: what a queued event costs, for queue limits.
     pub size: usize,
 }
 
@@ -119,8 +132,9 @@ impl Event {
     }
 }
 
-/// An event's previous state as stored, decoded only when asked (a watcher with a selector
-/// judging a transition) and then once for every watcher: the store thread never decodes it.
+/// An event's previous state as served, decoded only when asked (a watcher with a selector
+/// judging a transition) and then once for every watcher: the committing thread never decodes
+/// it.
 #[derive(Debug, Clone)]
 pub struct Prev {
     bytes: Bytes,
@@ -142,8 +156,8 @@ impl Prev {
     }
 }
 
-/// What a write left in the store: the object and its stored bytes (a JSON answer can send
-/// them as they are, as a get does).
+/// What a write left in the store: the object and its served bytes, resourceVersion set (a
+/// JSON answer can send them as they are, as a get does).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Written {
     pub object: Arc<Value>,
@@ -160,21 +174,23 @@ impl std::ops::Deref for Written {
     }
 }
 
-/// Cheap clone handle to the store thread.
+/// Cheap clone handle to the store: its cache, hub and backend.
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    commands: mpsc::Sender<Command>,
+    /// Dropped first (fields drop in order), which stops the backend; its feed's end then closes
+    /// the hub, ending every watch.
+    backend: Arc<dyn Backend>,
     hub: Arc<Hub>,
     cache: Arc<Cache>,
-    counters: Arc<WriteCounters>,
-    thread: Option<JoinHandle<()>>,
+    /// The cache's revision, for waiters; the feed sends it after each commit.
+    revision: revisions::Receiver<u64>,
 }
 
-/// Committed writes and the transactions that held them: their ratio is the group commit's
+/// Committed writes and the transactions that committed them: their ratio is the group commit's
 /// batch size.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteStats {
@@ -182,60 +198,51 @@ pub struct WriteStats {
     pub writes: u64,
 }
 
-impl Drop for Inner {
-    /// Closes the command channel and waits for the thread, so the database is closed (and
-    /// its WAL checkpointed) before the last handle is gone, e.g. before reopening the file.
-    fn drop(&mut self) {
-        // Swapping in a dead sender drops the live one: the thread sees the channel close.
-        drop(std::mem::replace(&mut self.commands, mpsc::channel().0));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        // Watches end once the store is gone: nothing more will ever happen.
-        self.hub.close();
-    }
-}
-
 impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Store").finish_non_exhaustive()
+        f.debug_struct("Store").field("backend", &self.inner.backend.facts().name).finish()
     }
 }
 
 impl Store {
-    /// Opens (or creates) the database and starts the store thread; blocks until it is ready.
+    /// Opens (or creates) the SQLite database `cfg.path` and starts its thread; blocks until it
+    /// is ready.
     ///
     /// History is not compacted automatically until `start_compaction` is called, so a server
     /// can start answering before the first compaction runs.
     pub fn open(cfg: StoreConfig) -> Result<Store, StoreError> {
-        let (commands, inbox) = mpsc::channel();
-        let (ready, opened) = mpsc::sync_channel(1);
-        let hub = Arc::new(Hub::new(cfg.watch_queue));
-        let publisher = hub.clone();
-        let counters = Arc::new(WriteCounters::default());
-        let counting = counters.clone();
-        let thread = std::thread::Builder::new()
-            .name("virt-store".into())
-            .spawn(move || match Engine::open(&cfg.path, cfg.retention, publisher, counting) {
-                Ok((engine, cache)) => {
-                    let _ = ready.send(Ok(cache));
-                    engine.run(inbox);
-                }
-                Err(e) => {
-                    let _ = ready.send(Err(e));
-                }
-            })
-            .map_err(|e| StoreError::Unavailable(format!("cannot start the store thread: {e}")))?;
-        let cache = opened.recv().map_err(|_| stopped())??;
-        let inner = Inner { commands, hub, cache, counters, thread: Some(thread) };
-        Ok(Store { inner: Arc::new(inner) })
+        Store::with_backend(cfg.watch_queue, |feed| {
+            Ok(Arc::new(SqliteBackend::open(&cfg.path, cfg.retention, feed)?))
+        })
     }
 
-    /// Lets the store thread compact history on its own from now on (A.6), a batch at a time
-    /// between commands.
+    /// A store over the backend `open` makes from the feed it is given. `open` must load the
+    /// backend's live state into the feed (`Feed::load`) before it returns.
+    pub fn with_backend(
+        watch_queue: QueueLimits,
+        open: impl FnOnce(Feed) -> Result<Arc<dyn Backend>, StoreError>,
+    ) -> Result<Store, StoreError> {
+        let hub = Arc::new(Hub::new(watch_queue));
+        let cache = Arc::new(Cache::default());
+        let (sender, revision) = revisions::channel(0);
+        let backend = open(Feed::new(cache.clone(), hub.clone(), sender))?;
+        Ok(Store { inner: Arc::new(Inner { backend, hub, cache, revision }) })
+    }
+
+    /// Lets the backend compact history on its own from now on, by its retention policy (A.6).
     pub fn start_compaction(&self) {
-        // Fails only when the thread has stopped, which every later call reports anyway.
-        let _ = self.inner.commands.send(Command::StartCompaction);
+        self.inner.backend.start_compaction();
+    }
+
+    /// What deployments must know about the backend, e.g. whether singletons need leader
+    /// election.
+    pub fn facts(&self) -> BackendFacts {
+        self.inner.backend.facts()
+    }
+
+    /// The backend's own metric samples (SQLite: its group commit's counters).
+    pub fn metrics(&self) -> Vec<MetricSample> {
+        self.inner.backend.metrics()
     }
 
     /// The current state of `key`, from memory.
@@ -246,9 +253,23 @@ impl Store {
         }
     }
 
-    /// The current state of `key` as stored, from memory: a consistent read.
+    /// The current state of `key` as served, from memory: a consistent read.
     pub fn get_raw(&self, key: &str) -> Option<Entry> {
         self.inner.cache.get(key)
+    }
+
+    /// The state of `key` at revision `rev` as served then; `Expired` and `FutureRevision` as
+    /// for `list`. The current revision is read from memory.
+    pub async fn get_at(&self, key: &str, rev: u64) -> Result<Option<Entry>, StoreError> {
+        if rev == self.inner.cache.revision() {
+            return Ok(self.inner.cache.get(key));
+        }
+        let kv = self.inner.backend.get(key, Some(rev)).await?;
+        Ok(kv.map(|kv| Entry {
+            rev: kv.rev,
+            create_rev: kv.create_rev,
+            value: served::serve(&kv.value, kv.rev),
+        }))
     }
 
     /// One page of a collection, at the current or a past revision (keyset paging, never OFFSET).
@@ -265,13 +286,22 @@ impl Store {
         Ok(ListResult { revision: raw.revision, items, more: raw.more })
     }
 
-    /// `list` with the objects as stored. The current revision is read from memory; any other
-    /// from the log on the store thread.
+    /// `list` with the objects as served. The current revision is read from memory; any other
+    /// from the backend.
     pub async fn list_raw(&self, req: ListRequest) -> Result<RawList, StoreError> {
         if let Some(page) = self.inner.cache.list(&req) {
             return Ok(page);
         }
-        self.call(|reply| Command::List { req, reply }).await
+        let range = self.inner.backend.range(req).await?;
+        let items = range
+            .items
+            .into_iter()
+            .map(|kv| {
+                let value = served::serve(&kv.value, kv.rev);
+                (kv.key, value)
+            })
+            .collect();
+        Ok(RawList { revision: range.revision, items, more: range.more })
     }
 
     /// How many objects under `prefix` follow the key `after` at revision `rev`: what remains
@@ -285,14 +315,12 @@ impl Store {
         if let Some(n) = self.inner.cache.count_after(prefix, after, rev) {
             return Ok(n);
         }
-        let (prefix, after) = (prefix.to_owned(), after.to_owned());
-        self.call(|reply| Command::CountAfter { prefix, after, rev, reply }).await
+        self.inner.backend.count_after(prefix, after, rev).await
     }
 
     /// Stores a new object; `AlreadyExists` if the key is live.
     pub async fn create(&self, key: &str, obj: Value) -> Result<Written, StoreError> {
-        let op = WriteOp::Create { key: key.to_owned(), obj };
-        self.call(|reply| Command::Write { op, reply }).await
+        self.write(key, Some(obj), |value| Op::Create { value }).await
     }
 
     /// Replaces the object if its revision is still `expected_rev` (`NotFound`, `Conflict`).
@@ -302,21 +330,39 @@ impl Store {
         expected_rev: u64,
         obj: Value,
     ) -> Result<Written, StoreError> {
-        let op = WriteOp::Update { key: key.to_owned(), expected: expected_rev, obj };
-        self.call(|reply| Command::Write { op, reply }).await
+        self.write(key, Some(obj), |value| Op::Update { expected: expected_rev, value }).await
     }
 
     /// Deletes the object if its revision is still `expected_rev`; answers its last state with
     /// the delete's revision as `resourceVersion`.
     pub async fn delete(&self, key: &str, expected_rev: u64) -> Result<Written, StoreError> {
-        let op = WriteOp::Delete { key: key.to_owned(), expected: expected_rev };
-        self.call(|reply| Command::Write { op, reply }).await
+        self.write(key, None, |_| Op::Delete { expected: expected_rev }).await
+    }
+
+    /// Hands one write to the backend and awaits its answer. The object is encoded here, on the
+    /// caller's thread, as persisted: without a resourceVersion, whatever the caller's held.
+    async fn write(
+        &self,
+        key: &str,
+        obj: Option<Value>,
+        op: impl FnOnce(Bytes) -> Op,
+    ) -> Result<Written, StoreError> {
+        let (value, obj) = match obj {
+            Some(mut obj) => {
+                served::clear(&mut obj)?;
+                (Bytes::from(serde_json::to_vec(&obj)?), Some(obj))
+            }
+            None => (Bytes::new(), None),
+        };
+        let (ticket, answer) = Ticket::new(obj);
+        self.inner.backend.append(Write { key: key.to_owned(), op: op(value), ticket });
+        answer.await.map_err(|_| stopped())?
     }
 
     /// The live events that pass `filter` from now on, in revision order, for internal
     /// consumers that re-scan when they fall behind (`recv` reports `Lagged` once, then
-    /// delivery resumes). `filter` runs on the store thread as each commit is published: keep
-    /// it cheap.
+    /// delivery resumes). `filter` runs on the backend's committing thread as each commit is
+    /// published: keep it cheap.
     pub fn subscribe(&self, filter: Filter) -> Subscription {
         self.inner.hub.subscribe("", filter, Lag::Resume)
     }
@@ -332,28 +378,55 @@ impl Store {
         self.inner.hub.stats()
     }
 
-    /// Writes committed and the transactions that committed them, since start.
+    /// Writes committed and the transactions that committed them, since start: the backend's
+    /// group-commit counters (`sqlite::COMMITS_TOTAL`, `sqlite::WRITES_TOTAL`), zero for a
+    /// backend that reports none.
     pub fn write_stats(&self) -> WriteStats {
-        let c = &self.inner.counters;
-        WriteStats {
-            commits: c.commits.load(std::sync::atomic::Ordering::Relaxed),
-            writes: c.writes.load(std::sync::atomic::Ordering::Relaxed),
+        let mut stats = WriteStats::default();
+        for sample in self.inner.backend.metrics() {
+            match sample.name {
+                sqlite::COMMITS_TOTAL => stats.commits = sample.value,
+                sqlite::WRITES_TOTAL => stats.writes = sample.value,
+                _ => {}
+            }
         }
+        stats
     }
 
-    /// The newest revision written.
+    /// The newest revision written, as the cache holds it.
     pub async fn current_revision(&self) -> Result<u64, StoreError> {
         Ok(self.inner.cache.revision())
     }
 
-    /// A real, fsync'd write through the store thread; the caller applies its own deadline.
-    pub async fn probe(&self) -> Result<(), StoreError> {
-        self.call(|reply| Command::Probe { reply }).await
+    /// History at or below this revision is gone.
+    pub async fn compacted_revision(&self) -> Result<u64, StoreError> {
+        self.inner.backend.compacted_revision().await
     }
 
-    /// 32 random bytes, made on first use and kept in the database across restarts.
+    /// Resolves once the current revision (the cache's) is at least `rev`, with that revision:
+    /// woken by the commit that reaches it, never polling. The caller bounds it in time (kube
+    /// answers a too-new resourceVersion with 504 after 3 s). `Unavailable` if the backend
+    /// stops first.
+    pub fn wait_for_revision(
+        &self,
+        rev: u64,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'static {
+        let mut revision = self.inner.revision.clone();
+        async move {
+            let reached =
+                revision.wait_for(|&current| current >= rev).await.map_err(|_| stopped())?;
+            Ok(*reached)
+        }
+    }
+
+    /// A real, durable write through the backend; the caller applies its own deadline.
+    pub async fn probe(&self) -> Result<(), StoreError> {
+        self.inner.backend.probe().await
+    }
+
+    /// 32 random bytes, made on first use and kept with the data across restarts.
     pub async fn secret(&self, name: &str) -> Result<Vec<u8>, StoreError> {
-        self.call(|reply| Command::Secret { name: name.to_owned(), reply }).await
+        self.inner.backend.secret(name).await
     }
 
     /// Every change under `prefix` with a revision above `rev`, in revision order: the replay
@@ -367,28 +440,27 @@ impl Store {
         if rev == self.inner.cache.revision() {
             return Ok(Vec::new());
         }
-        self.call(|reply| Command::EventsAfter { prefix: prefix.to_owned(), rev, reply }).await
+        let changes = self.inner.backend.events_after(prefix, rev).await?;
+        changes.into_iter().map(|change| event(change).map(Arc::new)).collect()
     }
 
     /// Drops history up to `rev` (capped at the current revision) now and answers the compacted
     /// revision. Once `start_compaction` was called the store also compacts on its own, as its
     /// `RetentionConfig` says (A.6); this is for tests and operators.
     pub async fn compact(&self, rev: u64) -> Result<u64, StoreError> {
-        self.call(|reply| Command::Compact { rev, reply }).await
+        self.inner.backend.compact(rev).await
     }
+}
 
-    /// `(journal_mode, synchronous)` as the connection reports them.
-    #[cfg(test)]
-    async fn pragmas(&self) -> Result<(String, i64), StoreError> {
-        self.call(|reply| Command::Pragmas { reply }).await
-    }
-
-    /// Sends one command and awaits its answer; the thread never runs on an async worker.
-    async fn call<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.inner.commands.send(command(reply)).map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
-    }
+/// A change from history as an event: its bytes and its previous state's served at their
+/// revisions (as a live event has them), its object decoded.
+fn event(change: Change) -> Result<Event, StoreError> {
+    let Change { rev, key, kind, value, prev } = change;
+    let value = served::serve(&value, rev);
+    let object = Arc::new(serde_json::from_slice(&value)?);
+    let prev = prev.map(|(prev_rev, prev)| served::serve(&prev, prev_rev));
+    let size = value.len() + prev.as_ref().map_or(0, Bytes::len);
+    Ok(Event { rev, key, kind, object, value, prev: prev.map(Prev::new), size })
 }
 
 fn stopped() -> StoreError {

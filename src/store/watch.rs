@@ -1,11 +1,13 @@
-//! Watch fan-out: a store snapshot or replay plus its live events, as one gap-free stream.
+//! Watch fan-out: a store snapshot or replay plus its live events, as one gap-free stream, the
+//! same over every backend.
 //!
 //! The protocol: subscribe to live events first, then read the starting point (the current state
-//! from the store's cache, or the log after a revision through the store thread), then follow the
-//! live events, dropping those at or below what was read. The store moves its cache to each
-//! commit before publishing it, and publishes it before running the next command, so every event
-//! is either in what was read or in the subscription: no gap, no duplicate. A watcher that falls behind its queue limits is cut off by the store's hub and
-//! ends with `Expired`, never resumed past the loss; the client re-lists (kube: 410).
+//! from the cache, or the backend's events after a revision), then follow the live events,
+//! dropping those at or below what was read. The feed moves the cache to each commit before
+//! publishing it, and publishes it before the backend commits again, so every event is either in
+//! what was read or in the subscription: no gap, no duplicate. A watcher that falls behind its
+//! queue limits is cut off by the hub and ends with `Expired`, never resumed past the loss; the
+//! client re-lists (kube: 410).
 //!
 //! A `Watch` is a plain value polled by the response body: no task is spawned per watch, so a
 //! watch whose client is gone is simply dropped, unsubscribing as it goes.
@@ -177,7 +179,7 @@ impl Watch {
         let seen = match start {
             Start::Current => {
                 // In pages at the first page's revision, so a large collection never holds up
-                // the store thread (and the writers queued behind it) for one long read.
+                // the backend (and the writers queued behind it) for one long read.
                 let mut req = ListRequest {
                     prefix: self.prefix.clone(),
                     limit: Some(START_PAGE),
@@ -263,7 +265,7 @@ impl Watch {
     }
 }
 
-/// The revision the store wrote into an object.
+/// The revision an object was served with (its `metadata.resourceVersion`).
 fn resource_version(object: &Value) -> Result<u64, StoreError> {
     object["metadata"]["resourceVersion"]
         .as_str()

@@ -1,9 +1,11 @@
 //! The history retention policy: which revision compaction may advance to (A.6).
 //!
 //! History is kept for at least `window` and at least the newest `min_revisions` revisions. The
-//! log has no timestamps, so the store thread records `(time, revision)` marks as it ticks and
+//! log has no timestamps, so the compactor records `(time, revision)` marks as it ticks and
 //! compacts to the newest mark that is older than the window. After a restart no mark is old
-//! enough until a full window has passed, which only keeps more history.
+//! enough until a full window has passed, which only keeps more history. The policy is the same
+//! for every backend; when and how a backend compacts to its target is its own (SQLite: in small
+//! batches between commands on its thread).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -15,7 +17,7 @@ pub struct RetentionConfig {
     pub window: Duration,
     /// The newest revisions always kept, as kine's `compact-min-retain`.
     pub min_revisions: u64,
-    /// How often the store thread records a mark and checks the target. A token lives between
+    /// How often the compactor records a mark and checks the target. A token lives between
     /// `window` and `window + interval`.
     pub interval: Duration,
 }
@@ -29,10 +31,6 @@ impl Default for RetentionConfig {
         }
     }
 }
-
-/// Revisions compacted per transaction at most. Each batch deletes at most about twice this many
-/// rows, so a write queued behind it waits a few milliseconds, not the whole compaction.
-pub const BATCH: u64 = 256;
 
 /// Marks of `(when, revision)`, oldest first.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! The schema and every SQL statement the store runs; nothing outside `store` speaks SQL.
+//! The schema and every SQL statement the SQLite backend runs; nothing outside it speaks SQL.
 //!
 //! The design is kine's (an append-only log whose primary key is the revision) cut down for one
 //! node: a single writer thread assigns revisions, so there are no gaps and no fill rows, and a
@@ -13,13 +13,14 @@ pub const SCHEMA_VERSION: i64 = 1;
 /// Idempotent: run on every open.
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS log (
-    rev        INTEGER PRIMARY KEY,  -- global revision = resourceVersion, set by the store thread
+    rev        INTEGER PRIMARY KEY,  -- global revision = resourceVersion, set by the engine thread
     key        TEXT    NOT NULL,
     created    INTEGER NOT NULL,     -- 1 on the row that creates the key
-    deleted    INTEGER NOT NULL,     -- 1 on a tombstone (value = last state with the delete's rev)
+    deleted    INTEGER NOT NULL,     -- 1 on a tombstone (value = the deleted state)
     create_rev INTEGER NOT NULL,     -- rev of the key's create row
     prev_rev   INTEGER NOT NULL,     -- rev of the key's previous row, 0 if none
-    value      BLOB    NOT NULL      -- the object's JSON, resourceVersion already filled in
+    value      BLOB    NOT NULL      -- the object's JSON without resourceVersion (rows written
+                                     -- before the storage contract hold one: it is replaced)
 );
 CREATE INDEX IF NOT EXISTS log_key_rev ON log (key, rev);
 CREATE TABLE IF NOT EXISTS current (
@@ -69,7 +70,7 @@ pub const CURRENT_DELETE: &str = "DELETE FROM current WHERE key = ?1";
 
 /// One page of the current state: ?1 prefix (inclusive lower bound), ?2 start_after (exclusive),
 /// ?3 prefix end (exclusive), ?4 limit (-1 = all). Keyset paging: never OFFSET.
-pub const LIST_CURRENT: &str = "SELECT c.key, l.value
+pub const LIST_CURRENT: &str = "SELECT c.key, c.rev, l.create_rev, l.value
     FROM current c JOIN log l ON l.rev = c.rev
     WHERE c.key >= ?1 AND c.key > ?2 AND c.key < ?3
     ORDER BY c.key LIMIT ?4";
@@ -80,11 +81,20 @@ pub const LIST_CURRENT: &str = "SELECT c.key, l.value
 /// This relies on SQLite's documented bare-column rule: with a single `max()` aggregate, the
 /// other columns come from the row holding the maximum. Grouping walks `log_key_rev` in key
 /// order, so the LIMIT stops the scan early.
-pub const LIST_AT: &str = "SELECT key, MAX(rev), deleted, value
+pub const LIST_AT: &str = "SELECT key, MAX(rev), deleted, create_rev, value
     FROM log
     WHERE key >= ?1 AND key > ?2 AND key < ?3 AND rev <= ?5
     GROUP BY key HAVING deleted = 0
     ORDER BY key LIMIT ?4";
+
+/// The newest row of key ?1 at or below revision ?2: (rev, create_rev, deleted, value); a
+/// tombstone means the key was not live.
+pub const GET_AT: &str = "SELECT rev, create_rev, deleted, value FROM log
+    WHERE key = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1";
+
+/// The live row of key ?1: (rev, create_rev, value).
+pub const GET_CURRENT: &str = "SELECT c.rev, l.create_rev, l.value
+    FROM current c JOIN log l ON l.rev = c.rev WHERE c.key = ?1";
 
 /// How many live keys follow ?1 (exclusive) below ?2 (exclusive) now: an index-only walk of
 /// `current`, so its cost is the number of keys counted, never the keys before ?1.
@@ -101,8 +111,8 @@ pub const COUNT_CORRECTION_AT: &str =
     LEFT JOIN current c ON c.key = ch.key";
 
 /// Every change after revision ?1 under a prefix (?2 inclusive, ?3 exclusive), in revision
-/// order, with the previous value for updates and deletes.
-pub const EVENTS_AFTER: &str = "SELECT l.rev, l.key, l.created, l.deleted, l.value, p.value
+/// order, with the previous row's revision and value for updates and deletes.
+pub const EVENTS_AFTER: &str = "SELECT l.rev, l.key, l.created, l.deleted, l.value, p.rev, p.value
     FROM log l LEFT JOIN log p ON p.rev = l.prev_rev AND l.created = 0
     WHERE l.rev > ?1 AND l.key >= ?2 AND l.key < ?3
     ORDER BY l.rev";
