@@ -24,17 +24,31 @@ pub fn write_request(
     Ok((q, WriteOptions { dry_run, field_validation, manager }, format))
 }
 
-/// The options of a non-apply patch, once its body is known not to be an apply
-/// configuration: `force` belongs to apply only.
-pub fn patch_options(
-    req: &HttpRequest,
-    q: &Query,
+/// What a PATCH reads before it knows whether its body is an apply configuration.
+pub struct PatchRequest {
+    query: Query,
     dry_run: bool,
     field_validation: FieldValidation,
-) -> Result<WriteOptions, ApiError> {
-    crate::http::params::reject_force(q)?;
-    let manager = manager_of(q, req, "PatchOptions")?;
-    Ok(WriteOptions { dry_run, field_validation, manager })
+    /// The format to answer in.
+    pub format: Format,
+}
+
+impl PatchRequest {
+    pub fn extract(req: &HttpRequest) -> Result<PatchRequest, ApiError> {
+        let query = Query::parse(req)?;
+        let (dry_run, field_validation) = query.write_options("PatchOptions")?;
+        let format = negotiate(req, true)?;
+        Ok(PatchRequest { query, dry_run, field_validation, format })
+    }
+
+    /// The options of a non-apply patch, once its body is known not to be an apply
+    /// configuration: `force` belongs to apply only.
+    pub fn options(&self, req: &HttpRequest) -> Result<WriteOptions, ApiError> {
+        crate::http::params::reject_force(&self.query)?;
+        let manager = manager_of(&self.query, req, "PatchOptions")?;
+        let (dry_run, field_validation) = (self.dry_run, self.field_validation);
+        Ok(WriteOptions { dry_run, field_validation, manager })
+    }
 }
 
 /// An apply's options, checked as kube's `ValidatePatchOptions` does: one Invalid for every bad

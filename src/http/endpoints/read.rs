@@ -523,7 +523,6 @@ async fn sleep_until_some(at: Option<Instant>) {
     }
 }
 
-/// One watch event: compact JSON and a newline (clients split on newlines).
 /// An event line around an object's stored bytes: the event `line` encodes with the object from
 /// `for_version` (its object byte for byte), but a fan-out to many watchers encodes nothing per
 /// watcher.
@@ -541,6 +540,7 @@ fn stored_event_line(
     Ok(Bytes::from(out))
 }
 
+/// One watch event: compact JSON and a newline (clients split on newlines).
 fn line(value: &Value) -> Bytes {
     let mut bytes = serde_json::to_vec(value).unwrap_or_default();
     bytes.push(b'\n');

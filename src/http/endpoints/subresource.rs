@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::write::decode_config;
 use super::Target;
 use crate::http::codec::{content_type, decode_object, negotiate, respond, with_warnings, Format};
-use crate::http::extract::{apply_options, patch_options, write_request};
+use crate::http::extract::{apply_options, write_request, PatchRequest};
 use crate::http::params::Query;
 use crate::http::server::AppState;
 use crate::object::error::ApiError;
@@ -102,9 +102,8 @@ pub async fn patch_scale(
     req: &HttpRequest,
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    let q = Query::parse(req)?;
-    let (dry_run, field_validation) = q.write_options("PatchOptions")?;
-    let format = negotiate(req, true)?;
+    let request = PatchRequest::extract(req)?;
+    let format = request.format;
     let Some(patch) = NonApplyPatch::decode(&content_type(req), &body)? else {
         let info = scale_info(res)?;
         let opts = apply_options(req)?;
@@ -114,7 +113,7 @@ pub async fn patch_scale(
         let outcome = state.registry.apply_scale(res, info, &target, request, &opts).await?;
         return answer_scale(res, format, outcome);
     };
-    let opts = patch_options(req, &q, dry_run, field_validation)?;
+    let opts = request.options(req)?;
     let change = ScaleChange::Patch(patch);
     let outcome =
         state.registry.write_scale(res, &target, &change, opts.dry_run, &opts.manager).await?;

@@ -8,10 +8,9 @@ use serde_json::Value;
 
 use super::Target;
 use crate::http::codec::{
-    content_type, decode_object_and_form, negotiate, respond_object, with_warnings, Form, Format,
+    content_type, decode_object_and_form, respond_object, with_warnings, Form, Format,
 };
-use crate::http::extract::{apply_options, patch_options, write_request};
-use crate::http::params::Query;
+use crate::http::extract::{apply_options, write_request, PatchRequest};
 use crate::http::server::AppState;
 use crate::object::error::ApiError;
 use crate::object::patch::NonApplyPatch;
@@ -57,9 +56,8 @@ pub async fn patch(
     req: &HttpRequest,
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    let q = Query::parse(req)?;
-    let (dry_run, field_validation) = q.write_options("PatchOptions")?;
-    let format = negotiate(req, true)?;
+    let request = PatchRequest::extract(req)?;
+    let format = request.format;
     let Some(patch) = NonApplyPatch::decode(&content_type(req), &body)? else {
         let opts = apply_options(req)?;
         let config = decode_config(&body)?;
@@ -71,7 +69,7 @@ pub async fn patch(
         };
         return answer(res, code, format, outcome);
     };
-    let opts = patch_options(req, &q, dry_run, field_validation)?;
+    let opts = request.options(req)?;
     let outcome = state.registry.patch(res, &target, &patch, &body, &opts).await?;
     answer(res, StatusCode::OK, format, outcome)
 }
