@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::object::error::ApiError;
 use crate::registry::{decode_stored, Object};
 use crate::resource::ResourceInfo;
+use crate::store::json_value_end as value_end;
 
 /// A response encoding this server offers for API objects.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -405,53 +406,6 @@ fn skip_ws(json: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
-}
-
-/// The end (exclusive) of the JSON value starting at `start`.
-fn value_end(json: &[u8], start: usize) -> Option<usize> {
-    match *json.get(start)? {
-        b'"' => {
-            let mut i = start + 1;
-            loop {
-                match *json.get(i)? {
-                    b'\\' => i += 2,
-                    b'"' => return Some(i + 1),
-                    _ => i += 1,
-                }
-            }
-        }
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut i = start;
-            loop {
-                match *json.get(i)? {
-                    b'"' => {
-                        i = value_end(json, i)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-        }
-        _ => {
-            let mut i = start;
-            while json
-                .get(i)
-                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
-            {
-                i += 1;
-            }
-            (i > start).then_some(i)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -42,6 +42,8 @@ pub use error::StoreError;
 pub use hub::{Filter, HubStats, QueueLimits, Subscription};
 use hub::{Hub, Lag};
 pub use retention::RetentionConfig;
+/// The scanner served bytes are spliced with, for the HTTP layer's splices into the same bytes.
+pub use served::value_end as json_value_end;
 use sqlite::SqliteBackend;
 
 /// Where the SQLite database lives, how long history is kept, and how far a watcher may fall

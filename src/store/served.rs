@@ -267,8 +267,8 @@ fn string_end(json: &[u8], start: usize) -> Option<usize> {
     }
 }
 
-/// The end (exclusive) of the JSON value starting at `start`.
-fn value_end(json: &[u8], start: usize) -> Option<usize> {
+/// The end (exclusive) of the JSON value starting at `start` (`None`: the bytes end first).
+pub fn value_end(json: &[u8], start: usize) -> Option<usize> {
     match *json.get(start)? {
         b'"' => string_end(json, start),
         b'{' | b'[' => {
