@@ -29,7 +29,11 @@ pub fn render(api: &Api) -> Result<String, String> {
 
 /// Key of a group-version in the `/openapi/v3` index, and its file under `$OUT_DIR/openapi-v3/`.
 pub fn openapi_v3_path(group: &str, version: &str) -> String {
-    format!("apis/{group}/{version}")
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
 }
 
 /// The module's tokens.
@@ -348,8 +352,11 @@ fn handler_call(api: &Api, h: &Handler) -> TokenStream {
         Handler::StoreProbe => quote!(self::rt::store_probe(&state, &req)),
         Handler::OpenapiV2 => quote!(self::rt::openapi_v2(&state, &req)),
         Handler::OpenapiV3Index => quote!(self::rt::openapi_v3_index(&state, &req)),
-        Handler::OpenapiV3Document => {
+        Handler::OpenapiV3Document { core: false } => {
             quote!(self::rt::openapi_v3_document(&state, &req, group, version))
+        }
+        Handler::OpenapiV3Document { core: true } => {
+            quote!(self::rt::openapi_v3_document(&state, &req, String::new(), version))
         }
     }
 }

@@ -13,8 +13,9 @@ pub struct TestDoc {
     doc: Value,
 }
 
-/// `a.io` + `v1` → `AIoV1`, the operationId infix kube uses.
+/// `a.io` + `v1` → `AIoV1`, the operationId infix kube uses (`CoreV1` for the core group).
 fn gv_infix(group: &str, version: &str) -> String {
+    let group = if group.is_empty() { "core" } else { group };
     let mut s: String = group.split('.').map(capitalize).collect();
     s.push_str(&capitalize(version));
     s
@@ -25,9 +26,21 @@ fn capitalize(s: &str) -> String {
     c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
 }
 
-/// `a.io` → `io.a`.
+/// `a.io` → `io.a`; the core group's definitions are kube's `io.k8s.api.core`.
 fn reverse_dns(group: &str) -> String {
+    if group.is_empty() {
+        return "io.k8s.api.core".into();
+    }
     group.split('.').rev().collect::<Vec<_>>().join(".")
+}
+
+/// Where a group-version's paths start: `/apis/<group>/<version>`, `/api/<version>` for core.
+fn base(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    }
 }
 
 fn handler(id: &str, name: &str) -> Value {
@@ -56,6 +69,10 @@ impl TestDoc {
                         {"name": "group", "in": "path", "required": true, "type": "string"},
                         {"name": "version", "in": "path", "required": true, "type": "string"}],
                     "get": handler("getOpenapiV3Document", "openapiV3Document")},
+                "/openapi/v3/api/{version}": {
+                    "parameters": [
+                        {"name": "version", "in": "path", "required": true, "type": "string"}],
+                    "get": handler("getOpenapiV3CoreDocument", "openapiV3Document")},
             },
             "definitions": {
                 "Status": {"type": "object", "properties": {"code": {"type": "integer"}}},
@@ -68,7 +85,7 @@ impl TestDoc {
             "x-virt-api-groups": groups,
         });
         let paths = doc["paths"].as_object_mut().unwrap();
-        for g in groups {
+        for g in groups.iter().filter(|g| !g.is_empty()) {
             let id = format!("get{}APIGroup", gv_infix(g, ""));
             paths.insert(format!("/apis/{g}/"), json!({"get": handler(&id, "apiGroup")}));
         }
@@ -96,7 +113,7 @@ impl TestDoc {
     }
 
     fn ensure_version_path(&mut self, group: &str, version: &str) {
-        let path = format!("/apis/{group}/{version}/");
+        let path = format!("{}/", base(group, version));
         if !self.paths().contains_key(&path) {
             let id = format!("get{}APIResources", gv_infix(group, version));
             self.paths().insert(path, json!({"get": handler(&id, "apiResources")}));
@@ -137,7 +154,7 @@ impl TestDoc {
         let x = gv_infix(group, version);
         let obj = format!("{}.{version}.{kind}", reverse_dns(group));
         let list = format!("{obj}List");
-        let base = format!("/apis/{group}/{version}");
+        let base = base(group, version);
         let ns = if namespaced { "Namespaced" } else { "" };
         let ns_seg = if namespaced { "/namespaces/{namespace}" } else { "" };
         let mut coll_params = vec![];
@@ -240,7 +257,7 @@ impl TestDoc {
             self.ensure_version_path(under, version);
         }
         self.paths()
-            .insert(format!("/apis/{under}/{version}{ns_seg}/{plural}/{{name}}/{sub}"), item);
+            .insert(format!("{}{ns_seg}/{plural}/{{name}}/{sub}", base(under, version)), item);
     }
 
     /// A create-only, never stored, namespaced token request kind.

@@ -36,6 +36,10 @@ pub async fn root(_state: &AppState, _req: &HttpRequest) -> Result<HttpResponse,
     .map(|s| s.to_string())
     .collect();
     for g in GROUPS {
+        if g.name.is_empty() {
+            paths.extend(g.versions.iter().map(|v| format!("/api/{v}")));
+            continue;
+        }
         paths.push(format!("/apis/{}", g.name));
         for v in g.versions {
             paths.push(format!("/apis/{}/{v}", g.name));
@@ -45,21 +49,36 @@ pub async fn root(_state: &AppState, _req: &HttpRequest) -> Result<HttpResponse,
     respond(StatusCode::OK, crate::http::codec::Format::Json, &json!({ "paths": paths }))
 }
 
-/// `GET /api`: the core group is not served, so no versions (A.10), and an aggregated document
-/// with no groups.
+/// The legacy core group (`""`), served under `/api`, if the document has it.
+fn core_group() -> Option<&'static GroupInfo> {
+    GROUPS.iter().find(|g| g.name.is_empty())
+}
+
+/// The named groups, served under `/apis`.
+fn named_groups() -> impl Iterator<Item = &'static GroupInfo> {
+    GROUPS.iter().filter(|g| !g.name.is_empty())
+}
+
+/// `GET /api`: the core group's versions (none when the document has no core group), or with
+/// aggregated discovery's Accept, the core group's versions and resources.
 pub async fn api(_state: &AppState, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     if let Some(version) = aggregated_version(req) {
         static DOCS: OnceLock<AggregatedDocs> = OnceLock::new();
-        return Ok(serve_aggregated(req, version, DOCS.get_or_init(|| AggregatedDocs::new(&[]))));
+        let docs = DOCS.get_or_init(|| {
+            let core: Vec<_> = core_group().into_iter().map(aggregated_group).collect();
+            AggregatedDocs::new(&core)
+        });
+        return Ok(serve_aggregated(req, version, docs));
     }
     let format = negotiate(req, true)?;
     let addr = req.app_config().local_addr().to_string();
+    let versions = core_group().map_or(&[][..], |g| g.versions);
     respond(
         StatusCode::OK,
         format,
         &json!({
             "kind": "APIVersions",
-            "versions": [],
+            "versions": versions,
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": addr}],
         }),
     )
@@ -107,7 +126,7 @@ pub async fn apis(_state: &AppState, req: &HttpRequest) -> Result<HttpResponse, 
         return Ok(serve_aggregated(req, version, docs));
     }
     let format = negotiate(req, true)?;
-    let groups: Vec<ApiGroup> = GROUPS.iter().map(|g| api_group(g, false)).collect();
+    let groups: Vec<ApiGroup> = named_groups().map(|g| api_group(g, false)).collect();
     respond(
         StatusCode::OK,
         format,
@@ -210,7 +229,7 @@ pub async fn resources(
         &json!({
             "kind": "APIResourceList",
             "apiVersion": "v1",
-            "groupVersion": format!("{}/{version}", g.name),
+            "groupVersion": group_version(g.name, version),
             "resources": resources,
         }),
     )
@@ -293,24 +312,39 @@ fn serve_aggregated(
 /// Every group as an `APIGroupDiscovery`: versions preferred first, each with its resources and
 /// their subresources, all `Current` (everything is served by this one process).
 fn aggregated_groups() -> Vec<serde_json::Value> {
-    GROUPS
+    named_groups().map(aggregated_group).collect()
+}
+
+/// One group as an `APIGroupDiscovery`: its versions, each with its resources. The core
+/// group's has no name, as kube's `/api` document.
+fn aggregated_group(g: &GroupInfo) -> serde_json::Value {
+    let versions: Vec<_> = g
+        .versions
         .iter()
-        .map(|g| {
-            let versions: Vec<_> = g
-                .versions
+        .map(|v| {
+            let resources: Vec<_> = RESOURCES
                 .iter()
-                .map(|v| {
-                    let resources: Vec<_> = RESOURCES
-                        .iter()
-                        .filter(|r| r.group == g.name && r.version == *v)
-                        .map(aggregated_resource)
-                        .collect();
-                    json!({"version": v, "resources": resources, "freshness": "Current"})
-                })
+                .filter(|r| r.group == g.name && r.version == *v)
+                .map(aggregated_resource)
                 .collect();
-            json!({"metadata": {"name": g.name, "creationTimestamp": null}, "versions": versions})
+            json!({"version": v, "resources": resources, "freshness": "Current"})
         })
-        .collect()
+        .collect();
+    let metadata = if g.name.is_empty() {
+        json!({"creationTimestamp": null})
+    } else {
+        json!({"name": g.name, "creationTimestamp": null})
+    };
+    json!({"metadata": metadata, "versions": versions})
+}
+
+/// `<group>/<version>`, or `<version>` alone in the core group.
+fn group_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
 }
 
 /// One kind as an `APIResourceDiscovery`, its subresources as the CRD handler lists them.

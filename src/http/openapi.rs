@@ -147,15 +147,17 @@ pub async fn v3_index(_state: &AppState, req: &HttpRequest) -> Result<HttpRespon
     serve(req, index, ETAG.get_or_init(|| etag_of(index)), false)
 }
 
-/// `GET /openapi/v3/apis/<group>/<version>`: a stale `hash` redirects to the current one; a
-/// current one makes the answer cacheable for a year.
+/// `GET /openapi/v3/apis/<group>/<version>` (`/openapi/v3/api/<version>` for the core group,
+/// `group` empty): a stale `hash` redirects to the current one; a current one makes the answer
+/// cacheable for a year.
 pub async fn v3_document(
     _state: &AppState,
     req: &HttpRequest,
     group: String,
     version: String,
 ) -> Result<HttpResponse, ApiError> {
-    let path = format!("apis/{group}/{version}");
+    let path =
+        if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") };
     let Some(i) = OPENAPI_V3.iter().position(|d| d.path == path) else {
         return Err(ApiError::PathNotFound);
     };

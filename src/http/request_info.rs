@@ -4,7 +4,8 @@
 /// The attributes of one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestInfo {
-    /// Whether the path addresses a resource (`/apis/<g>/<v>/...<plural>...`).
+    /// Whether the path addresses a resource (`/apis/<g>/<v>/...<plural>...`, or
+    /// `/api/<v>/...` in the core group).
     pub is_resource: bool,
     /// kube verb: get, list, watch, create, update, patch, delete, deletecollection; for
     /// non-resource requests the lower-cased HTTP method.
@@ -42,10 +43,15 @@ impl RequestInfo {
             path: path.to_string(),
         };
         let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
-        // Only `/apis/<group>/<version>/<something>` addresses resources; `/api` serves nothing.
+        // Resources are at `/apis/<group>/<version>/<something>`, and at `/api/<version>/…` in
+        // the core group.
         let mut rest = match segs.as_slice() {
             ["apis", g, v, rest @ ..] if !rest.is_empty() => {
                 info.api_group = g.to_string();
+                info.api_version = v.to_string();
+                rest
+            }
+            ["api", v, rest @ ..] if !rest.is_empty() => {
                 info.api_version = v.to_string();
                 rest
             }
@@ -56,14 +62,14 @@ impl RequestInfo {
             watch = true;
             rest = &rest[1..];
         }
-        if rest.len() >= 3 && rest[0] == "namespaces" {
+        // `namespaces/<n>/<plural>/…` is content of namespace n; `namespaces/<n>` and its
+        // `status` and `finalize` subresources are the Namespace itself, in its own namespace
+        // (kube's `namespaceSubresources`).
+        if rest.len() >= 2 && rest[0] == "namespaces" {
             info.namespace = rest[1].to_string();
-            rest = &rest[2..];
-        } else if rest.len() == 2 && rest[0] == "namespaces" {
-            // `/namespaces/<name>`: the namespace object itself, as kube reads it.
-            info.resource = "namespaces".into();
-            info.name = rest[1].to_string();
-            rest = &[];
+            if rest.len() >= 3 && !matches!(rest[2], "status" | "finalize") {
+                rest = &rest[2..];
+            }
         }
         if let Some(r) = rest.first() {
             info.resource = r.to_string();
@@ -123,9 +129,42 @@ mod tests {
         assert_eq!(i.verb, "list");
     }
 
+    /// kube's `RequestInfoFactory` for the core group: `/api/<v>`, and a Namespace's own paths
+    /// (with `status` and `finalize`) in the namespace they name.
+    #[test]
+    fn core_group_requests() {
+        let i = RequestInfo::parse("POST", "/api/v1/namespaces/ns/configmaps", "");
+        assert!(i.is_resource);
+        assert_eq!((i.api_group.as_str(), i.api_version.as_str()), ("", "v1"));
+        assert_eq!(
+            (i.namespace.as_str(), i.resource.as_str(), i.verb.as_str()),
+            ("ns", "configmaps", "create")
+        );
+        let i = RequestInfo::parse("PUT", "/api/v1/namespaces/ns/finalize", "");
+        assert_eq!(
+            (i.resource.as_str(), i.name.as_str(), i.subresource.as_str()),
+            ("namespaces", "ns", "finalize")
+        );
+        assert_eq!(i.namespace, "ns");
+        let i = RequestInfo::parse("DELETE", "/api/v1/namespaces/ns", "");
+        assert_eq!(
+            (i.resource.as_str(), i.name.as_str(), i.verb.as_str()),
+            ("namespaces", "ns", "delete")
+        );
+    }
+
     #[test]
     fn non_resource_requests() {
-        for p in ["/", "/apis", "/apis/g.io", "/apis/g.io/v1", "/openapi/v2", "/version", "/api"] {
+        for p in [
+            "/",
+            "/apis",
+            "/apis/g.io",
+            "/apis/g.io/v1",
+            "/openapi/v2",
+            "/version",
+            "/api",
+            "/api/v1",
+        ] {
             let i = RequestInfo::parse("GET", p, "");
             assert!(!i.is_resource, "{p}");
             assert_eq!(i.verb, "get");

@@ -1,6 +1,7 @@
 //! "Adding a version or a kind means editing the document only": builds the real binary against a
-//! document extended at run time (a new version of a group, a new kind, a removed path) and
-//! checks that the server it makes serves exactly the edited API.
+//! document extended at run time (a new version of a group, a new kind, a kind of the legacy core
+//! group under `/api/v1`, a removed path) and checks that the server it makes serves exactly the
+//! edited API.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -28,6 +29,10 @@ const NEW_SINGULAR: &str = "virtualmachinepool";
 const NEW_PLURAL: &str = "virtualmachinepools";
 /// The path removed from the document.
 const REMOVED_PATH: &str = "/apis/export.kubevirt.io/v1alpha1/virtualmachineexports";
+/// The kind added to the legacy core group (`""`, served under `/api/v1`), modelled on the
+/// template kind.
+const CORE_KIND: &str = "ConfigMap";
+const CORE_PLURAL: &str = "configmaps";
 
 /// Replaces every `from` by `to` in every string and object key of `v`.
 fn rename(v: &Value, pairs: &[(&str, &str)]) -> Value {
@@ -125,8 +130,66 @@ fn extended_document(original: &Value) -> Value {
     let removed = doc["paths"].as_object_mut().expect("paths").remove(REMOVED_PATH);
     assert!(removed.is_some(), "{REMOVED_PATH} is in the document");
 
+    add_core_kind(&mut doc);
+
     check_document(&doc);
     doc
+}
+
+/// The legacy core group with one namespaced kind: `""` in x-virt-api-groups, its discovery path
+/// `/api/v1/`, its OpenAPI v3 document path, and the template kind's paths moved to `/api/v1`.
+fn add_core_kind(doc: &mut Value) {
+    let template_prefix = format!("/apis/{TEMPLATE_GROUP}/{TEMPLATE_VERSION}/");
+    let renames = [
+        (&template_prefix as &str, "/api/v1/"),
+        ("io.kubevirt.v1.VirtualMachine", "io.k8s.api.core.v1.ConfigMap"),
+        ("KubevirtIoV1", "CoreV1"),
+        (TEMPLATE_KIND, CORE_KIND),
+        (TEMPLATE_SINGULAR, "configmap"),
+    ];
+    let is_template_path =
+        |p: &str| p.starts_with(&template_prefix) && p.split('/').any(|seg| seg == TEMPLATE_PLURAL);
+    // Only the kind's own paths: a status subresource is the template's, not a ConfigMap's.
+    let copy = |p: &str| is_template_path(p) && !p.ends_with("/status");
+    let paths = copy_renamed(doc, "paths", copy, &renames);
+    assert!(paths >= 6, "copied {paths} paths");
+    let def = format!("{}{TEMPLATE_KIND}", definition_prefix(TEMPLATE_GROUP, TEMPLATE_VERSION));
+    let list = format!("{def}List");
+    let defs = copy_renamed(doc, "definitions", |d| d == def || d == list, &renames);
+    assert_eq!(defs, 2);
+    let core_gvk = |kind: &str| json!({"group": "", "version": "v1", "kind": kind});
+    let paths = doc["paths"].as_object_mut().unwrap();
+    for (path, item) in paths.iter_mut().filter(|(p, _)| p.starts_with("/api/v1/")) {
+        for op in
+            item.as_object_mut().unwrap().values_mut().filter(|o| o.get("operationId").is_some())
+        {
+            if op.get("x-kubernetes-group-version-kind").is_some() {
+                op["x-kubernetes-group-version-kind"] = core_gvk(CORE_KIND);
+            }
+        }
+        assert!(!path.contains("kubevirt"), "{path}");
+    }
+    let handler = |id: &str, name: &str| {
+        json!({"get": {"operationId": id, "produces": ["application/json"],
+                       "responses": {"200": {"description": "OK"}}, "x-virt-handler": name}})
+    };
+    paths.insert("/api/v1/".into(), handler("getCoreV1APIResources", "apiResources"));
+    let mut v3 = handler("getOpenAPIV3CoreDocument", "openapiV3Document");
+    v3["get"]["parameters"] =
+        json!([{"name": "version", "in": "path", "required": true, "type": "string"}]);
+    paths.insert("/openapi/v3/api/{version}".into(), v3);
+    let defs = doc["definitions"].as_object_mut().unwrap();
+    let kind = &mut defs["io.k8s.api.core.v1.ConfigMap"];
+    kind["x-kubernetes-group-version-kind"] = json!([core_gvk(CORE_KIND)]);
+    kind["description"] = json!("Configuration data (a fixture kind of the core group).");
+    kind["properties"]["spec"] =
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    kind["properties"].as_object_mut().unwrap().remove("status");
+    kind["x-virt-resource"]["shortNames"] = json!(["cm"]);
+    kind["x-virt-resource"]["categories"] = json!([]);
+    defs["io.k8s.api.core.v1.ConfigMapList"]["x-kubernetes-group-version-kind"] =
+        json!([core_gvk("ConfigMapList")]);
+    doc["x-virt-api-groups"].as_array_mut().unwrap().insert(0, json!(""));
 }
 
 fn capitalized(s: &str) -> String {
@@ -242,9 +305,15 @@ fn extended_document_unit() {
             .filter(|p| p.starts_with(prefix) && (plural.is_empty() || p.contains(plural)))
             .count()
     };
-    let added = count("/apis/clone.kubevirt.io/v1alpha1/", "")
-        + count("/apis/kubevirt.io/v1/", "/virtualmachines");
+    let template = count("/apis/kubevirt.io/v1/", "/virtualmachines");
+    // The core group: the template's paths less its status, its discovery and v3 paths.
+    let core = template - count("/apis/kubevirt.io/v1/", "/virtualmachines/{name}/status") + 2;
+    let added = count("/apis/clone.kubevirt.io/v1alpha1/", "") + template + core;
     assert_eq!(paths.len(), original["paths"].as_object().unwrap().len() + added - 1);
+    assert!(paths.contains_key("/api/v1/namespaces/{namespace}/configmaps/{name}"));
+    assert!(paths.contains_key("/api/v1/watch/configmaps"));
+    assert!(paths.contains_key("/openapi/v3/api/{version}"));
+    assert_eq!(doc["x-virt-api-groups"][0], "");
     let get =
         &paths["/apis/kubevirt.io/v1/namespaces/{namespace}/virtualmachinepools/{name}"]["get"];
     assert_eq!(get["operationId"], "readKubevirtIoV1NamespacedVirtualMachinePool");
@@ -404,9 +473,63 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
         watch_all.text()
     );
 
+    // The core group: `/api` lists its version, `/api/v1` its kind, `/apis` leaves it out, and
+    // its objects live under `/api/v1` in storage of their own.
+    let api = server.get("/api").json();
+    assert_eq!(api["versions"], json!(["v1"]), "{api}");
+    let core = server.get("/api/v1");
+    assert_eq!(core.status, 200, "{}", core.text());
+    let core = core.json();
+    assert_eq!(core["groupVersion"], "v1", "{core}");
+    let cm = discovery_resource(&core, CORE_PLURAL).unwrap_or_else(|| panic!("{core}"));
+    assert_eq!((cm["kind"].as_str(), cm["namespaced"].as_bool()), (Some(CORE_KIND), Some(true)));
+    assert_eq!(cm["shortNames"], json!(["cm"]));
+    let all = server.get("/apis").json();
+    assert!(all["groups"].as_array().unwrap().iter().all(|g| g["name"] != ""), "{all}");
+    let aggregated = server.request(
+        "GET",
+        "/api",
+        &[("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")],
+        None,
+    );
+    assert_eq!(aggregated.status, 200, "{}", aggregated.text());
+    let aggregated = aggregated.json();
+    let items = aggregated["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{aggregated}");
+    assert!(items[0]["metadata"].get("name").is_none(), "the core group has no name");
+    assert_eq!(items[0]["versions"][0]["resources"][0]["resource"], CORE_PLURAL);
+    let index = server.get("/openapi/v3").json();
+    assert!(index["paths"].get("api/v1").is_some(), "{index}");
+    let v3 = server.get("/openapi/v3/api/v1");
+    assert_eq!(v3.status, 200, "{}", v3.text());
+    assert!(v3.json()["paths"].get("/api/v1/namespaces/{namespace}/configmaps").is_some());
+    let cms = format!("/api/v1/namespaces/pools/{CORE_PLURAL}");
+    let body = json!({"apiVersion": "v1", "kind": CORE_KIND, "metadata": {"name": "settings"},
+                      "spec": {"color": "blue"}});
+    let created = server.post(&cms, &body);
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert_eq!(created.json()["apiVersion"], "v1");
+    let got = server.get(&format!("{cms}/settings"));
+    assert_eq!(got.status, 200, "{}", got.text());
+    assert_eq!(got.json()["spec"], body["spec"]);
+    assert_eq!(names(&server.get(&format!("/api/v1/{CORE_PLURAL}")).json()), ["settings"]);
+    let kubectl = crate::common::Kubectl::new(&server);
+    let listed = kubectl.ok(&["get", "cm", "-n", "pools", "-o", "name"]);
+    assert_eq!(listed.trim(), "configmap/settings", "{listed}");
+    let resources = kubectl.ok(&["api-resources", "--api-group="]);
+    assert!(
+        resources.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
+            == ["configmaps", "cm", "v1", "true", CORE_KIND]),
+        "{resources}"
+    );
+    let gone = server.delete(&format!("{cms}/settings"));
+    assert_eq!(gone.status, 200, "{}", gone.text());
+
     // And the binary built from the checked-in document serves none of the edits.
     let plain = TestServer::start();
     assert_eq!(plain.get(&format!("{coll}/web")).status, 404);
     assert_eq!(plain.get(&format!("/apis/{NEW_VERSION_GROUP}/{NEW_VERSION}")).status, 404);
     assert_eq!(plain.get(REMOVED_PATH).status, 200);
+    assert_eq!(plain.get("/api").json()["versions"], json!([]));
+    assert_eq!(plain.get("/api/v1").status, 404);
 }

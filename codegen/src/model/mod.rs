@@ -292,8 +292,10 @@ pub enum Handler {
     StoreProbe,
     OpenapiV2,
     OpenapiV3Index,
-    /// `/openapi/v3/apis/{group}/{version}`.
-    OpenapiV3Document,
+    /// `/openapi/v3/apis/{group}/{version}`, or `/openapi/v3/api/{version}` for the core group.
+    OpenapiV3Document {
+        core: bool,
+    },
 }
 
 /// The handler names `x-virt-handler` accepts.

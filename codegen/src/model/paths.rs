@@ -21,7 +21,8 @@ pub fn path_params(path: &str) -> Result<Vec<String>, String> {
 }
 
 /// A resource path taken apart:
-/// `/apis/<group>/<version>/[watch/][namespaces/{namespace}/]<plural>[/{name}[/<subresource>]]`.
+/// `/apis/<group>/<version>/[watch/][namespaces/{namespace}/]<plural>[/{name}[/<subresource>]]`,
+/// or `/api/<version>/…` for the legacy core group (`group` is `""`).
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct ResourcePath<'a> {
     pub(super) group: &'a str,
@@ -35,19 +36,25 @@ pub(super) struct ResourcePath<'a> {
 }
 
 pub(super) const RESOURCE_PATH_SHAPE: &str =
-    "/apis/<group>/<version>/[watch/][namespaces/{namespace}/]<plural>[/{name}[/<subresource>]]";
+    "/apis/<group>/<version>/[watch/][namespaces/{namespace}/]<plural>[/{name}[/<subresource>]] (/api/<version>/… for the core group)";
 
 pub(super) fn parse_resource_path(path: &str) -> Option<ResourcePath<'_>> {
-    let segs: Vec<&str> = path.strip_prefix("/apis/")?.split('/').collect();
-    let (group, version, mut rest) = match segs.as_slice() {
-        [g, v, rest @ ..] if !rest.is_empty() => (*g, *v, rest),
+    let (core, tail) = match path.strip_prefix("/apis/") {
+        Some(tail) => (false, tail),
+        None => (true, path.strip_prefix("/api/")?),
+    };
+    let segs: Vec<&str> = tail.split('/').collect();
+    let (group, version, mut rest) = match (core, segs.as_slice()) {
+        (false, [g, v, rest @ ..]) if !rest.is_empty() => (*g, *v, rest),
+        (true, [v, rest @ ..]) if !rest.is_empty() => ("", *v, rest),
         _ => return None,
     };
     let watch = rest.first() == Some(&"watch");
     if watch {
         rest = &rest[1..];
     }
-    let namespaced = rest.len() >= 3 && rest[0] == "namespaces";
+    // `namespaces/{name}/<subresource>` is the Namespace kind's own path, not a namespace's.
+    let namespaced = rest.len() >= 3 && rest[0] == "namespaces" && rest[1] != "{name}";
     if namespaced {
         if rest[1] != "{namespace}" {
             return None;
@@ -66,7 +73,10 @@ pub(super) fn parse_resource_path(path: &str) -> Option<ResourcePath<'_>> {
             && s.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
     };
-    if !literal(group) || !literal(version) || !literal(plural) || !subresource.is_none_or(literal)
+    if !(core || literal(group))
+        || !literal(version)
+        || !literal(plural)
+        || !subresource.is_none_or(literal)
     {
         return None;
     }
@@ -109,6 +119,13 @@ mod tests {
         assert!(parse_resource_path("/apis/g.io/v1/things/{name}/status/x").is_none());
         assert!(parse_resource_path("/apis/g.io/v1/things/{name}/{x}").is_none());
         assert!(parse_resource_path("/apis/g.io/v1/namespaces/{ns}/things").is_none());
-        assert!(parse_resource_path("/api/v1/things").is_none());
+        assert!(parse_resource_path("/apix/v1/things").is_none());
+        let core = parse_resource_path("/api/v1/namespaces/{namespace}/configmaps/{name}").unwrap();
+        assert_eq!((core.group, core.version, core.plural), ("", "v1", "configmaps"));
+        assert!(core.namespaced && core.named);
+        let ns = parse_resource_path("/api/v1/namespaces/{name}/finalize").unwrap();
+        assert_eq!((ns.group, ns.plural, ns.subresource), ("", "namespaces", Some("finalize")));
+        assert!(!ns.namespaced);
+        assert!(parse_resource_path("/api/v1").is_none());
     }
 }

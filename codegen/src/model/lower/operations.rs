@@ -191,8 +191,13 @@ impl<'d> Lowering<'d> {
         params: &[String],
         handler: &str,
     ) -> Option<DraftHandler> {
-        let want_params: &[&str] =
-            if handler == "openapiV3Document" { &["group", "version"] } else { &[] };
+        let core_v3 = path.starts_with("/openapi/v3/api/");
+        let want_params: &[&str] = match handler {
+            // The core group's documents sit at `/openapi/v3/api/{version}`.
+            "openapiV3Document" if core_v3 => &["version"],
+            "openapiV3Document" => &["group", "version"],
+            _ => &[],
+        };
         if HANDLER_NAMES.contains(&handler) && params != want_params {
             let msg =
                 format!("handler `{handler}` takes path parameters [{}]", want_params.join(", "));
@@ -209,7 +214,7 @@ impl<'d> Lowering<'d> {
             "storeProbe" => Handler::StoreProbe,
             "openapiV2" => Handler::OpenapiV2,
             "openapiV3Index" => Handler::OpenapiV3Index,
-            "openapiV3Document" => Handler::OpenapiV3Document,
+            "openapiV3Document" => Handler::OpenapiV3Document { core: core_v3 },
             "apiGroup" => match segs.as_slice() {
                 ["", "apis", g] => return Some(DraftHandler::ApiGroup { group: g.to_string() }),
                 _ => {
@@ -224,10 +229,16 @@ impl<'d> Lowering<'d> {
                         version: v.to_string(),
                     })
                 }
+                ["", "api", v] => {
+                    return Some(DraftHandler::ApiResources {
+                        group: String::new(),
+                        version: v.to_string(),
+                    })
+                }
                 _ => {
                     self.problem(
                         ctx,
-                        "handler `apiResources` needs a path /apis/<group>/<version>/",
+                        "handler `apiResources` needs a path /apis/<group>/<version>/ (or /api/<version>/)",
                     );
                     return None;
                 }

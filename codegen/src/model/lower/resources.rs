@@ -227,6 +227,40 @@ mod tests {
     use super::super::testing::{assert_problem, lower_json};
     use crate::test_doc::TestDoc;
 
+    /// The legacy core group (`""` in x-virt-api-groups) is served under `/api/<version>`, with no
+    /// group document, and its kinds lower like any other's.
+    #[test]
+    fn the_core_group_is_served_under_api() {
+        use crate::model::{Handler, OperationKind};
+        let mut d = TestDoc::new(&["", "a.io"]);
+        d.kind("", "v1", "ConfigMap", "configmaps", true);
+        d.kind("", "v1", "Namespace", "namespaces", false);
+        d.status("", "v1", "Namespace");
+        d.kind("a.io", "v1", "Thing", "things", true);
+        let api = lower_json(d.build()).unwrap();
+        let r: Vec<_> =
+            api.resources.iter().map(|r| (r.group.as_str(), r.plural.as_str())).collect();
+        assert_eq!(r, [("", "configmaps"), ("", "namespaces"), ("a.io", "things")]);
+        assert!(api.resources[1].status_subresource);
+        let route = |p: &str| {
+            api.routes.iter().find(|r| r.path == p).unwrap_or_else(|| panic!("no route {p}"))
+        };
+        assert_eq!(route("/api/v1/namespaces/{namespace}/configmaps/{name}").resource, Some(0));
+        assert_eq!(route("/api/v1/namespaces/{name}").resource, Some(1));
+        assert_eq!(route("/api/v1/namespaces/{name}/status").resource, Some(1));
+        assert_eq!(route("/api/v1/watch/namespaces/{namespace}/configmaps").resource, Some(0));
+        let discovery = &route("/api/v1/").operations[0].kind;
+        let core_v1 = Handler::ApiResources { group: 0, version: "v1".into() };
+        assert_eq!(discovery, &OperationKind::Handler(core_v1));
+        let v3 = &route("/openapi/v3/api/{version}").operations[0].kind;
+        assert_eq!(v3, &OperationKind::Handler(Handler::OpenapiV3Document { core: true }));
+        assert_eq!(crate::emit::openapi_v3_path("", "v1"), "api/v1");
+        // Without its `/api/v1/` discovery path the version is not served.
+        d.remove_path("/api/v1/");
+        let problems = lower_json(d.build()).unwrap_err();
+        assert_problem(&problems, "no path has x-virt-handler `apiResources` for version v1");
+    }
+
     #[test]
     fn verbs_follow_the_actions_present() {
         let mut d = TestDoc::new(&["a.io"]);
