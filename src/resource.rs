@@ -38,6 +38,17 @@ pub struct ResourceInfo {
     pub status_subresource: bool,
     /// Set when the kind has a `scale` subresource: where the Scale's numbers live.
     pub scale: Option<ScaleInfo>,
+    /// Fields a `fieldSelector` may name besides `metadata.name` and `metadata.namespace` (a
+    /// CRD's `selectableFields`).
+    pub selectable_fields: &'static [SelectableField],
+}
+
+/// A field `fieldSelector` may name: its label (`spec.color`, or kube's own such as `source`)
+/// and a simple JSON path to a string, integer or boolean (`.spec.color`).
+#[derive(Debug)]
+pub struct SelectableField {
+    pub name: &'static str,
+    pub json_path: &'static str,
 }
 
 /// A CRD's `subresources.scale`: simple JSON paths into the object, such as `.spec.replicas`.

@@ -96,6 +96,7 @@ fn resource(r: &Resource) -> TokenStream {
         token_field,
         status_subresource,
         scale,
+        selectable_fields,
         definition: _,
     } = r;
     let columns = printer_columns.iter().map(|c| {
@@ -130,6 +131,10 @@ fn resource(r: &Resource) -> TokenStream {
             }
         }
     }));
+    let selectable = selectable_fields.iter().map(|f| {
+        let (name, json_path) = (&f.name, &f.json_path);
+        quote!(self::rt::SelectableField { name: #name, json_path: #json_path })
+    });
     quote! {
         self::rt::ResourceInfo {
             group: #group,
@@ -147,6 +152,7 @@ fn resource(r: &Resource) -> TokenStream {
             token_field: #token_field,
             status_subresource: #status_subresource,
             scale: #scale,
+            selectable_fields: &[#(#selectable),*],
         }
     }
 }

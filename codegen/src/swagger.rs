@@ -242,6 +242,20 @@ pub struct VirtResource {
     /// Where the `scale` subresource reads and writes its numbers, as a CRD's
     /// `subresources.scale` says; required by (and only with) `/scale` paths.
     pub scale: Option<Scale>,
+    /// Fields a `fieldSelector` may name besides `metadata.name` and `metadata.namespace`, as a
+    /// CRD's `selectableFields` (kube's built-in kinds declare theirs the same way here).
+    #[serde(default)]
+    pub selectable_fields: Vec<SelectableField>,
+}
+
+/// One selectable field: a simple JSON path (`.spec.color`) to a string, integer or boolean. Its
+/// selector label is the path without the leading dot unless `name` gives another (kube's Event
+/// selects `.source.component` as `source`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SelectableField {
+    pub json_path: String,
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -25,7 +25,9 @@ mod generated {
 /// Stands in for `src/generated.rs`'s `rt`: `facade_matches_the_main_crate` holds the two to the
 /// same names.
 mod rt {
-    pub use crate::resource::{GroupInfo, OpenApiV3Doc, PrinterColumn, ResourceInfo, ScaleInfo};
+    pub use crate::resource::{
+        GroupInfo, OpenApiV3Doc, PrinterColumn, ResourceInfo, ScaleInfo, SelectableField,
+    };
     use actix_web::web::Bytes;
     use actix_web::HttpRequest;
 

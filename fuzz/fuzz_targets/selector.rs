@@ -4,7 +4,14 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
+use virt_apiserver::resource::SelectableField;
 use virt_apiserver::selector::{FieldSelector, LabelSelector};
+
+/// Selectable fields as a kind may declare them: a plain path and a renamed one.
+const SELECTABLE: &[SelectableField] = &[
+    SelectableField { name: "spec.color", json_path: ".spec.color" },
+    SelectableField { name: "source", json_path: ".source.component" },
+];
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else { return };
@@ -12,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
         json!({"metadata": {"name": "a", "namespace": "ns", "labels": {"app": "web", "tier": "3"}}}),
         json!({"metadata": {"name": "b"}}),
         json!({"metadata": {"labels": {"k": 1, "": "x"}}}),
+        json!({"spec": {"color": 3}, "source": {"component": ["x"]}}),
         json!(null),
     ];
     if let Ok(sel) = LabelSelector::parse(s) {
@@ -19,8 +27,8 @@ fuzz_target!(|data: &[u8]| {
             let _ = sel.matches(o);
         }
     }
-    for namespaced in [true, false] {
-        if let Ok(sel) = FieldSelector::parse(s, namespaced) {
+    for (namespaced, selectable) in [(true, SELECTABLE), (false, &[][..])] {
+        if let Ok(sel) = FieldSelector::parse(s, namespaced, selectable) {
             let _ = sel.exact_name();
             for o in &objects {
                 let _ = sel.matches(o);

@@ -429,6 +429,7 @@ mod tests {
             token_field: None,
             status_subresource: false,
             scale: None,
+            selectable_fields: &[],
         };
         assert_eq!(storage_version_hash(&res), "8aSe+NMegvE=");
     }

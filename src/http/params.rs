@@ -12,6 +12,7 @@ use crate::object::managed_fields;
 use crate::object::selector::{FieldSelector, LabelSelector};
 pub use crate::object::validation::FieldValidation;
 pub use crate::registry::{ContinueToken, DeleteOptions, ListOptions, Propagation, RvMatch};
+use crate::resource::ResourceInfo;
 
 /// Longest `timeoutSeconds` honoured (ten years): far enough to mean "never", near enough that
 /// a deadline computed from it cannot overflow.
@@ -109,11 +110,15 @@ fn dry_run_cause(values: &[&str]) -> Option<Cause> {
 impl ListOptions {
     /// Parses and validates in kube's order: selectors (400), then `ValidateListOptions` (422,
     /// every cause at once), then what kube's storage checks (400: resource version, continue).
-    pub fn parse(q: &Query, namespaced: bool) -> Result<ListOptions, ApiError> {
+    pub fn parse(q: &Query, res: &ResourceInfo) -> Result<ListOptions, ApiError> {
         let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or(""))
             .map_err(ApiError::BadRequest)?;
-        let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""), namespaced)
-            .map_err(ApiError::BadRequest)?;
+        let fields = FieldSelector::parse(
+            q.get("fieldSelector").unwrap_or(""),
+            res.namespaced,
+            res.selectable_fields,
+        )
+        .map_err(ApiError::BadRequest)?;
         let watch = q.flag("watch");
         let resource_version =
             q.get("resourceVersion").filter(|v| !v.is_empty()).map(str::to_string);
@@ -426,7 +431,8 @@ mod tests {
 
     #[test]
     fn list_option_combinations() {
-        let p = |qs: &str| ListOptions::parse(&Query::from_query(qs).unwrap(), true);
+        let vm = crate::generated::RESOURCES.iter().find(|r| r.namespaced).unwrap();
+        let p = |qs: &str| ListOptions::parse(&Query::from_query(qs).unwrap(), vm);
         assert!(matches!(p("resourceVersionMatch=Exact"), Err(ApiError::Invalid { .. })));
         assert!(matches!(
             p("resourceVersion=0&resourceVersionMatch=Exact"),

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::object::meta;
+use crate::resource::SelectableField;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Op {
@@ -325,10 +326,12 @@ struct FieldTerm {
     equal: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum FieldName {
     Name,
     Namespace,
+    /// A kind's selectable field, by its JSON pointer (`/spec/color`).
+    Selectable(String),
 }
 
 /// A parsed `fieldSelector` over the fields custom resources support.
@@ -338,8 +341,13 @@ pub struct FieldSelector {
 }
 
 impl FieldSelector {
-    /// Parses `fieldSelector`; `namespaced` decides whether `metadata.namespace` is selectable.
-    pub fn parse(s: &str, namespaced: bool) -> Result<FieldSelector, String> {
+    /// Parses `fieldSelector` for a kind: `namespaced` decides whether `metadata.namespace` is
+    /// selectable, and `selectable` lists the kind's other selectable fields.
+    pub fn parse(
+        s: &str,
+        namespaced: bool,
+        selectable: &[SelectableField],
+    ) -> Result<FieldSelector, String> {
         let mut terms = Vec::new();
         if s.trim().is_empty() {
             return Ok(FieldSelector { terms });
@@ -350,7 +358,10 @@ impl FieldSelector {
             let field = match field.trim() {
                 "metadata.name" => FieldName::Name,
                 "metadata.namespace" if namespaced => FieldName::Namespace,
-                other => return Err(format!("field label not supported: {other}")),
+                other => match selectable.iter().find(|f| f.name == other) {
+                    Some(f) => FieldName::Selectable(f.json_path.replace('.', "/")),
+                    None => return Err(format!("field label not supported: {other}")),
+                },
             };
             terms.push(FieldTerm { field, value: unescape(&value), equal });
         }
@@ -368,13 +379,24 @@ impl FieldSelector {
 
     pub fn matches(&self, obj: &Value) -> bool {
         self.terms.iter().all(|t| {
-            let path = match t.field {
+            let path = match &t.field {
                 FieldName::Name => "/metadata/name",
                 FieldName::Namespace => "/metadata/namespace",
+                FieldName::Selectable(pointer) => pointer,
             };
-            let v = obj.pointer(path).and_then(Value::as_str).unwrap_or("");
-            (v == t.value) == t.equal
+            (field_text(obj.pointer(path)) == t.value) == t.equal
         })
+    }
+}
+
+/// A field's value as a field selector compares it (apiextensions' `selectableFieldSet`):
+/// strings as they are, integers in decimal, booleans as `true`/`false`, a missing field as "".
+fn field_text(v: Option<&Value>) -> std::borrow::Cow<'_, str> {
+    match v {
+        Some(Value::String(s)) => s.as_str().into(),
+        Some(Value::Bool(b)) => b.to_string().into(),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string().into(),
+        _ => "".into(),
     }
 }
 
@@ -488,21 +510,45 @@ mod tests {
     #[test]
     fn field_selectors() {
         let o = obj(json!({}));
-        let f = FieldSelector::parse("metadata.name=a,metadata.namespace!=x", true).unwrap();
+        let f = FieldSelector::parse("metadata.name=a,metadata.namespace!=x", true, &[]).unwrap();
         assert!(f.matches(&o));
         assert_eq!(f.exact_name(), Some("a"));
         assert_eq!(
-            FieldSelector::parse("spec.x=1", true).unwrap_err(),
+            FieldSelector::parse("spec.x=1", true, &[]).unwrap_err(),
             "field label not supported: spec.x"
         );
         assert_eq!(
-            FieldSelector::parse("metadata.namespace=a", false).unwrap_err(),
+            FieldSelector::parse("metadata.namespace=a", false, &[]).unwrap_err(),
             "field label not supported: metadata.namespace"
         );
-        assert!(FieldSelector::parse("nonsense", true)
+        assert!(FieldSelector::parse("nonsense", true, &[])
             .unwrap_err()
             .starts_with("invalid selector"));
-        let f = FieldSelector::parse(r"metadata.name=a\,b", true).unwrap();
+        let f = FieldSelector::parse(r"metadata.name=a\,b", true, &[]).unwrap();
         assert_eq!(f.exact_name(), Some("a,b"));
+    }
+
+    #[test]
+    fn selectable_fields_compare_as_text() {
+        let fields = [
+            SelectableField { name: "spec.color", json_path: ".spec.color" },
+            SelectableField { name: "source", json_path: ".source.component" },
+            SelectableField { name: "spec.size", json_path: ".spec.size" },
+            SelectableField { name: "spec.on", json_path: ".spec.on" },
+        ];
+        let obj = json!({"metadata": {"name": "a"}, "source": {"component": "kubelet"},
+                         "spec": {"color": "blue", "size": 3, "on": true}});
+        let sel = |s: &str| FieldSelector::parse(s, true, &fields).unwrap();
+        assert!(sel("spec.color=blue,source=kubelet").matches(&obj));
+        assert!(sel("spec.size=3,spec.on=true").matches(&obj));
+        assert!(!sel("spec.color!=blue").matches(&obj));
+        assert!(!sel("source=scheduler").matches(&obj));
+        // A missing field is "".
+        assert!(sel("spec.color=").matches(&json!({"spec": {}})));
+        assert!(sel("spec.color!=blue").matches(&json!({})));
+        assert_eq!(
+            FieldSelector::parse("spec.shape=x", true, &fields).unwrap_err(),
+            "field label not supported: spec.shape"
+        );
     }
 }

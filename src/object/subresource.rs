@@ -321,6 +321,7 @@ mod tests {
             token_field: None,
             status_subresource: status,
             scale,
+            selectable_fields: &[],
         }
     }
 

@@ -119,6 +119,8 @@ fn extended_document(original: &Value) -> Value {
     let res = &mut def["x-virt-resource"];
     assert_eq!(res["plural"], NEW_PLURAL);
     res["shortNames"] = json!(["vmpool", "vmpools"]);
+    // As a CRD's `selectableFields`: `fieldSelector=spec.replicas=3`.
+    res["selectableFields"] = json!([{"jsonPath": ".spec.replicas"}]);
     res["categories"] = json!(["all"]);
     res["printerColumns"] = json!([{
         "name": "Age", "type": "date", "format": "", "priority": 0,
@@ -429,6 +431,27 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     let list = server.get(&format!("{base}/{NEW_PLURAL}"));
     assert_eq!(list.status, 200, "{}", list.text());
     assert_eq!(names(&list.json()), ["web"]);
+    // Its selectable field: compared as text, with `=` and `!=`; other fields are not selectable.
+    for (selector, want) in [("spec.replicas=3", vec!["web"]), ("spec.replicas!=3", vec![])] {
+        let list = server.get(&format!("{coll}?fieldSelector={selector}"));
+        assert_eq!(list.status, 200, "{}", list.text());
+        assert_eq!(names(&list.json()), want, "{selector}");
+    }
+    let unsupported = server.get(&format!("{coll}?fieldSelector=spec.selector=x"));
+    assert_eq!(unsupported.status, 400, "{}", unsupported.text());
+    assert_eq!(unsupported.json()["message"], "field label not supported: spec.selector");
+    let kubectl = crate::common::Kubectl::new(&server);
+    let found = kubectl.ok(&[
+        "get",
+        "vmpool",
+        "-n",
+        "pools",
+        "--field-selector",
+        "spec.replicas=3",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(found.trim(), format!("{NEW_SINGULAR}.{TEMPLATE_GROUP}/web"), "{found}");
     // Its storage is its own: the kind it was copied from does not see it.
     assert_eq!(
         names(&server.get(&format!("{base}/{TEMPLATE_PLURAL}")).json()),
@@ -513,7 +536,6 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     assert_eq!(got.status, 200, "{}", got.text());
     assert_eq!(got.json()["spec"], body["spec"]);
     assert_eq!(names(&server.get(&format!("/api/v1/{CORE_PLURAL}")).json()), ["settings"]);
-    let kubectl = crate::common::Kubectl::new(&server);
     let listed = kubectl.ok(&["get", "cm", "-n", "pools", "-o", "name"]);
     assert_eq!(listed.trim(), "configmap/settings", "{listed}");
     let resources = kubectl.ok(&["api-resources", "--api-group="]);

@@ -81,8 +81,19 @@ pub struct Resource {
     pub status_subresource: bool,
     /// Set when `/scale` paths serve the kind: where the Scale's numbers live in the object.
     pub scale: Option<ScalePaths>,
+    /// `x-virt-resource.selectableFields`, validated against the kind's schema.
+    pub selectable_fields: Vec<SelectableField>,
     /// Name of the kind's definition.
     pub definition: String,
+}
+
+/// A field `fieldSelector` may name: its label and where it is in the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectableField {
+    /// The selector's label, e.g. `spec.color` or `source`.
+    pub name: String,
+    /// The JSON path, e.g. `.spec.color`.
+    pub json_path: String,
 }
 
 /// `x-virt-resource.scale`, validated: simple JSON paths such as `.spec.replicas`.

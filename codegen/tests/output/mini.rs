@@ -53,6 +53,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         token_field: ::std::option::Option::None,
         status_subresource: false,
         scale: ::std::option::Option::None,
+        selectable_fields: &[],
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -92,6 +93,12 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
             status_replicas_path: ".status.replicas",
             label_selector_path: ::std::option::Option::Some(".status.labelSelector"),
         }),
+        selectable_fields: &[
+            self::rt::SelectableField {
+                name: "spec.habitat",
+                json_path: ".spec.habitat",
+            },
+        ],
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -135,6 +142,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         token_field: ::std::option::Option::None,
         status_subresource: false,
         scale: ::std::option::Option::None,
+        selectable_fields: &[],
     },
     self::rt::ResourceInfo {
         group: "tickets.example.io",
@@ -152,6 +160,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         token_field: ::std::option::Option::Some("spec.animalName"),
         status_subresource: false,
         scale: ::std::option::Option::None,
+        selectable_fields: &[],
     },
 ];
 /// The OpenAPI v2 document, byte for byte as checked in.

@@ -55,7 +55,7 @@ pub async fn delete_collection(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     let opts = DeleteOptions::parse(&body, &q)?;
-    let list_opts = ListOptions::parse(&q, res.namespaced)?;
+    let list_opts = ListOptions::parse(&q, res)?;
     let format = negotiate(req, true)?;
     let namespace = target.namespace.as_deref();
     let (page, objects) =

@@ -35,7 +35,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
     if q.flag("watch") {
-        let opts = ListOptions::parse(&q, res.namespaced)?;
+        let opts = ListOptions::parse(&q, res)?;
         return watch_response(state, res, target, req, opts, true).await;
     }
     let output = negotiate_output(req, true, true)?;
@@ -107,7 +107,7 @@ pub async fn list(
     req: &HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let opts = ListOptions::parse(&q, res.namespaced)?;
+    let opts = ListOptions::parse(&q, res)?;
     if opts.watch {
         return watch_response(state, res, target, req, opts, true).await;
     }
@@ -216,7 +216,7 @@ pub async fn watch(
     req: &HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let opts = ListOptions::parse(&q, res.namespaced)?;
+    let opts = ListOptions::parse(&q, res)?;
     watch_response(state, res, target, req, opts, false).await
 }
 

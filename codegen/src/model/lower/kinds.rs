@@ -1,7 +1,17 @@
 //! The definitions that name a kind: their GVKs and their `x-virt-resource`, checked.
 
+use serde_json::Value;
+
 use super::{KindDef, Lowering};
-use crate::swagger::{self, VirtResource};
+use crate::swagger::{self, SelectableField, VirtResource, DEFINITIONS_REF};
+
+/// Most selectable fields a kind may declare (a CRD version's limit).
+const MAX_SELECTABLE_FIELDS: usize = 8;
+
+/// A selectable field's selector label: its `name`, else its path without the leading dot.
+pub(super) fn selectable_name(f: &SelectableField) -> String {
+    f.name.clone().unwrap_or_else(|| f.json_path.trim_start_matches('.').to_string())
+}
 
 impl<'d> Lowering<'d> {
     /// Every definition carrying a GVK, with its `x-virt-resource` parsed.
@@ -44,6 +54,7 @@ impl<'d> Lowering<'d> {
                 });
             if let Some(r) = &resource {
                 self.check_virt_resource(&ctx, r);
+                self.check_selectable_fields(&ctx, def, &r.selectable_fields);
             }
             for gvk in gvks {
                 if let Some(other) = defs.iter().find(|d| {
@@ -135,5 +146,68 @@ impl<'d> Lowering<'d> {
                 }
             }
         }
+    }
+
+    /// The CRD rules for `selectableFields`: simple paths outside `metadata` (whose name and
+    /// namespace are always selectable), to a string, integer or boolean the schema declares,
+    /// with labels that are unique; at most eight.
+    fn check_selectable_fields(&mut self, ctx: &str, def: &Value, fields: &[SelectableField]) {
+        if fields.len() > MAX_SELECTABLE_FIELDS {
+            let msg =
+                format!("at most {MAX_SELECTABLE_FIELDS} selectableFields, found {}", fields.len());
+            self.problem(ctx, msg);
+        }
+        let mut seen = std::collections::HashSet::new();
+        for f in fields {
+            let path = &f.json_path;
+            let segs: Vec<&str> = path.strip_prefix('.').unwrap_or("").split('.').collect();
+            let simple = path.starts_with('.')
+                && segs.iter().all(|s| !s.is_empty() && !s.contains(['[', ']', '*', ' ', '@']));
+            if !simple || segs[0] == "metadata" {
+                let msg = format!(
+                    "selectableFields: `{path}` is not a simple JSON path outside .metadata"
+                );
+                self.problem(ctx, msg);
+                continue;
+            }
+            let name = selectable_name(f);
+            if name.is_empty() || name.starts_with("metadata.") || !seen.insert(name.clone()) {
+                self.problem(
+                    ctx,
+                    format!("selectableFields: label `{name}` is repeated or reserved"),
+                );
+            }
+            match self.schema_type_at(def, &segs) {
+                Some("string" | "integer" | "boolean") => {}
+                Some(other) => self.problem(
+                    ctx,
+                    format!("selectableFields: `{path}` is of type {other}; only string, integer and boolean fields are selectable"),
+                ),
+                None => self.problem(
+                    ctx,
+                    format!("selectableFields: `{path}` is not declared in the schema"),
+                ),
+            }
+        }
+    }
+
+    /// The `type` the schema gives the field at `segs` below `schema`, following `$ref`s into
+    /// the definitions.
+    fn schema_type_at<'a>(&'a self, mut schema: &'a Value, segs: &[&str]) -> Option<&'a str> {
+        let doc = self.doc;
+        let resolve = |mut s: &'a Value| {
+            // A reference chain is short; the bound only stops a cycle.
+            for _ in 0..32 {
+                match s.get("$ref").and_then(Value::as_str) {
+                    Some(r) => s = doc.definitions.get(r.strip_prefix(DEFINITIONS_REF)?)?,
+                    None => return Some(s),
+                }
+            }
+            None
+        };
+        for seg in segs {
+            schema = resolve(schema)?.get("properties")?.get(*seg)?;
+        }
+        resolve(schema)?.get("type")?.as_str()
     }
 }

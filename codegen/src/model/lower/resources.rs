@@ -3,11 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::kinds::selectable_name;
 use super::{DraftKind, KindDef, Lowering, RouteDraft};
 use crate::model::paths::parse_resource_path;
 use crate::model::{
-    compare_versions, Action, Group, PrinterColumn, Resource, ScalePaths, Subresource,
-    SUBRESOURCE_ACTIONS, VERB_ORDER,
+    compare_versions, Action, Group, PrinterColumn, Resource, ScalePaths, SelectableField,
+    Subresource, SUBRESOURCE_ACTIONS, VERB_ORDER,
 };
 
 impl<'d> Lowering<'d> {
@@ -161,6 +162,14 @@ impl<'d> Lowering<'d> {
                                 status_replicas: s.status_replicas_path.clone(),
                                 label_selector: s.label_selector_path.clone(),
                             }),
+                        selectable_fields: r
+                            .selectable_fields
+                            .iter()
+                            .map(|f| SelectableField {
+                                name: selectable_name(f),
+                                json_path: f.json_path.clone(),
+                            })
+                            .collect(),
                         definition: d.name.to_string(),
                     });
                 }
@@ -259,6 +268,58 @@ mod tests {
         d.remove_path("/api/v1/");
         let problems = lower_json(d.build()).unwrap_err();
         assert_problem(&problems, "no path has x-virt-handler `apiResources` for version v1");
+    }
+
+    /// `selectableFields` as a CRD declares them: checked against the schema, labelled by path
+    /// or by name.
+    #[test]
+    fn selectable_fields_are_checked_against_the_schema() {
+        use serde_json::{json, Value};
+        let mut d = TestDoc::new(&["a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        let with = |fields: Value| {
+            let mut doc = d.build();
+            let def = &mut doc["definitions"]["io.a.v1.Thing"];
+            def["properties"]["spec"]["properties"] = json!({
+                "color": {"type": "string"}, "size": {"type": "integer"},
+                "on": {"type": "boolean"}, "tags": {"type": "array"},
+                "owner": {"$ref": "#/definitions/io.a.v1.Owner"}});
+            def["x-virt-resource"]["selectableFields"] = fields;
+            doc["definitions"]["io.a.v1.Owner"] =
+                json!({"type": "object", "properties": {"component": {"type": "string"}}});
+            lower_json(doc)
+        };
+        let api = with(json!([{"jsonPath": ".spec.color"},
+                              {"jsonPath": ".spec.owner.component", "name": "source"}]))
+        .unwrap();
+        let fields: Vec<_> = api.resources[0]
+            .selectable_fields
+            .iter()
+            .map(|f| (f.name.as_str(), f.json_path.as_str()))
+            .collect();
+        assert_eq!(fields, [("spec.color", ".spec.color"), ("source", ".spec.owner.component")]);
+        let cases = [
+            (json!([{"jsonPath": "spec.color"}]), "`spec.color` is not a simple JSON path"),
+            (json!([{"jsonPath": ".spec.tags[0]"}]), "`.spec.tags[0]` is not a simple JSON path"),
+            (
+                json!([{"jsonPath": ".metadata.labels"}]),
+                "is not a simple JSON path outside .metadata",
+            ),
+            (json!([{"jsonPath": ".spec.shape"}]), "`.spec.shape` is not declared in the schema"),
+            (json!([{"jsonPath": ".spec.tags"}]), "`.spec.tags` is of type array"),
+            (
+                json!([{"jsonPath": ".spec.color"}, {"jsonPath": ".spec.size", "name": "spec.color"}]),
+                "label `spec.color` is repeated or reserved",
+            ),
+            (json!([{"jsonPath": ".spec.on", "name": "metadata.on"}]), "label `metadata.on`"),
+            (json!([{"jsonPath": ".spec.on", "where": 1}]), "unknown field `where`"),
+        ];
+        for (fields, want) in cases {
+            let problems = with(fields.clone()).unwrap_err();
+            assert_problem(&problems, want);
+        }
+        let nine: Vec<Value> = (0..9).map(|_| json!({"jsonPath": ".spec.on"})).collect();
+        assert_problem(&with(Value::Array(nine)).unwrap_err(), "at most 8 selectableFields");
     }
 
     #[test]
