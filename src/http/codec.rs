@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::object::error::ApiError;
+use crate::object::protobuf;
 use crate::registry::{decode_stored, Object};
 use crate::resource::ResourceInfo;
 use crate::store::json_value_end as value_end;
@@ -147,10 +148,17 @@ pub enum Form<'a> {
 /// a JSON body is parsed once for both its object and its repeated keys.
 pub fn decode_object_and_form<'a>(
     req: &HttpRequest,
+    res: &ResourceInfo,
     body: &'a [u8],
     yaml_ok: bool,
 ) -> Result<(Value, Form<'a>), ApiError> {
     let ct = content_type(req);
+    // kube's protobuf, for the kinds whose fields the document numbers: a message has no
+    // repeated keys to report.
+    if ct == protobuf::MEDIA_TYPE && protobuf::speaks_protobuf(res) {
+        let value = protobuf::decode(res, body)?;
+        return Ok((checked_object(value)?, Form::Json(Vec::new())));
+    }
     if is_json(&ct) {
         let (value, duplicates) = crate::object::strict_decoding::from_json_noting_duplicates(body)
             .map_err(json_error)?;

@@ -7,6 +7,7 @@ pub mod limits;
 pub mod managed_fields;
 pub mod meta;
 pub mod patch;
+pub mod protobuf;
 pub mod selector;
 pub mod strict_decoding;
 pub mod subresource;

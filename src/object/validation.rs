@@ -70,7 +70,7 @@ fn gvk_schema(group: &str, version: &str, kind: &str) -> Option<&'static Value> 
 }
 
 /// Follows `$ref`s into the definitions; an unresolvable reference is an open schema.
-fn resolve(schema: &Value) -> &Value {
+pub fn resolve(schema: &Value) -> &Value {
     static OPEN: Value = Value::Null;
     let mut at = schema;
     for _ in 0..32 {

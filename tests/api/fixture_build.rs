@@ -184,14 +184,84 @@ fn add_core_kind(doc: &mut Value) {
     let kind = &mut defs["io.k8s.api.core.v1.ConfigMap"];
     kind["x-kubernetes-group-version-kind"] = json!([core_gvk(CORE_KIND)]);
     kind["description"] = json!("Configuration data (a fixture kind of the core group).");
-    kind["properties"]["spec"] =
-        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-    kind["properties"].as_object_mut().unwrap().remove("status");
+    // kube's ConfigMap, with its protobuf field numbers (generated.proto): kubectl's typed
+    // client sends it as protobuf.
+    kind["properties"] = json!({
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+                     "x-virt-proto-tag": 1},
+        "data": {"type": "object", "additionalProperties": {"type": "string"}, "x-virt-proto-tag": 2},
+        "binaryData": {"type": "object", "x-virt-proto-tag": 3,
+                       "additionalProperties": {"type": "string", "format": "byte"}},
+        "immutable": {"type": "boolean", "x-virt-proto-tag": 4},
+    });
     kind["x-virt-resource"]["shortNames"] = json!(["cm"]);
     kind["x-virt-resource"]["categories"] = json!([]);
     defs["io.k8s.api.core.v1.ConfigMapList"]["x-kubernetes-group-version-kind"] =
         json!([core_gvk("ConfigMapList")]);
+    number_meta(defs);
     doc["x-virt-api-groups"].as_array_mut().unwrap().insert(0, json!(""));
+}
+
+/// ObjectMeta and the messages inside it, numbered as apimachinery's generated.proto numbers
+/// them.
+fn number_meta(defs: &mut serde_json::Map<String, Value>) {
+    let meta = "io.k8s.apimachinery.pkg.apis.meta.v1.";
+    let numbers: [(&str, &[(&str, u64)]); 3] = [
+        (
+            "ObjectMeta",
+            &[
+                ("name", 1),
+                ("generateName", 2),
+                ("namespace", 3),
+                ("selfLink", 4),
+                ("uid", 5),
+                ("resourceVersion", 6),
+                ("generation", 7),
+                ("creationTimestamp", 8),
+                ("deletionTimestamp", 9),
+                ("deletionGracePeriodSeconds", 10),
+                ("labels", 11),
+                ("annotations", 12),
+                ("ownerReferences", 13),
+                ("finalizers", 14),
+                ("managedFields", 17),
+            ],
+        ),
+        (
+            "OwnerReference",
+            &[
+                ("kind", 1),
+                ("name", 3),
+                ("uid", 4),
+                ("apiVersion", 5),
+                ("controller", 6),
+                ("blockOwnerDeletion", 7),
+            ],
+        ),
+        (
+            "ManagedFieldsEntry",
+            &[
+                ("manager", 1),
+                ("operation", 2),
+                ("apiVersion", 3),
+                ("time", 4),
+                ("fieldsType", 6),
+                ("fieldsV1", 7),
+                ("subresource", 8),
+            ],
+        ),
+    ];
+    for (def, fields) in numbers {
+        let props = &mut defs[&format!("{meta}{def}")]["properties"];
+        for (field, tag) in fields {
+            assert!(props.get(field).is_some(), "{def}.{field}");
+            props[field]["x-virt-proto-tag"] = json!(tag);
+        }
+    }
+    defs[&format!("{meta}Time")]["x-virt-proto-type"] = json!("time");
+    defs[&format!("{meta}FieldsV1")]["x-virt-proto-type"] = json!("raw-json");
 }
 
 fn capitalized(s: &str) -> String {
@@ -528,16 +598,30 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     assert!(v3.json()["paths"].get("/api/v1/namespaces/{namespace}/configmaps").is_some());
     let cms = format!("/api/v1/namespaces/pools/{CORE_PLURAL}");
     let body = json!({"apiVersion": "v1", "kind": CORE_KIND, "metadata": {"name": "settings"},
-                      "spec": {"color": "blue"}});
+                      "data": {"color": "blue"}});
     let created = server.post(&cms, &body);
     assert_eq!(created.status, 201, "{}", created.text());
     assert_eq!(created.json()["apiVersion"], "v1");
     let got = server.get(&format!("{cms}/settings"));
     assert_eq!(got.status, 200, "{}", got.text());
-    assert_eq!(got.json()["spec"], body["spec"]);
+    assert_eq!(got.json()["data"], body["data"]);
     assert_eq!(names(&server.get(&format!("/api/v1/{CORE_PLURAL}")).json()), ["settings"]);
     let listed = kubectl.ok(&["get", "cm", "-n", "pools", "-o", "name"]);
     assert_eq!(listed.trim(), "configmap/settings", "{listed}");
+    // kubectl's typed client sends built-in kinds as protobuf (k8s\0 + runtime.Unknown).
+    kubectl.ok(&[
+        "create",
+        "configmap",
+        "from-kubectl",
+        "-n",
+        "pools",
+        "--from-literal=color=green",
+        "--from-literal=size=3",
+    ]);
+    let made = server.get(&format!("{cms}/from-kubectl")).json();
+    assert_eq!(made["data"], json!({"color": "green", "size": "3"}), "{made}");
+    assert_eq!(made["metadata"]["namespace"], "pools");
+    assert!(made["metadata"]["uid"].is_string(), "{made}");
     let resources = kubectl.ok(&["api-resources", "--api-group="]);
     assert!(
         resources.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()

@@ -27,7 +27,7 @@ pub async fn create(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let (_, opts, format) = write_request(req, "CreateOptions", res.is_stored())?;
-    let (obj, form) = decode_object_and_form(req, &body, res.is_stored())?;
+    let (obj, form) = decode_object_and_form(req, res, &body, res.is_stored())?;
     let outcome = state.registry.create(res, &target, obj, via(&form), &opts).await?;
     let code = if res.is_stored() { StatusCode::CREATED } else { StatusCode::OK };
     answer(res, code, format, outcome)
@@ -42,7 +42,7 @@ pub async fn update(
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let (_, opts, format) = write_request(req, "UpdateOptions", true)?;
-    let (obj, form) = decode_object_and_form(req, &body, true)?;
+    let (obj, form) = decode_object_and_form(req, res, &body, true)?;
     let outcome = state.registry.update(res, &target, obj, via(&form), &opts).await?;
     answer(res, StatusCode::OK, format, outcome)
 }

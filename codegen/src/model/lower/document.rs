@@ -1,4 +1,5 @@
-//! Checks of the document as a whole: its header, its groups and every `$ref`.
+//! Checks of the document as a whole: its header, its groups, every `$ref`, and the protobuf
+//! field numbers (`x-virt-proto-tag`, `x-virt-proto-type`) the server decodes kube's protobuf by.
 
 use std::collections::HashSet;
 
@@ -24,6 +25,39 @@ impl<'d> Lowering<'d> {
         for g in &doc.api_groups {
             if !seen.insert(g.as_str()) {
                 self.problem("document", format!("x-virt-api-groups: `{g}` is repeated"));
+            }
+        }
+        self.check_proto_numbers();
+    }
+
+    /// Within a definition, protobuf field numbers are positive and unique (as in
+    /// `generated.proto`); `x-virt-proto-type` names a message the decoder knows.
+    fn check_proto_numbers(&mut self) {
+        for (name, def) in &self.doc.definitions {
+            let ctx = format!("definition {name}");
+            match def.get("x-virt-proto-type") {
+                None => {}
+                Some(Value::String(t))
+                    if ["time", "micro-time", "raw-json"].contains(&t.as_str()) => {}
+                Some(other) => self.problem(
+                    &ctx,
+                    format!("x-virt-proto-type {other} is not one of time, micro-time, raw-json"),
+                ),
+            }
+            let Some(props) = def.get("properties").and_then(Value::as_object) else { continue };
+            let mut numbers = HashSet::new();
+            for (field, prop) in props {
+                let Some(tag) = prop.get("x-virt-proto-tag") else { continue };
+                match tag.as_u64().filter(|&n| (1..1 << 29).contains(&n)) {
+                    Some(n) if numbers.insert(n) => {}
+                    Some(n) => {
+                        self.problem(&ctx, format!("x-virt-proto-tag {n} is repeated ({field})"))
+                    }
+                    None => self.problem(
+                        &ctx,
+                        format!("{field}: x-virt-proto-tag {tag} is not a protobuf field number"),
+                    ),
+                }
             }
         }
     }

@@ -323,6 +323,25 @@ mod tests {
     }
 
     #[test]
+    fn protobuf_numbers_are_checked() {
+        use serde_json::json;
+        let mut d = TestDoc::new(&["a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        let mut doc = d.build();
+        let props = &mut doc["definitions"]["io.a.v1.Thing"]["properties"];
+        props["metadata"]["x-virt-proto-tag"] = json!(1);
+        props["spec"]["x-virt-proto-tag"] = json!(2);
+        lower_json(doc.clone()).unwrap();
+        doc["definitions"]["io.a.v1.Thing"]["properties"]["spec"]["x-virt-proto-tag"] = json!(1);
+        doc["definitions"]["io.a.v1.Thing"]["properties"]["kind"] = json!({"x-virt-proto-tag": 0});
+        doc["definitions"]["io.a.v1.Thing"]["x-virt-proto-type"] = json!("duration");
+        let problems = lower_json(doc).unwrap_err();
+        assert_problem(&problems, "x-virt-proto-tag 1 is repeated");
+        assert_problem(&problems, "kind: x-virt-proto-tag 0 is not a protobuf field number");
+        assert_problem(&problems, "x-virt-proto-type \"duration\" is not one of");
+    }
+
+    #[test]
     fn verbs_follow_the_actions_present() {
         let mut d = TestDoc::new(&["a.io"]);
         d.kind("a.io", "v1", "Thing", "things", true);
