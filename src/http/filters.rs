@@ -125,10 +125,10 @@ impl Drop for Slot<'_> {
 fn public_paths() -> &'static HashSet<String> {
     static PUBLIC: OnceLock<HashSet<String>> = OnceLock::new();
     PUBLIC.get_or_init(|| {
-        let doc: serde_json::Value =
-            serde_json::from_slice(crate::generated::OPENAPI_V2).unwrap_or_default();
         let mut out = HashSet::new();
-        if let Some(paths) = doc.get("paths").and_then(|p| p.as_object()) {
+        if let Some(paths) =
+            crate::object::schema::document().get("paths").and_then(|p| p.as_object())
+        {
             for (path, item) in paths {
                 let ops: Vec<_> = ["get", "put", "post", "delete", "patch"]
                     .iter()

@@ -8,6 +8,7 @@ pub mod managed_fields;
 pub mod meta;
 pub mod patch;
 pub mod protobuf;
+pub mod schema;
 pub mod selector;
 pub mod strict_decoding;
 pub mod subresource;

@@ -12,15 +12,11 @@
 //! values are left to `meta::validate`, which words its errors as kube's ObjectMeta validation.
 //! Below a schema that lists no `properties` (or keeps unknown fields) nothing is pruned.
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
-
 use serde_json::{Map, Value};
 
-use crate::generated::OPENAPI_V2;
 use crate::object::error::{ApiError, Cause};
-use crate::object::meta;
 use crate::object::strict_decoding as strict;
+use crate::object::{meta, schema};
 use crate::resource::ResourceInfo;
 
 /// `fieldValidation`: what a write does with unknown and repeated fields.
@@ -31,61 +27,19 @@ pub enum FieldValidation {
     Strict,
 }
 
-const DEFINITIONS_REF: &str = "#/definitions/";
-
-/// The document's definitions, and each kind's definition by group, version and kind.
-struct Schemas {
-    definitions: Map<String, Value>,
-    by_gvk: HashMap<(String, String, String), String>,
-}
-
-fn schemas() -> &'static Schemas {
-    static SCHEMAS: OnceLock<Schemas> = OnceLock::new();
-    SCHEMAS.get_or_init(|| {
-        let doc: Value = serde_json::from_slice(OPENAPI_V2).expect("the embedded document is JSON");
-        let definitions =
-            doc.get("definitions").and_then(Value::as_object).cloned().unwrap_or_default();
-        let mut by_gvk = HashMap::new();
-        for (name, def) in &definitions {
-            let gvks = def.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
-            for gvk in gvks.into_iter().flatten() {
-                let part = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                by_gvk.insert((part("group"), part("version"), part("kind")), name.clone());
-            }
-        }
-        Schemas { definitions, by_gvk }
-    })
-}
-
 /// The definition of `res`'s kind in `res`'s version.
 pub fn kind_schema(res: &ResourceInfo) -> Option<&'static Value> {
-    gvk_schema(res.group, res.version, res.kind)
+    schema::kind_definition(res)
 }
 
-/// The definition the document gives for a group, version and kind.
 fn gvk_schema(group: &str, version: &str, kind: &str) -> Option<&'static Value> {
-    let s = schemas();
-    let key = (group.to_string(), version.to_string(), kind.to_string());
-    s.by_gvk.get(&key).and_then(|name| s.definitions.get(name))
+    schema::gvk_definition(group, version, kind)
 }
 
-/// Follows `$ref`s into the definitions; an unresolvable reference is an open schema.
+/// `schema` past its references; one that leads nowhere is an open schema.
 pub fn resolve(schema: &Value) -> &Value {
     static OPEN: Value = Value::Null;
-    let mut at = schema;
-    for _ in 0..32 {
-        match at.get("$ref").and_then(Value::as_str) {
-            Some(r) => {
-                let name = r.strip_prefix(DEFINITIONS_REF).unwrap_or(r);
-                match schemas().definitions.get(name) {
-                    Some(def) => at = def,
-                    None => return &OPEN,
-                }
-            }
-            None => return at,
-        }
-    }
-    &OPEN
+    schema::resolve(schema).unwrap_or(&OPEN)
 }
 
 /// What admitting a body found that the request goes on with.

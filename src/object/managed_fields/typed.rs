@@ -10,35 +10,13 @@
 //! shape is deduced from the value as kube does for such fields: maps merge key by key and lists
 //! are atomic.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::OnceLock;
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
 use super::fieldset::{FieldSet, OrdValue, Path, PathElement};
+use crate::object::schema::{self, resolve};
 use crate::resource::ResourceInfo;
-
-fn document() -> &'static Value {
-    static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| serde_json::from_slice(crate::generated::OPENAPI_V2).unwrap_or(Value::Null))
-}
-
-/// The definition of each `group/version/Kind`.
-fn kinds() -> &'static HashMap<String, &'static Value> {
-    static KINDS: OnceLock<HashMap<String, &'static Value>> = OnceLock::new();
-    KINDS.get_or_init(|| {
-        let mut out = HashMap::new();
-        let defs = document().get("definitions").and_then(Value::as_object);
-        for def in defs.into_iter().flat_map(|d| d.values()) {
-            let gvks = def.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
-            for gvk in gvks.into_iter().flatten() {
-                let s = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or("");
-                out.insert(format!("{}/{}/{}", s("group"), s("version"), s("kind")), def);
-            }
-        }
-        out
-    })
-}
 
 /// Where a value sits in the schema; `None` means nothing is known and the shape is deduced.
 #[derive(Clone, Copy, Debug)]
@@ -71,8 +49,7 @@ pub enum ListKind {
 impl Type {
     /// The type of a whole object of `res` in its version.
     pub fn of(res: &ResourceInfo) -> Type {
-        let key = format!("{}/{}/{}", res.group, res.version, res.kind);
-        Type::at(kinds().get(&key).copied())
+        Type::at(schema::kind_definition(res))
     }
 
     pub fn deduced() -> Type {
@@ -141,22 +118,6 @@ impl Type {
     pub fn items(self) -> Type {
         Type::at(self.node.and_then(|n| n.get("items")))
     }
-}
-
-/// `node` after `$ref`s and a one-element `allOf`; `None` when a reference leads nowhere.
-fn resolve(mut node: &'static Value) -> Option<&'static Value> {
-    for _ in 0..32 {
-        if let Some(r) = node.get("$ref").and_then(Value::as_str) {
-            let name = r.strip_prefix("#/definitions/")?;
-            node = document().get("definitions")?.get(name)?;
-        } else if let Some([only]) = node.get("allOf").and_then(Value::as_array).map(Vec::as_slice)
-        {
-            node = only;
-        } else {
-            return Some(node);
-        }
-    }
-    None
 }
 
 /// The name of list item `index`: its value in a set, its keys in a list-map. An item missing
