@@ -1,5 +1,4 @@
-//! The served OpenAPI document, parsed once (it was parsed three times, with three failure
-//! policies), as the schemas everything else reads: validation,
+//! The served OpenAPI document, parsed once, as the schemas everything else reads: validation,
 //! field ownership (managed fields), the protobuf decoder, and which paths need credentials.
 
 use std::collections::HashMap;
