@@ -10,7 +10,7 @@ include!(concat!(env!("OUT_DIR"), "/generated.rs"));
 mod rt {
     // The per-kind records the statics are made of.
     pub(super) use crate::resource::{
-        GroupInfo, OpenApiV3Doc, PrinterColumn, ResourceInfo, ScaleInfo, SelectableField,
+        Cell, GroupInfo, OpenApiV3Doc, PrinterColumn, ResourceInfo, ScaleInfo, SelectableField,
     };
     // What every handler takes and returns.
     pub(super) use crate::http::server::AppState;

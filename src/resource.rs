@@ -71,8 +71,28 @@ pub struct PrinterColumn {
     pub format: &'static str,
     pub description: &'static str,
     pub priority: i32,
-    /// Simple JSONPath such as `.status.printableStatus`.
+    /// Simple JSONPath such as `.status.printableStatus`; empty when `cell` computes the cell.
     pub json_path: &'static str,
+    /// A cell computed from several fields, as kube's printers compute those of its built-in
+    /// kinds (a ConfigMap's `DATA` counts two maps, an Event's `OBJECT` joins kind and name).
+    pub cell: Option<&'static Cell>,
+}
+
+/// How a computed printer cell is made from the object (`x-virt-resource.printerColumns[].cell`).
+#[derive(Debug)]
+pub enum Cell {
+    /// The value at a JSONPath, as `jsonPath` columns read it.
+    Path(&'static str),
+    Int(i64),
+    Str(&'static str),
+    /// The first value that is set: not null, missing, "", 0 or empty.
+    FirstOf(&'static [Cell]),
+    /// How many entries the maps and lists hold, together (missing ones hold none).
+    Count(&'static [Cell]),
+    /// A string, lower-cased.
+    Lower(&'static Cell),
+    /// The parts that are set, as strings, joined by the separator.
+    Join(&'static str, &'static [Cell]),
 }
 
 /// One API group, as `/apis` lists it.

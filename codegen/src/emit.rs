@@ -108,6 +108,10 @@ fn resource(r: &Resource) -> TokenStream {
             Literal::i32_unsuffixed(c.priority),
             &c.json_path,
         );
+        let computed = option(c.cell.as_ref().map(|cell| {
+            let cell = cell_tokens(cell);
+            quote!(&#cell)
+        }));
         quote! {
             self::rt::PrinterColumn {
                 name: #name,
@@ -116,6 +120,7 @@ fn resource(r: &Resource) -> TokenStream {
                 description: #description,
                 priority: #priority,
                 json_path: #json_path,
+                cell: #computed,
             }
         }
     });
@@ -153,6 +158,39 @@ fn resource(r: &Resource) -> TokenStream {
             status_subresource: #status_subresource,
             scale: #scale,
             selectable_fields: &[#(#selectable),*],
+        }
+    }
+}
+
+/// A computed cell as a constant expression of `rt::Cell`s.
+fn cell_tokens(cell: &crate::model::Cell) -> TokenStream {
+    use crate::model::Cell;
+    let list = |cells: &[Cell]| {
+        let items = cells.iter().map(cell_tokens);
+        quote!(&[#(#items),*])
+    };
+    match cell {
+        Cell::Path(p) => quote!(self::rt::Cell::Path(#p)),
+        Cell::Int(n) => {
+            let n = Literal::i64_unsuffixed(*n);
+            quote!(self::rt::Cell::Int(#n))
+        }
+        Cell::Str(s) => quote!(self::rt::Cell::Str(#s)),
+        Cell::FirstOf(cells) => {
+            let l = list(cells);
+            quote!(self::rt::Cell::FirstOf(#l))
+        }
+        Cell::Count(cells) => {
+            let l = list(cells);
+            quote!(self::rt::Cell::Count(#l))
+        }
+        Cell::Lower(inner) => {
+            let inner = cell_tokens(inner);
+            quote!(self::rt::Cell::Lower(&#inner))
+        }
+        Cell::Join(sep, cells) => {
+            let l = list(cells);
+            quote!(self::rt::Cell::Join(#sep, #l))
         }
     }
 }

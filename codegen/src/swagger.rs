@@ -270,7 +270,13 @@ pub struct PrinterColumn {
     pub description: String,
     #[serde(default)]
     pub priority: i32,
+    /// A CRD column's simple JSONPath; or else `cell`.
+    #[serde(default)]
     pub json_path: String,
+    /// A computed cell, as kube's printers make its built-in kinds' cells: a `.path`, a number,
+    /// another string (itself), `{"firstOf": [..]}`, `{"count": [..]}`, `{"lower": ..}` or
+    /// `{"join": {"separator": "/", "parts": [..]}}` (lowered into `model::Cell`).
+    pub cell: Option<Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

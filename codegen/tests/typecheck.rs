@@ -26,7 +26,7 @@ mod generated {
 /// same names.
 mod rt {
     pub use crate::resource::{
-        GroupInfo, OpenApiV3Doc, PrinterColumn, ResourceInfo, ScaleInfo, SelectableField,
+        Cell, GroupInfo, OpenApiV3Doc, PrinterColumn, ResourceInfo, ScaleInfo, SelectableField,
     };
     use actix_web::web::Bytes;
     use actix_web::HttpRequest;

@@ -2,12 +2,15 @@
 //! convertor and the apiserver's `asTable` build them for `kubectl get`.
 //!
 //! Columns are `Name`, then the kind's printer columns from the document (kube's default `Age`
-//! when it declares none). Cells come from simple JSONPaths; `date` cells become ages.
+//! when it declares none). Cells come from simple JSONPaths, or from a column's computed `cell`
+//! (kube's printers for its built-in kinds count maps and join fields); `date` cells become ages.
+
+use std::borrow::Cow;
 
 use serde_json::{json, Map, Value};
 
 use crate::object::error::ApiError;
-use crate::resource::{PrinterColumn, ResourceInfo};
+use crate::resource::{Cell, PrinterColumn, ResourceInfo};
 
 /// ObjectMeta's descriptions, which kube gives the `Name` and default `Age` columns.
 const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
@@ -21,6 +24,7 @@ const DEFAULT_COLUMNS: &[PrinterColumn] = &[PrinterColumn {
     description: CREATION_TIMESTAMP_DESCRIPTION,
     priority: 0,
     json_path: ".metadata.creationTimestamp",
+    cell: None,
 }];
 
 /// What each row carries besides its cells (`includeObject`).
@@ -95,7 +99,11 @@ pub fn row(res: &ResourceInfo, obj: &Value, opts: &TableOptions, now: i64) -> Va
     let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::String(String::new()));
     let mut cells = vec![name];
     for c in columns(res) {
-        cells.push(cell(c.type_, first_result(c.json_path, obj), now));
+        let value = match c.cell {
+            Some(computed) => compute(computed, obj),
+            None => first_result(c.json_path, obj).map(Cow::Borrowed),
+        };
+        cells.push(cell(c.type_, value.as_deref(), now));
     }
     let object = match opts.include {
         IncludeObject::Object => obj.clone(),
@@ -149,6 +157,59 @@ fn cell(type_: &str, value: Option<&Value>, now: i64) -> Value {
             None => Value::String("<invalid>".into()),
         },
         _ => Value::Null,
+    }
+}
+
+/// A computed cell's value; `None` when nothing is set.
+fn compute<'a>(c: &Cell, obj: &'a Value) -> Option<Cow<'a, Value>> {
+    match c {
+        Cell::Path(p) => first_result(p, obj).map(Cow::Borrowed),
+        Cell::Int(n) => Some(Cow::Owned(Value::from(*n))),
+        Cell::Str(s) => Some(Cow::Owned(Value::from(*s))),
+        Cell::FirstOf(options) => {
+            options.iter().filter_map(|o| compute(o, obj)).find(|v| is_set(v))
+        }
+        Cell::Count(parts) => {
+            let size = |v: &Value| match v {
+                Value::Object(m) => m.len(),
+                Value::Array(a) => a.len(),
+                _ => 0,
+            };
+            let n: usize = parts.iter().filter_map(|p| compute(p, obj)).map(|v| size(&v)).sum();
+            Some(Cow::Owned(Value::from(n)))
+        }
+        Cell::Lower(inner) => {
+            let v = compute(inner, obj)?;
+            Some(Cow::Owned(Value::String(text(&v).to_lowercase())))
+        }
+        Cell::Join(separator, parts) => {
+            let texts: Vec<String> = parts
+                .iter()
+                .filter_map(|p| compute(p, obj))
+                .filter(|v| is_set(v))
+                .map(|v| text(&v))
+                .collect();
+            Some(Cow::Owned(Value::String(texts.join(separator))))
+        }
+    }
+}
+
+/// Whether a value counts as set for `FirstOf` and `Join`, as Go's zero values do not.
+fn is_set(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::Bool(b) => *b,
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(m) => !m.is_empty(),
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -402,5 +463,33 @@ mod tests {
         let created = crate::object::meta::rfc3339(now - 182);
         assert_eq!(cell("date", Some(&json!(created)), now), json!("3m2s"));
         assert_eq!(cell("date", Some(&json!("yesterday")), now), json!("<invalid>"));
+    }
+
+    #[test]
+    fn computed_cells_as_kubes_printers_make_them() {
+        static OBJECT: Cell = Cell::Join(
+            "/",
+            &[Cell::Lower(&Cell::Path(".involvedObject.kind")), Cell::Path(".involvedObject.name")],
+        );
+        static COUNT: Cell =
+            Cell::FirstOf(&[Cell::Path(".series.count"), Cell::Path(".count"), Cell::Int(1)]);
+        static DATA: Cell = Cell::Count(&[Cell::Path(".data"), Cell::Path(".binaryData")]);
+        static SOURCE: Cell =
+            Cell::Join(", ", &[Cell::Path(".source.component"), Cell::Path(".source.host")]);
+        let value = |c: &Cell, o: &Value| compute(c, o).map(Cow::into_owned);
+        let event = json!({"involvedObject": {"kind": "VirtualMachine", "name": "vm1"}, "count": 0,
+                           "source": {"component": "virt-controller"}});
+        assert_eq!(value(&OBJECT, &event), Some(json!("virtualmachine/vm1")));
+        assert_eq!(
+            value(&OBJECT, &json!({"involvedObject": {"kind": "Node"}})),
+            Some(json!("node"))
+        );
+        assert_eq!(value(&COUNT, &event), Some(json!(1)), "a zero count prints as 1");
+        assert_eq!(value(&COUNT, &json!({"count": 4, "series": {"count": 7}})), Some(json!(7)));
+        assert_eq!(value(&SOURCE, &event), Some(json!("virt-controller")));
+        let cm = json!({"data": {"a": "1", "b": "2"}, "binaryData": {"c": "AA=="}});
+        assert_eq!(value(&DATA, &cm), Some(json!(3)));
+        assert_eq!(value(&DATA, &json!({})), Some(json!(0)));
+        assert_eq!(value(&Cell::FirstOf(&[Cell::Path(".x")]), &json!({})), None);
     }
 }

@@ -197,6 +197,13 @@ fn add_core_kind(doc: &mut Value) {
         "immutable": {"type": "boolean", "x-virt-proto-tag": 4},
     });
     kind["x-virt-resource"]["shortNames"] = json!(["cm"]);
+    // kube's printer for ConfigMaps: DATA counts both maps.
+    kind["x-virt-resource"]["printerColumns"] = json!([
+        {"name": "Data", "type": "integer", "description": "Data contains the configuration data.",
+         "cell": {"count": [".data", ".binaryData"]}},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+         "description": "CreationTimestamp is a timestamp representing the server time when this object was created."},
+    ]);
     kind["x-virt-resource"]["categories"] = json!([]);
     defs["io.k8s.api.core.v1.ConfigMapList"]["x-kubernetes-group-version-kind"] =
         json!([core_gvk("ConfigMapList")]);
@@ -622,6 +629,11 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     assert_eq!(made["data"], json!({"color": "green", "size": "3"}), "{made}");
     assert_eq!(made["metadata"]["namespace"], "pools");
     assert!(made["metadata"]["uid"].is_string(), "{made}");
+    let table = kubectl.ok(&["get", "cm", "-n", "pools"]);
+    let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0], ["NAME", "DATA", "AGE"], "{table}");
+    assert!(rows.iter().any(|r| r[..2] == ["from-kubectl", "2"]), "{table}");
+    assert!(rows.iter().any(|r| r[..2] == ["settings", "1"]), "{table}");
     let resources = kubectl.ok(&["api-resources", "--api-group="]);
     assert!(
         resources.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()

@@ -111,7 +111,65 @@ pub struct PrinterColumn {
     pub format: String,
     pub description: String,
     pub priority: i32,
+    /// Empty when `cell` computes the column.
     pub json_path: String,
+    pub cell: Option<Cell>,
+}
+
+/// A computed printer cell (`crate::resource::Cell`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cell {
+    Path(String),
+    Int(i64),
+    Str(String),
+    FirstOf(Vec<Cell>),
+    Count(Vec<Cell>),
+    Lower(Box<Cell>),
+    Join(String, Vec<Cell>),
+}
+
+impl Cell {
+    /// A cell's JSON form in the document, checked; `Err` says what is wrong.
+    pub fn parse(v: &serde_json::Value) -> Result<Cell, String> {
+        use serde_json::Value;
+        let list = |v: &Value| -> Result<Vec<Cell>, String> {
+            let items = v.as_array().filter(|a| !a.is_empty()).ok_or("expects a non-empty list")?;
+            items.iter().map(Cell::parse).collect()
+        };
+        match v {
+            Value::String(s) if s.starts_with('.') => {
+                if s.len() < 2 || s.contains(['{', '}', ' ']) {
+                    return Err(format!("`{s}` is not a JSONPath"));
+                }
+                Ok(Cell::Path(s.clone()))
+            }
+            Value::String(s) => Ok(Cell::Str(s.clone())),
+            Value::Number(n) => {
+                n.as_i64().map(Cell::Int).ok_or_else(|| format!("{n} is not an integer"))
+            }
+            Value::Object(m) if m.len() == 1 => {
+                let (op, arg) = m.iter().next().expect("one entry");
+                let ctx = |e: String| format!("{op}: {e}");
+                match op.as_str() {
+                    "firstOf" => list(arg).map(Cell::FirstOf).map_err(ctx),
+                    "count" => list(arg).map(Cell::Count).map_err(ctx),
+                    "lower" => Cell::parse(arg).map(|c| Cell::Lower(Box::new(c))).map_err(ctx),
+                    "join" => {
+                        let sep = arg.get("separator").and_then(Value::as_str);
+                        let parts = arg.get("parts").map(list).transpose().map_err(ctx)?;
+                        match (sep, parts, arg.as_object().map(|o| o.len())) {
+                            (Some(s), Some(p), Some(2)) => Ok(Cell::Join(s.to_string(), p)),
+                            _ => Err("join: expects {\"separator\": .., \"parts\": [..]}".into()),
+                        }
+                    }
+                    other => Err(format!(
+                        "unknown cell function `{other}` (known: firstOf, count, lower, join)"
+                    )),
+                }
+            }
+            other => Err(format!("{other} is not a cell")),
+        }
+    }
 }
 
 /// One document path: one actix `web::resource`.

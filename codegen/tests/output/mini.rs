@@ -40,6 +40,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
                 description: "what it is",
                 priority: 0,
                 json_path: ".spec.species",
+                cell: ::std::option::Option::None,
             },
             self::rt::PrinterColumn {
                 name: "Age",
@@ -48,6 +49,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
                 description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
                 priority: 0,
                 json_path: ".metadata.creationTimestamp",
+                cell: ::std::option::Option::None,
             },
         ],
         token_field: ::std::option::Option::None,
@@ -84,6 +86,30 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
                 description: "how many fit",
                 priority: 1,
                 json_path: ".spec.capacity",
+                cell: ::std::option::Option::None,
+            },
+            self::rt::PrinterColumn {
+                name: "Habitat",
+                type_: "string",
+                format: "",
+                description: "Where its animals live, or the animals it holds.",
+                priority: 1,
+                json_path: "",
+                cell: ::std::option::Option::Some(
+                    &self::rt::Cell::FirstOf(
+                        &[
+                            self::rt::Cell::Path(".spec.habitat"),
+                            self::rt::Cell::Join(
+                                "/",
+                                &[
+                                    self::rt::Cell::Lower(&self::rt::Cell::Path(".kind")),
+                                    self::rt::Cell::Path(".metadata.name"),
+                                ],
+                            ),
+                            self::rt::Cell::Int(0),
+                        ],
+                    ),
+                ),
             },
         ],
         token_field: ::std::option::Option::None,
@@ -129,6 +155,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
                 description: "what it is",
                 priority: 0,
                 json_path: ".spec.species",
+                cell: ::std::option::Option::None,
             },
             self::rt::PrinterColumn {
                 name: "Age",
@@ -137,6 +164,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
                 description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
                 priority: 0,
                 json_path: ".metadata.creationTimestamp",
+                cell: ::std::option::Option::None,
             },
         ],
         token_field: ::std::option::Option::None,

@@ -111,11 +111,25 @@ impl<'d> Lowering<'d> {
                     format!("printer column `{}`: priority must be non-negative", c.name),
                 );
             }
-            if !c.json_path.starts_with('.') {
-                self.problem(
+            match (&c.cell, c.json_path.is_empty()) {
+                (None, _) if !c.json_path.starts_with('.') => self.problem(
                     ctx,
                     format!("printer column `{}`: jsonPath must start with `.`", c.name),
-                );
+                ),
+                (None, _) => {}
+                (Some(_), false) => self.problem(
+                    ctx,
+                    format!("printer column `{}`: give jsonPath or cell, not both", c.name),
+                ),
+                (Some(_), true) if c.description.is_empty() => self.problem(
+                    ctx,
+                    format!("printer column `{}`: a computed cell needs a description", c.name),
+                ),
+                (Some(cell), true) => {
+                    if let Err(e) = crate::model::Cell::parse(cell) {
+                        self.problem(ctx, format!("printer column `{}`: cell {e}", c.name));
+                    }
+                }
             }
         }
         if let Some(t) = &r.token_request {

@@ -149,6 +149,11 @@ impl<'d> Lowering<'d> {
                                 description: c.description.clone(),
                                 priority: c.priority,
                                 json_path: c.json_path.clone(),
+                                // Checked with the kind's other facts (`check_virt_resource`).
+                                cell: c
+                                    .cell
+                                    .as_ref()
+                                    .and_then(|v| crate::model::Cell::parse(v).ok()),
                             })
                             .collect(),
                         token_field: r.token_request.as_ref().map(|t| t.field.clone()),
@@ -339,6 +344,80 @@ mod tests {
         assert_problem(&problems, "x-virt-proto-tag 1 is repeated");
         assert_problem(&problems, "kind: x-virt-proto-tag 0 is not a protobuf field number");
         assert_problem(&problems, "x-virt-proto-type \"duration\" is not one of");
+    }
+
+    /// Computed printer cells: parsed, checked, and only instead of a jsonPath.
+    #[test]
+    fn computed_printer_cells() {
+        use crate::model::Cell;
+        use serde_json::json;
+        let cell = |v| Cell::parse(&v);
+        assert_eq!(
+            cell(
+                json!({"join": {"separator": "/", "parts": [{"lower": ".involvedObject.kind"}, ".involvedObject.name"]}})
+            ),
+            Ok(Cell::Join(
+                "/".into(),
+                vec![
+                    Cell::Lower(Box::new(Cell::Path(".involvedObject.kind".into()))),
+                    Cell::Path(".involvedObject.name".into()),
+                ]
+            ))
+        );
+        assert_eq!(
+            cell(json!({"firstOf": [".series.count", ".count", 1]})),
+            Ok(Cell::FirstOf(vec![
+                Cell::Path(".series.count".into()),
+                Cell::Path(".count".into()),
+                Cell::Int(1)
+            ]))
+        );
+        assert_eq!(cell(json!({"count": [".data", ".binaryData"]})).map(|_| ()), Ok(()));
+        assert_eq!(cell(json!("Pending")), Ok(Cell::Str("Pending".into())));
+        for (bad, want) in [
+            (json!({"count": []}), "count: expects a non-empty list"),
+            (json!({"sum": [".a"]}), "unknown cell function `sum`"),
+            (json!({"join": {"parts": [".a"]}}), "join: expects"),
+            (json!(1.5), "1.5 is not an integer"),
+            (json!([".a"]), "is not a cell"),
+            (json!("."), "`.` is not a JSONPath"),
+        ] {
+            let err = cell(bad).unwrap_err();
+            assert!(err.contains(want), "{err} / {want}");
+        }
+        let mut d = TestDoc::new(&["a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        let with = |column: serde_json::Value| {
+            let mut doc = d.build();
+            doc["definitions"]["io.a.v1.Thing"]["x-virt-resource"]["printerColumns"] =
+                json!([column]);
+            lower_json(doc)
+        };
+        let api = with(json!({"name": "Data", "type": "integer", "description": "keys",
+                              "cell": {"count": [".data"]}}))
+        .unwrap();
+        let column = &api.resources[0].printer_columns[0];
+        assert_eq!(
+            (column.json_path.as_str(), column.cell.clone()),
+            ("", Some(Cell::Count(vec![Cell::Path(".data".into())])))
+        );
+        for (column, want) in [
+            (
+                json!({"name": "D", "type": "integer", "description": "x", "jsonPath": ".a", "cell": ".b"}),
+                "give jsonPath or cell, not both",
+            ),
+            (
+                json!({"name": "D", "type": "integer", "cell": ".b"}),
+                "a computed cell needs a description",
+            ),
+            (
+                json!({"name": "D", "type": "integer", "description": "x", "cell": {"max": 1}}),
+                "cell unknown cell function `max`",
+            ),
+            (json!({"name": "D", "type": "integer"}), "jsonPath must start with `.`"),
+        ] {
+            assert_problem(&with(column).unwrap_err(), want);
+        }
     }
 
     #[test]
