@@ -37,6 +37,10 @@ struct Args {
     /// Seconds between garbage-collection passes when no write asks for one.
     #[arg(long, default_value_t = 30)]
     gc_interval: u64,
+    /// Let namespaced objects live in any namespace, with no Namespace object and no
+    /// namespace lifecycle (the behaviour before the document served Namespaces).
+    #[arg(long)]
+    implicit_namespaces: bool,
     /// How long history stays readable: older continue tokens, list and watch resourceVersions
     /// get 410 Expired. Seconds, or a duration such as `5m`, `90s`, `1m30s`, `500ms`.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
@@ -203,7 +207,13 @@ fn main() -> std::io::Result<()> {
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     actix_web::rt::System::new().block_on(async move {
         let watch = WatchConfig { bookmark_interval: args.bookmark_interval };
-        let state = AppState { watch, ..AppState::new(store) };
+        let mut state = AppState { watch, ..AppState::new(store) };
+        state.registry = state.registry.with_implicit_namespaces(args.implicit_namespaces);
+        // kube-apiserver's system namespaces exist before the first request is served.
+        if let Err(e) = state.registry.ensure_default_namespaces().await {
+            eprintln!("error: cannot create the default namespaces: {e}");
+            std::process::exit(1);
+        }
         let server = server::run_with(listener, state.clone(), filters, opts)?;
         // Tests and scripts read the bound address from this first line.
         let mut out = std::io::stdout().lock();

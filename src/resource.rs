@@ -41,6 +41,9 @@ pub struct ResourceInfo {
     /// Fields a `fieldSelector` may name besides `metadata.name` and `metadata.namespace` (a
     /// CRD's `selectableFields`).
     pub selectable_fields: &'static [SelectableField],
+    /// Whether this kind's objects are the namespaces (kube's core/v1 Namespace): namespaced
+    /// objects then need theirs to exist and not be terminating (`registry::namespaces`).
+    pub namespaces: bool,
 }
 
 /// A field `fieldSelector` may name: its label (`spec.color`, or kube's own such as `source`)

@@ -97,6 +97,7 @@ fn resource(r: &Resource) -> TokenStream {
         status_subresource,
         scale,
         selectable_fields,
+        namespaces,
         definition: _,
     } = r;
     let columns = printer_columns.iter().map(|c| {
@@ -158,6 +159,7 @@ fn resource(r: &Resource) -> TokenStream {
             status_subresource: #status_subresource,
             scale: #scale,
             selectable_fields: &[#(#selectable),*],
+            namespaces: #namespaces,
         }
     }
 }

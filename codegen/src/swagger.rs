@@ -246,6 +246,11 @@ pub struct VirtResource {
     /// CRD's `selectableFields` (kube's built-in kinds declare theirs the same way here).
     #[serde(default)]
     pub selectable_fields: Vec<SelectableField>,
+    /// Marks the kind whose objects are the namespaces (kube's core/v1 Namespace): namespaced
+    /// objects then need theirs to exist and not be terminating, unless the server runs with
+    /// `--implicit-namespaces`.
+    #[serde(default)]
+    pub namespaces: bool,
 }
 
 /// One selectable field: a simple JSON path (`.spec.color`) to a string, integer or boolean. Its

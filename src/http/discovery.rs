@@ -430,6 +430,7 @@ mod tests {
             status_subresource: false,
             scale: None,
             selectable_fields: &[],
+            namespaces: false,
         };
         assert_eq!(storage_version_hash(&res), "8aSe+NMegvE=");
     }

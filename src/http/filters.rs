@@ -171,6 +171,7 @@ pub async fn chain(
                 name: info.name.clone(),
                 group: info.api_group.clone(),
                 resource: info.resource.clone(),
+                causes: Vec::new(),
             };
             return Ok(reject(req, err));
         }

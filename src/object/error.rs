@@ -113,12 +113,14 @@ pub enum ApiError {
     },
     /// 401: missing or unknown credentials.
     Unauthorized,
-    /// 403 with kube's message naming the user, verb and resource.
+    /// 403 with kube's message (naming the user, verb and resource for authorization, or why an
+    /// admission rule refused), and the causes an admission rule gives.
     Forbidden {
         message: String,
         name: String,
         group: String,
         resource: String,
+        causes: Vec<Cause>,
     },
     /// 429: the user's in-flight request limit is reached; clients retry after a second.
     TooManyRequests,
@@ -189,6 +191,17 @@ impl ApiError {
             details_kind: kind.into(),
             qualified: format!("{kind}.meta.k8s.io"),
             name: String::new(),
+            causes,
+        }
+    }
+
+    /// 403 `<resource> "<name>" is forbidden: <why>` (kube's `NewForbidden`).
+    pub fn forbidden(res: &ResourceInfo, name: &str, why: &str, causes: Vec<Cause>) -> ApiError {
+        ApiError::Forbidden {
+            message: format!("{} {name:?} is forbidden: {why}", res.group_resource()),
+            name: name.into(),
+            group: res.group.into(),
+            resource: res.plural.into(),
             causes,
         }
     }
@@ -269,11 +282,11 @@ impl ApiError {
                 )
             }
             Unauthorized => (code::UNAUTHORIZED, "Unauthorized", "Unauthorized".into(), None),
-            Forbidden { message, name, group, resource } => (
+            Forbidden { message, name, group, resource, causes } => (
                 code::FORBIDDEN,
                 "Forbidden",
                 message.clone(),
-                Some(Details::named(name, group, resource)),
+                Some(Details { causes: causes.clone(), ..Details::named(name, group, resource) }),
             ),
             TooManyRequests => {
                 let details = Details { retry_after_seconds: 1, ..Details::default() };

@@ -322,6 +322,7 @@ mod tests {
             status_subresource: status,
             scale,
             selectable_fields: &[],
+            namespaces: false,
         }
     }
 

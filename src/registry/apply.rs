@@ -52,6 +52,10 @@ impl Registry {
         let warnings = strict_yaml(request.text, opts.field_validation)?;
         let name = target.name();
         let key = object_key(res, target.ns(), name);
+        // An apply that would create meets NamespaceLifecycle as a create does.
+        if res.namespaced && self.store.get_raw(&key).is_none() {
+            self.admit_in_namespace(res, target.ns(), name).await?;
+        }
         let mut outcome = self
             .guaranteed_update(res, &key, name, opts.dry_run, |current| match current {
                 None if scope == Scope::OnlyStatus => Err(ApiError::not_found(res, name)),

@@ -34,6 +34,7 @@ impl Registry {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
+        self.admit_delete(res, name)?;
         let key = object_key(res, namespace, name);
         let outcome = self
             .guaranteed_update(res, &key, name, opts.dry_run, |current| {

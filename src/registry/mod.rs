@@ -8,6 +8,7 @@ mod apply;
 mod delete;
 mod errors;
 pub mod keys;
+pub mod namespaces;
 mod options;
 mod read;
 mod scale;
@@ -34,11 +35,21 @@ use crate::store::{Store, Written};
 #[derive(Clone, Debug)]
 pub struct Registry {
     store: Store,
+    /// `--implicit-namespaces`: namespaced objects need no Namespace (`namespaces`).
+    implicit_namespaces: bool,
 }
 
 impl Registry {
+    /// The verbs over `store`, with kube's namespace lifecycle (when the document has a
+    /// namespace kind).
     pub fn new(store: Store) -> Registry {
-        Registry { store }
+        Registry { store, implicit_namespaces: false }
+    }
+
+    /// `--implicit-namespaces`: any namespace name may hold objects, and none is checked.
+    pub fn with_implicit_namespaces(mut self, implicit: bool) -> Registry {
+        self.implicit_namespaces = implicit;
+        self
     }
 
     /// The store underneath, for what is not an object verb: watches, probes, metrics.

@@ -220,7 +220,12 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     meta.insert("creationTimestamp".into(), Value::String(meta::now_rfc3339()));
     meta.insert("generation".into(), Value::from(1));
     set_storage_version(res, obj);
-    subresource::prepare_create(res, obj, &name)
+    subresource::prepare_create(res, obj, &name)?;
+    // After the status subresource's rule: a new namespace's status is the strategy's own.
+    if res.namespaces {
+        super::namespaces::prepare_namespace(obj);
+    }
+    Ok(())
 }
 
 /// apiVersion and kind in a body must name the URL's kind and version.

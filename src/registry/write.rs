@@ -36,6 +36,8 @@ impl Registry {
         let admitted = validation::admit(res, &mut obj, via, opts.field_validation)?;
         let warnings = admitted.warnings;
         check_create_meta(res, target, &mut obj)?;
+        // NamespaceLifecycle is mutating admission: it runs before the strategy validates.
+        self.admit_in_namespace(res, meta_str(&obj, "namespace"), meta_str(&obj, "name")).await?;
         if let Some(field) = res.token_field {
             let answer = super::token::answer(&self.store, res, field, obj).await?;
             return Ok(Outcome {

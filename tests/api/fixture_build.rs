@@ -209,6 +209,66 @@ fn add_core_kind(doc: &mut Value) {
         json!([core_gvk("ConfigMapList")]);
     number_meta(defs);
     doc["x-virt-api-groups"].as_array_mut().unwrap().insert(0, json!(""));
+    add_namespaces(doc);
+}
+
+/// kube's Namespace in the core group, marked as the namespaces (`x-virt-resource.namespaces`),
+/// its paths modelled on the cluster-scoped VirtualMachineClone's (which has a status too).
+fn add_namespaces(doc: &mut Value) {
+    let template_prefix = format!("/apis/{NEW_VERSION_GROUP}/{OLD_VERSION}/");
+    let template_def =
+        format!("{}VirtualMachineClone", definition_prefix(NEW_VERSION_GROUP, OLD_VERSION));
+    let renames = [
+        (template_prefix.as_str(), "/api/v1/"),
+        (template_def.as_str(), "io.k8s.api.core.v1.Namespace"),
+        ("CloneKubevirtIoV1alpha1", "CoreV1"),
+        ("VirtualMachineClone", "Namespace"),
+        ("virtualmachineclone", "namespace"),
+    ];
+    let copy = |p: &str| p.starts_with(&template_prefix) && p.contains("/virtualmachineclones");
+    let paths = copy_renamed(doc, "paths", copy, &renames);
+    assert_eq!(paths, 5, "the collection, the object, its status and the two watches");
+    let list = format!("{template_def}List");
+    let defs = copy_renamed(doc, "definitions", |d| d == template_def || d == list, &renames);
+    assert_eq!(defs, 2);
+    let gvk = |kind: &str| json!({"group": "", "version": "v1", "kind": kind});
+    for (path, item) in doc["paths"].as_object_mut().unwrap().iter_mut() {
+        if !path.starts_with("/api/v1/") || !path.contains("namespaces") {
+            continue;
+        }
+        for op in item.as_object_mut().unwrap().values_mut() {
+            if let Some(g) = op.get_mut("x-kubernetes-group-version-kind") {
+                let kind = g["kind"].as_str().unwrap_or("Namespace").to_string();
+                *g = gvk(&kind);
+            }
+        }
+    }
+    let defs = doc["definitions"].as_object_mut().unwrap();
+    let ns = &mut defs["io.k8s.api.core.v1.Namespace"];
+    ns["x-kubernetes-group-version-kind"] = json!([gvk("Namespace")]);
+    ns["description"] =
+        json!("Namespace provides a scope for Names (a fixture kind of the core group).");
+    ns["properties"] = json!({
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+                     "x-virt-proto-tag": 1},
+        "spec": {"type": "object", "x-virt-proto-tag": 2, "properties": {
+            "finalizers": {"type": "array", "items": {"type": "string"}, "x-virt-proto-tag": 1}}},
+        "status": {"type": "object", "x-virt-proto-tag": 3, "properties": {
+            "phase": {"type": "string", "x-virt-proto-tag": 1}}},
+    });
+    let res = &mut ns["x-virt-resource"];
+    res["namespaces"] = json!(true);
+    res["shortNames"] = json!(["ns"]);
+    res["printerColumns"] = json!([
+        {"name": "Status", "type": "string", "jsonPath": ".status.phase",
+         "description": "The phase of the namespace."},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+         "description": "CreationTimestamp is a timestamp representing the server time when this object was created."},
+    ]);
+    defs["io.k8s.api.core.v1.NamespaceList"]["x-kubernetes-group-version-kind"] =
+        json!([gvk("NamespaceList")]);
 }
 
 /// ObjectMeta and the messages inside it, numbered as apimachinery's generated.proto numbers
@@ -387,11 +447,18 @@ fn extended_document_unit() {
     let template = count("/apis/kubevirt.io/v1/", "/virtualmachines");
     // The core group: the template's paths less its status, its discovery and v3 paths.
     let core = template - count("/apis/kubevirt.io/v1/", "/virtualmachines/{name}/status") + 2;
-    let added = count("/apis/clone.kubevirt.io/v1alpha1/", "") + template + core;
+    // The Namespace kind: the cluster-scoped clone's five paths.
+    let namespaces = count("/apis/clone.kubevirt.io/v1alpha1/", "/virtualmachineclones");
+    let added = count("/apis/clone.kubevirt.io/v1alpha1/", "") + template + core + namespaces;
     assert_eq!(paths.len(), original["paths"].as_object().unwrap().len() + added - 1);
     assert!(paths.contains_key("/api/v1/namespaces/{namespace}/configmaps/{name}"));
     assert!(paths.contains_key("/api/v1/watch/configmaps"));
     assert!(paths.contains_key("/openapi/v3/api/{version}"));
+    assert!(paths.contains_key("/api/v1/namespaces/{name}/status"));
+    assert_eq!(
+        doc["definitions"]["io.k8s.api.core.v1.Namespace"]["x-virt-resource"]["namespaces"],
+        true
+    );
     assert_eq!(doc["x-virt-api-groups"][0], "");
     let get =
         &paths["/apis/kubevirt.io/v1/namespaces/{namespace}/virtualmachinepools/{name}"]["get"];
@@ -422,12 +489,71 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     write_if_changed(&doc_path, &bytes);
     let bin = build_against(&doc_path, &target_dir);
 
-    let server = TestServer::start_with(ServerOptions { binary: Some(bin), ..Default::default() });
+    let server =
+        TestServer::start_with(ServerOptions { binary: Some(bin.clone()), ..Default::default() });
 
     // The served v2 document is the edited one, byte for byte.
     let v2 = server.get("/openapi/v2");
     assert_eq!(v2.status, 200);
     assert!(v2.body == bytes, "/openapi/v2 serves the fixture document");
+
+    // Namespaces, as kube keeps them: the system ones exist from the start, the others are made
+    // before use (kubectl sends a Namespace as protobuf), and nothing lives in one that is
+    // missing or terminating.
+    let kubectl = crate::common::Kubectl::new(&server);
+    kubectl.ok(&["create", "namespace", "pools"]);
+    let listed = kubectl.ok(&["get", "ns", "--no-headers"]);
+    let namespaces: Vec<Vec<&str>> =
+        listed.lines().map(|l| l.split_whitespace().collect()).collect();
+    let names_and_status: Vec<(&str, &str)> = namespaces.iter().map(|r| (r[0], r[1])).collect();
+    assert_eq!(
+        names_and_status,
+        [
+            ("default", "Active"),
+            ("kube-node-lease", "Active"),
+            ("kube-public", "Active"),
+            ("kube-system", "Active"),
+            ("pools", "Active")
+        ],
+        "{listed}"
+    );
+    let pools = server.get("/api/v1/namespaces/pools").json();
+    assert_eq!(pools["spec"]["finalizers"], json!(["kubernetes"]), "{pools}");
+    assert_eq!(pools["metadata"]["labels"]["kubernetes.io/metadata.name"], "pools", "{pools}");
+    let cm = |ns: &str| {
+        let body = json!({"apiVersion": "v1", "kind": CORE_KIND, "metadata": {"name": "c"}});
+        server.post(&format!("/api/v1/namespaces/{ns}/{CORE_PLURAL}"), &body)
+    };
+    let missing = cm("nowhere");
+    assert_eq!(missing.status, 404, "{}", missing.text());
+    assert_eq!(missing.json()["message"], "namespaces \"nowhere\" not found");
+    assert_eq!(missing.json()["details"], json!({"name": "nowhere", "kind": "namespaces"}));
+    kubectl.ok(&["create", "namespace", "closing"]);
+    let closing = server.request(
+        "PATCH",
+        "/api/v1/namespaces/closing/status",
+        &[],
+        Some(("application/merge-patch+json", br#"{"status":{"phase":"Terminating"}}"#)),
+    );
+    assert_eq!(closing.status, 200, "{}", closing.text());
+    let refused = cm("closing");
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    let refused = refused.json();
+    assert_eq!(
+        refused["message"],
+        "configmaps \"c\" is forbidden: unable to create new content in namespace closing because it is being terminated"
+    );
+    assert_eq!(
+        refused["details"]["causes"],
+        json!([{"reason": "NamespaceTerminating", "message": "namespace closing is being terminated",
+                "field": "metadata.namespace"}])
+    );
+    let protected = server.delete("/api/v1/namespaces/default");
+    assert_eq!(protected.status, 403, "{}", protected.text());
+    assert_eq!(
+        protected.json()["message"],
+        "namespaces \"default\" is forbidden: this namespace may not be deleted"
+    );
 
     // Discovery: the new version is the group's preferred one, and has the group's kind.
     let group = server.get(&format!("/apis/{NEW_VERSION_GROUP}"));
@@ -517,7 +643,6 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     let unsupported = server.get(&format!("{coll}?fieldSelector=spec.selector=x"));
     assert_eq!(unsupported.status, 400, "{}", unsupported.text());
     assert_eq!(unsupported.json()["message"], "field label not supported: spec.selector");
-    let kubectl = crate::common::Kubectl::new(&server);
     let found = kubectl.ok(&[
         "get",
         "vmpool",
@@ -642,6 +767,18 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     );
     let gone = server.delete(&format!("{cms}/settings"));
     assert_eq!(gone.status, 200, "{}", gone.text());
+
+    // `--implicit-namespaces`: any namespace holds objects, and none is made or checked.
+    drop(server);
+    let implicit = TestServer::start_with(ServerOptions {
+        binary: Some(bin),
+        args: vec!["--implicit-namespaces".into()],
+        ..Default::default()
+    });
+    let body = json!({"apiVersion": "v1", "kind": CORE_KIND, "metadata": {"name": "c"}});
+    let made = implicit.post(&format!("/api/v1/namespaces/nowhere/{CORE_PLURAL}"), &body);
+    assert_eq!(made.status, 201, "{}", made.text());
+    assert_eq!(names(&implicit.get("/api/v1/namespaces").json()), Vec::<String>::new());
 
     // And the binary built from the checked-in document serves none of the edits.
     let plain = TestServer::start();

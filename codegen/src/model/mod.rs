@@ -83,6 +83,8 @@ pub struct Resource {
     pub scale: Option<ScalePaths>,
     /// `x-virt-resource.selectableFields`, validated against the kind's schema.
     pub selectable_fields: Vec<SelectableField>,
+    /// Whether this kind's objects are the namespaces (`x-virt-resource.namespaces`).
+    pub namespaces: bool,
     /// Name of the kind's definition.
     pub definition: String,
 }

@@ -56,6 +56,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         status_subresource: false,
         scale: ::std::option::Option::None,
         selectable_fields: &[],
+        namespaces: false,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -125,6 +126,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
                 json_path: ".spec.habitat",
             },
         ],
+        namespaces: false,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -171,6 +173,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         status_subresource: false,
         scale: ::std::option::Option::None,
         selectable_fields: &[],
+        namespaces: false,
     },
     self::rt::ResourceInfo {
         group: "tickets.example.io",
@@ -189,6 +192,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         status_subresource: false,
         scale: ::std::option::Option::None,
         selectable_fields: &[],
+        namespaces: false,
     },
 ];
 /// The OpenAPI v2 document, byte for byte as checked in.

@@ -132,6 +132,9 @@ impl<'d> Lowering<'d> {
                 }
             }
         }
+        if r.namespaces && r.namespaced {
+            self.problem(ctx, "x-virt-resource.namespaces: the namespace kind is cluster-scoped");
+        }
         if let Some(t) = &r.token_request {
             if t.field.is_empty() || t.field.split('.').any(str::is_empty) {
                 self.problem(ctx, format!("tokenRequest.field `{}` is not a dotted path", t.field));

@@ -175,6 +175,7 @@ impl<'d> Lowering<'d> {
                                 json_path: f.json_path.clone(),
                             })
                             .collect(),
+                        namespaces: r.namespaces,
                         definition: d.name.to_string(),
                     });
                 }
@@ -186,6 +187,24 @@ impl<'d> Lowering<'d> {
 
     /// Facts that must hold across the versions of a kind, and between kinds of a group.
     fn check_resources(&mut self, resources: &[Resource]) {
+        // One kind (in any of its versions) is the namespaces.
+        let mut namespace_kinds: Vec<(&str, &str)> = resources
+            .iter()
+            .filter(|r| r.namespaces)
+            .map(|r| (r.group.as_str(), r.kind.as_str()))
+            .collect();
+        namespace_kinds.dedup();
+        if namespace_kinds.len() > 1 {
+            let kinds: Vec<String> =
+                namespace_kinds.iter().map(|(g, k)| format!("{k}.{g}")).collect();
+            self.problem(
+                "document",
+                format!(
+                    "x-virt-resource.namespaces marks more than one kind: {}",
+                    kinds.join(", ")
+                ),
+            );
+        }
         for (i, r) in resources.iter().enumerate() {
             let ctx = format!("definition {}", r.definition);
             // Storage is shared by the versions of a group and keyed by group and plural.
@@ -196,6 +215,7 @@ impl<'d> Lowering<'d> {
                     && (other.plural != r.plural
                         || other.singular != r.singular
                         || other.namespaced != r.namespaced
+                        || other.namespaces != r.namespaces
                         || other.token_field != r.token_field)
                 {
                     let msg = format!(
@@ -418,6 +438,32 @@ mod tests {
         ] {
             assert_problem(&with(column).unwrap_err(), want);
         }
+    }
+
+    #[test]
+    fn one_cluster_scoped_kind_may_be_the_namespaces() {
+        use serde_json::json;
+        let mut d = TestDoc::new(&["", "a.io"]);
+        d.kind("", "v1", "Namespace", "namespaces", false);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.kind("a.io", "v1", "Other", "others", false);
+        let mark = |doc: &mut serde_json::Value, def: &str| {
+            doc["definitions"][def]["x-virt-resource"]["namespaces"] = json!(true);
+        };
+        let mut doc = d.build();
+        mark(&mut doc, "io.k8s.api.core.v1.Namespace");
+        let api = lower_json(doc.clone()).unwrap();
+        let marked: Vec<_> =
+            api.resources.iter().filter(|r| r.namespaces).map(|r| r.kind.as_str()).collect();
+        assert_eq!(marked, ["Namespace"]);
+        let mut two = doc.clone();
+        mark(&mut two, "io.a.v1.Other");
+        assert_problem(
+            &lower_json(two).unwrap_err(),
+            "x-virt-resource.namespaces marks more than one kind",
+        );
+        mark(&mut doc, "io.a.v1.Thing");
+        assert_problem(&lower_json(doc).unwrap_err(), "the namespace kind is cluster-scoped");
     }
 
     #[test]

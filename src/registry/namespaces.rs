@@ -1,0 +1,157 @@
+//! Namespaces as kube-apiserver keeps them, for the kind the document marks as the namespaces
+//! (`x-virt-resource.namespaces`, kube's core/v1 Namespace): its `NamespaceLifecycle` admission
+//! (a new namespaced object needs its namespace to exist and not be terminating; the system
+//! namespaces cannot be deleted), its namespace strategy's create rules, and the namespaces that
+//! exist from the first start. A server started with `--implicit-namespaces`, or a document
+//! without such a kind, checks none of this.
+
+use serde_json::{json, Map, Value};
+
+use super::{Registry, Target, WriteOptions};
+use crate::object::error::{ApiError, Cause};
+use crate::object::meta_str;
+use crate::object::validation::{FieldValidation, Via};
+use crate::registry::keys::object_key;
+use crate::resource::ResourceInfo;
+
+/// The namespaces kube-apiserver makes at start-up (its `system` namespaces and `default`).
+pub const DEFAULT_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+/// The namespaces `NamespaceLifecycle` refuses to delete.
+const PROTECTED: [&str; 3] = ["default", "kube-system", "kube-public"];
+/// The finalizer in `spec.finalizers` that the namespace controller removes once it has emptied
+/// a terminating namespace.
+const FINALIZER: &str = "kubernetes";
+/// The label every namespace carries with its own name (kube ≥ 1.21).
+const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+/// Who creates the default namespaces (the managedFields entry kube-apiserver writes).
+const MANAGER: &str = "kube-apiserver";
+
+/// The namespaces' kind in its storage version, if the document has one.
+pub fn namespace_kind() -> Option<&'static ResourceInfo> {
+    crate::generated::RESOURCES.iter().find(|r| r.namespaces && r.version == r.storage_version)
+}
+
+fn terminating(ns: &Value) -> bool {
+    !meta_str(ns, "deletionTimestamp").is_empty()
+        || ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+}
+
+impl Registry {
+    /// The namespaces' kind when namespaces are checked: the document has one and the server
+    /// was not started with `--implicit-namespaces`.
+    fn checked_namespaces(&self) -> Option<&'static ResourceInfo> {
+        namespace_kind().filter(|_| !self.implicit_namespaces)
+    }
+
+    /// `NamespaceLifecycle` for a new object `name` of `res` in `namespace`: 404 when the
+    /// namespace does not exist, 403 while it is being terminated.
+    pub(crate) async fn admit_in_namespace(
+        &self,
+        res: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        let Some(ns_kind) = self.checked_namespaces().filter(|_| res.namespaced) else {
+            return Ok(());
+        };
+        let ns = self.store.get(&object_key(ns_kind, "", namespace)).await?;
+        match ns {
+            None => Err(ApiError::not_found(ns_kind, namespace)),
+            Some(ns) if terminating(&ns) => Err(ApiError::forbidden(
+                res,
+                name,
+                &format!(
+                    "unable to create new content in namespace {namespace} because it is being terminated"
+                ),
+                vec![Cause {
+                    reason: "NamespaceTerminating",
+                    message: format!("namespace {namespace} is being terminated"),
+                    field: "metadata.namespace".into(),
+                }],
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// `NamespaceLifecycle` for a delete: the system namespaces stay.
+    pub(crate) fn admit_delete(&self, res: &ResourceInfo, name: &str) -> Result<(), ApiError> {
+        if res.namespaces && self.checked_namespaces().is_some() && PROTECTED.contains(&name) {
+            return Err(ApiError::forbidden(
+                res,
+                name,
+                "this namespace may not be deleted",
+                vec![],
+            ));
+        }
+        Ok(())
+    }
+
+    /// Creates those of the default namespaces that do not exist yet, as kube-apiserver does at
+    /// start-up.
+    pub async fn ensure_default_namespaces(&self) -> Result<(), ApiError> {
+        let Some(ns_kind) = self.checked_namespaces() else { return Ok(()) };
+        let opts = WriteOptions {
+            dry_run: false,
+            field_validation: FieldValidation::Strict,
+            manager: MANAGER.into(),
+        };
+        for name in DEFAULT_NAMESPACES {
+            if self.store.get(&object_key(ns_kind, "", name)).await?.is_some() {
+                continue;
+            }
+            let obj = json!({"apiVersion": ns_kind.api_version(), "kind": ns_kind.kind,
+                             "metadata": {"name": name}});
+            match self.create(ns_kind, &Target::default(), obj, Via::Body(&[]), &opts).await {
+                Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The namespace strategy's `PrepareForCreate`: a new namespace is `Active`, carries the
+/// `kubernetes` finalizer in `spec.finalizers`, and is labelled with its name.
+pub(crate) fn prepare_namespace(obj: &mut Value) {
+    let name = meta_str(obj, "name").to_string();
+    let Some(root) = obj.as_object_mut() else { return };
+    root.insert("status".into(), json!({"phase": "Active"}));
+    let spec = root.entry("spec").or_insert_with(|| Value::Object(Map::new()));
+    if let Some(spec) = spec.as_object_mut() {
+        let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+        if let Some(list) = finalizers.as_array_mut() {
+            if !list.iter().any(|f| f == FINALIZER) {
+                list.push(json!(FINALIZER));
+            }
+        }
+    }
+    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        let labels = meta.entry("labels").or_insert_with(|| Value::Object(Map::new()));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert(NAME_LABEL.into(), Value::String(name));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_namespace_is_active_with_the_kubernetes_finalizer_and_its_name_label() {
+        let mut ns = json!({"metadata": {"name": "vm-test", "labels": {"team": "a"}},
+                            "spec": {"finalizers": ["example.com/x"]}, "status": {"phase": "Terminating"}});
+        prepare_namespace(&mut ns);
+        assert_eq!(ns["status"], json!({"phase": "Active"}));
+        assert_eq!(ns["spec"]["finalizers"], json!(["example.com/x", "kubernetes"]));
+        assert_eq!(ns["metadata"]["labels"], json!({"team": "a", NAME_LABEL: "vm-test"}));
+        let mut bare = json!({"metadata": {"name": "b"}});
+        prepare_namespace(&mut bare);
+        assert_eq!(bare["spec"]["finalizers"], json!(["kubernetes"]));
+        assert!(terminating(&json!({"status": {"phase": "Terminating"}})));
+        assert!(terminating(&json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}})));
+        assert!(!terminating(&ns));
+    }
+}
