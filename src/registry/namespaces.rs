@@ -5,6 +5,8 @@
 //! exist from the first start. A server started with `--implicit-namespaces`, or a document
 //! without such a kind, checks none of this.
 
+use std::sync::OnceLock;
+
 use serde_json::{json, Map, Value};
 
 use super::{Registry, Target, WriteOptions};
@@ -29,7 +31,11 @@ const MANAGER: &str = "kube-apiserver";
 
 /// The namespaces' kind in its storage version, if the document has one.
 pub fn namespace_kind() -> Option<&'static ResourceInfo> {
-    crate::generated::RESOURCES.iter().find(|r| r.namespaces && r.version == r.storage_version)
+    // Looked up on every create: found once.
+    static KIND: OnceLock<Option<&'static ResourceInfo>> = OnceLock::new();
+    *KIND.get_or_init(|| {
+        crate::generated::RESOURCES.iter().find(|r| r.namespaces && r.version == r.storage_version)
+    })
 }
 
 fn terminating(ns: &Value) -> bool {
