@@ -233,6 +233,10 @@ fn main() -> std::io::Result<()> {
             std::process::exit(1);
         }
         state.store.start_compaction();
+        virt_apiserver::namespace_controller::spawn(
+            state.registry.clone(),
+            std::time::Duration::from_secs(args.gc_interval.max(1)),
+        );
         if args.enable_garbage_collector {
             virt_apiserver::gc::spawn(
                 state.registry.clone(),

@@ -9,7 +9,7 @@ use super::options::{DeleteOptions, ListOptions, Propagation};
 use super::read::Page;
 use super::strategy::{finalizers, metadata_mut};
 use super::update::Next;
-use super::{Change, Object, Registry};
+use super::{namespaces, Change, Object, Registry};
 use crate::object::error::ApiError;
 use crate::object::{meta, meta_str};
 use crate::registry::keys::object_key;
@@ -36,10 +36,14 @@ impl Registry {
     ) -> Result<Deleted, ApiError> {
         self.admit_delete(res, name)?;
         let key = object_key(res, namespace, name);
+        // A namespace's own finalizers (`spec.finalizers`) hold it like metadata's (kube's
+        // namespace storage `Delete`).
+        let namespace_rules = res.namespaces && self.checks_namespaces();
         let outcome = self
             .guaranteed_update(res, &key, name, opts.dry_run, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
                 check_preconditions(res, name, current, opts)?;
+                let held = namespace_rules && namespaces::held(current);
                 let mut obj = (**current).clone();
                 let meta = metadata_mut(&mut obj)?;
                 let already_deleting = meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
@@ -47,18 +51,27 @@ impl Registry {
                 if !already_deleting {
                     apply_propagation(&mut fins, opts);
                 }
-                if fins.is_empty() {
+                if fins.is_empty() && !held {
                     return Ok(Next::Delete { answer: None });
+                }
+                if already_deleting && held {
+                    return Err(namespaces::still_emptying(res, name));
                 }
                 if already_deleting {
                     // A repeated delete changes nothing once finalization has begun.
                     return Ok(Next::Keep(obj));
                 }
-                meta.insert("finalizers".into(), json!(fins));
+                if !fins.is_empty() {
+                    meta.insert("finalizers".into(), json!(fins));
+                }
                 meta.insert("deletionTimestamp".into(), Value::String(meta::now_rfc3339()));
                 meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-                let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
-                meta.insert("generation".into(), json!(g + 1));
+                if namespace_rules {
+                    namespaces::start_terminating(&mut obj);
+                } else {
+                    let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+                    meta.insert("generation".into(), json!(g + 1));
+                }
                 Ok(Next::Update(obj))
             })
             .await?;

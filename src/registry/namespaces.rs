@@ -50,6 +50,11 @@ impl Registry {
         namespace_kind().filter(|_| !self.implicit_namespaces)
     }
 
+    /// Whether the namespace lifecycle runs (see `checked_namespaces`).
+    pub(crate) fn checks_namespaces(&self) -> bool {
+        self.checked_namespaces().is_some()
+    }
+
     /// `NamespaceLifecycle` for a new object `name` of `res` in `namespace`: 404 when the
     /// namespace does not exist, 403 while it is being terminated.
     pub(crate) async fn admit_in_namespace(
@@ -114,6 +119,34 @@ impl Registry {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether a namespace's own finalizers (`spec.finalizers`) still hold it.
+pub(crate) fn held(ns: &Value) -> bool {
+    ns.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
+}
+
+/// What the first delete of a namespace does besides the deletion timestamp: it terminates.
+pub(crate) fn start_terminating(ns: &mut Value) {
+    if let Some(root) = ns.as_object_mut() {
+        let status = root.entry("status").or_insert_with(|| Value::Object(Map::new()));
+        if let Some(status) = status.as_object_mut() {
+            status.insert("phase".into(), Value::String("Terminating".into()));
+        }
+    }
+}
+
+/// A delete of a namespace that is still being emptied (kube's namespace storage answer).
+pub(crate) fn still_emptying(res: &ResourceInfo, name: &str) -> ApiError {
+    ApiError::Conflict {
+        group: res.group.into(),
+        plural: res.plural.into(),
+        name: name.into(),
+        message: format!(
+            "Operation cannot be fulfilled on {} {name:?}: The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
+            res.group_resource()
+        ),
     }
 }
 

@@ -147,7 +147,9 @@ pub(crate) fn prepare_update(
         return Ok(Next::Keep(current.clone()));
     }
     let deleting = old_meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
-    if deleting && finalizers(metadata(&new).unwrap_or(&Map::new())).is_empty() {
+    // A namespace's own finalizers (`spec.finalizers`) hold it as metadata's do.
+    let held = res.namespaces && super::namespaces::held(&new);
+    if deleting && !held && finalizers(metadata(&new).unwrap_or(&Map::new())).is_empty() {
         return Ok(Next::Delete { answer: Some(new) });
     }
     Ok(Next::Update(new))

@@ -201,16 +201,17 @@ impl Registry {
     }
 
     /// An update that background work decides from the current state: `edit` changes a copy
-    /// of it, or says there is nothing to do (`None`). The write follows every update rule and
-    /// records `manager` in managedFields, as a client's update would.
+    /// of it, or says there is nothing to do (`None`). The write goes through `part` (the main
+    /// endpoint, or `/status`), follows every update rule and records `manager` in
+    /// managedFields, as a client's update would.
     pub async fn update_with(
         &self,
         res: &'static ResourceInfo,
-        namespace: &str,
-        name: &str,
+        target: (&str, &str, Part),
         manager: &str,
         mut edit: impl FnMut(&mut Value) -> Option<()>,
     ) -> Result<Outcome, ApiError> {
+        let (namespace, name, part) = target;
         let key = object_key(res, namespace, name);
         self.guaranteed_update(res, &key, name, false, |current| {
             let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
@@ -218,8 +219,8 @@ impl Registry {
             if edit(&mut obj).is_none() {
                 return Ok(Next::Keep(obj));
             }
-            let owner = Ownership::Update { manager, subresource: "" };
-            prepare_update(res, current, obj, Part::Main, owner)
+            let owner = Ownership::Update { manager, subresource: subresource_name(part) };
+            prepare_update(res, current, obj, part, owner)
         })
         .await
     }

@@ -26,6 +26,7 @@ use crate::generated::RESOURCES;
 use crate::object::error::ApiError;
 use crate::object::meta::{FOREGROUND_FINALIZER as FOREGROUND, ORPHAN_FINALIZER as ORPHAN};
 use crate::object::meta_str;
+use crate::object::subresource::Part;
 use crate::registry::keys::{self, object_key};
 use crate::registry::{Change, DeleteOptions, Propagation, Registry};
 use crate::resource::ResourceInfo;
@@ -347,7 +348,7 @@ async fn change(
     let (Some(res), Some((_, _, ns, name))) = (resource_of(key), keys::split(key)) else {
         return Ok(false);
     };
-    match registry.update_with(res, ns, name, MANAGER, edit).await {
+    match registry.update_with(res, (ns, name, Part::Main), MANAGER, edit).await {
         Ok(outcome) => Ok(outcome.change != Change::Unchanged),
         Err(ApiError::NotFound { .. }) => Ok(false),
         Err(e) => Err(e),

@@ -768,6 +768,62 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     let gone = server.delete(&format!("{cms}/settings"));
     assert_eq!(gone.status, 200, "{}", gone.text());
 
+    // Deleting a namespace: it terminates, its content is deleted (finalizers honoured), its
+    // conditions say what holds it, and it goes once nothing does.
+    kubectl.ok(&["create", "namespace", "doomed"]);
+    let doomed_cms = format!("/api/v1/namespaces/doomed/{CORE_PLURAL}");
+    for (name, finalizers) in [("loose", json!([])), ("held", json!(["example.com/hold"]))] {
+        let body = json!({"apiVersion": "v1", "kind": CORE_KIND,
+                          "metadata": {"name": name, "finalizers": finalizers}});
+        let made = server.post(&doomed_cms, &body);
+        assert_eq!(made.status, 201, "{}", made.text());
+    }
+    let first = server.delete("/api/v1/namespaces/doomed");
+    assert_eq!(first.status, 200, "{}", first.text());
+    assert_eq!(first.json()["status"]["phase"], "Terminating", "{}", first.text());
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        for _ in 0..200 {
+            if done() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("{what} did not happen within 10 s");
+    };
+    until("the loose ConfigMap's deletion", &|| {
+        server.get(&format!("{doomed_cms}/loose")).status == 404
+    });
+    let held_message = "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances";
+    until("the conditions", &|| {
+        let ns = server.get("/api/v1/namespaces/doomed").json();
+        ns["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter().any(|c| {
+                c["type"] == "NamespaceFinalizersRemaining" && c["message"] == held_message
+            })
+        })
+    });
+    let again = server.delete("/api/v1/namespaces/doomed");
+    assert_eq!(again.status, 409, "{}", again.text());
+    assert_eq!(
+        again.json()["message"],
+        "Operation cannot be fulfilled on namespaces \"doomed\": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."
+    );
+    let late = json!({"apiVersion": "v1", "kind": CORE_KIND, "metadata": {"name": "late"}});
+    assert_eq!(server.post(&doomed_cms, &late).status, 403, "no new content while terminating");
+    let release = server.request(
+        "PATCH",
+        &format!("{doomed_cms}/held"),
+        &[],
+        Some(("application/merge-patch+json", br#"{"metadata":{"finalizers":null}}"#)),
+    );
+    assert_eq!(release.status, 200, "{}", release.text());
+    until("the namespace's removal", &|| server.get("/api/v1/namespaces/doomed").status == 404);
+    // kubectl waits for the namespace to go, which it does promptly when nothing holds it.
+    kubectl.ok(&["create", "namespace", "quick"]);
+    kubectl.ok(&["create", "configmap", "inside", "-n", "quick", "--from-literal=a=b"]);
+    kubectl.ok(&["delete", "namespace", "quick", "--timeout=20s"]);
+    assert_eq!(server.get("/api/v1/namespaces/quick").status, 404);
+
     // `--implicit-namespaces`: any namespace holds objects, and none is made or checked.
     drop(server);
     let implicit = TestServer::start_with(ServerOptions {
