@@ -38,6 +38,8 @@ pub struct ResourceInfo {
     pub status_subresource: bool,
     /// Set when the kind has a `scale` subresource: where the Scale's numbers live.
     pub scale: Option<ScaleInfo>,
+    /// Whether the kind has kube's Namespace `finalize` subresource (update only).
+    pub finalize_subresource: bool,
     /// Fields a `fieldSelector` may name besides `metadata.name` and `metadata.namespace` (a
     /// CRD's `selectableFields`).
     pub selectable_fields: &'static [SelectableField],

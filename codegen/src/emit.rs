@@ -96,6 +96,7 @@ fn resource(r: &Resource) -> TokenStream {
         token_field,
         status_subresource,
         scale,
+        finalize_subresource,
         selectable_fields,
         namespaces,
         definition: _,
@@ -158,6 +159,7 @@ fn resource(r: &Resource) -> TokenStream {
             token_field: #token_field,
             status_subresource: #status_subresource,
             scale: #scale,
+            finalize_subresource: #finalize_subresource,
             selectable_fields: &[#(#selectable),*],
             namespaces: #namespaces,
         }
@@ -352,6 +354,7 @@ fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
                 (Some(Subresource::Scale), Action::Get) => "get_scale",
                 (Some(Subresource::Scale), Action::Put) => "update_scale",
                 (Some(Subresource::Scale), Action::Patch) => "patch_scale",
+                (Some(Subresource::Finalize), Action::Put) => "update_finalize",
                 (Some(s), a) => unreachable!("lowering rejects {} on {}", a.as_str(), s.as_str()),
             });
             if matches!(action, Action::List | Action::Get | Action::Watch | Action::WatchList) {

@@ -155,6 +155,15 @@ mod rt {
     ) -> Answer {
         line("update_status", res, &t, Some(&b))
     }
+    pub async fn update_finalize(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("update_finalize", res, &t, Some(&b))
+    }
     pub async fn patch_status(
         _: &AppState,
         res: &'static ResourceInfo,

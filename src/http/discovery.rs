@@ -173,6 +173,8 @@ pub fn storage_version_hash(res: &ResourceInfo) -> String {
 
 /// What kube lists for every subresource of a custom resource.
 const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
+/// kube's Namespace `finalize` is written only.
+const FINALIZE_VERBS: &[&str] = &["update"];
 
 /// A kind's discovery entry followed by its subresources' (`<plural>/status` with the kind,
 /// `<plural>/scale` answering `autoscaling/v1` Scale), as the CRD discovery controller lists them.
@@ -206,6 +208,9 @@ fn api_resources(r: &ResourceInfo) -> Vec<ApiResource> {
     }
     if r.scale.is_some() {
         out.push(sub("scale", "autoscaling", "v1", "Scale"));
+    }
+    if r.finalize_subresource {
+        out.push(ApiResource { verbs: FINALIZE_VERBS, ..sub("finalize", "", "", r.kind) });
     }
     out
 }
@@ -373,6 +378,10 @@ fn aggregated_resource(r: &ResourceInfo) -> serde_json::Value {
             "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
             "verbs": SUBRESOURCE_VERBS}));
     }
+    if r.finalize_subresource {
+        subresources.push(json!({"subresource": "finalize", "responseKind": kind,
+                                 "verbs": FINALIZE_VERBS}));
+    }
     if !subresources.is_empty() {
         out["subresources"] = json!(subresources);
     }
@@ -429,6 +438,7 @@ mod tests {
             token_field: None,
             status_subresource: false,
             scale: None,
+            finalize_subresource: false,
             selectable_fields: &[],
             namespaces: false,
         };

@@ -17,6 +17,9 @@ pub enum Part {
     Main,
     /// `/status`: only `status` (and `metadata.managedFields`, which track the write).
     Status,
+    /// kube's Namespace `/finalize`: everything but `status`, as its finalize strategy keeps
+    /// the stored status (the namespace controller removes `spec.finalizers` entries).
+    Finalize,
 }
 
 /// The Scale kind every scale subresource serves.
@@ -34,7 +37,7 @@ pub const UNSET_REPLICAS: i64 = i32::MIN as i64;
 /// changes in its body are dropped.
 pub fn confine(res: &ResourceInfo, part: Part, current: &Value, mut new: Value) -> Value {
     match part {
-        Part::Main => {
+        Part::Main | Part::Finalize => {
             if res.status_subresource {
                 if let Some(obj) = new.as_object_mut() {
                     match current.get("status") {
@@ -321,6 +324,7 @@ mod tests {
             token_field: None,
             status_subresource: status,
             scale,
+            finalize_subresource: false,
             selectable_fields: &[],
             namespaces: false,
         }

@@ -41,6 +41,7 @@ pub fn subresource_name(part: Part) -> &'static str {
     match part {
         Part::Main => "",
         Part::Status => "status",
+        Part::Finalize => "finalize",
     }
 }
 

@@ -119,7 +119,8 @@ async fn empty(
             list.retain(|f| f != FINALIZER);
             (list.len() != before).then_some(())
         };
-        return match registry.update_with(ns_kind, ("", name, Part::Main), MANAGER, done).await {
+        let part = if ns_kind.finalize_subresource { Part::Finalize } else { Part::Main };
+        return match registry.update_with(ns_kind, ("", name, part), MANAGER, done).await {
             Ok(_) | Err(ApiError::NotFound { .. }) => Ok(()),
             Err(e) => Err(e),
         };

@@ -232,6 +232,12 @@ fn add_namespaces(doc: &mut Value) {
     let defs = copy_renamed(doc, "definitions", |d| d == template_def || d == list, &renames);
     assert_eq!(defs, 2);
     let gvk = |kind: &str| json!({"group": "", "version": "v1", "kind": kind});
+    // kube's update-only `finalize`, modelled on the object's own PUT.
+    let object = doc["paths"]["/api/v1/namespaces/{name}"].clone();
+    let mut put = object["put"].clone();
+    put["operationId"] = json!("replaceCoreV1NamespaceFinalize");
+    doc["paths"]["/api/v1/namespaces/{name}/finalize"] =
+        json!({"parameters": object["parameters"], "put": put});
     for (path, item) in doc["paths"].as_object_mut().unwrap().iter_mut() {
         if !path.starts_with("/api/v1/") || !path.contains("namespaces") {
             continue;
@@ -447,8 +453,8 @@ fn extended_document_unit() {
     let template = count("/apis/kubevirt.io/v1/", "/virtualmachines");
     // The core group: the template's paths less its status, its discovery and v3 paths.
     let core = template - count("/apis/kubevirt.io/v1/", "/virtualmachines/{name}/status") + 2;
-    // The Namespace kind: the cluster-scoped clone's five paths.
-    let namespaces = count("/apis/clone.kubevirt.io/v1alpha1/", "/virtualmachineclones");
+    // The Namespace kind: the cluster-scoped clone's five paths, and `finalize`.
+    let namespaces = count("/apis/clone.kubevirt.io/v1alpha1/", "/virtualmachineclones") + 1;
     let added = count("/apis/clone.kubevirt.io/v1alpha1/", "") + template + core + namespaces;
     assert_eq!(paths.len(), original["paths"].as_object().unwrap().len() + added - 1);
     assert!(paths.contains_key("/api/v1/namespaces/{namespace}/configmaps/{name}"));
@@ -818,6 +824,27 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     );
     assert_eq!(release.status, 200, "{}", release.text());
     until("the namespace's removal", &|| server.get("/api/v1/namespaces/doomed").status == 404);
+    // `finalize` (update only) ends a namespace whatever it holds, as kube's does.
+    kubectl.ok(&["create", "namespace", "stuck"]);
+    let held = json!({"apiVersion": "v1", "kind": CORE_KIND,
+                      "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+    let stuck_cms = format!("/api/v1/namespaces/stuck/{CORE_PLURAL}");
+    assert_eq!(server.post(&stuck_cms, &held).status, 201);
+    assert_eq!(server.delete("/api/v1/namespaces/stuck").status, 200);
+    until("the conditions", &|| {
+        let ns = server.get("/api/v1/namespaces/stuck").json();
+        ns["status"]["conditions"].as_array().is_some_and(|c| !c.is_empty())
+    });
+    let mut ns = server.get("/api/v1/namespaces/stuck").json();
+    ns["spec"]["finalizers"] = json!([]);
+    let finalized = server.put("/api/v1/namespaces/stuck/finalize", &ns);
+    assert_eq!(finalized.status, 200, "{}", finalized.text());
+    assert_eq!(server.get("/api/v1/namespaces/stuck").status, 404);
+    let get_finalize = server.get("/api/v1/namespaces/stuck/finalize");
+    assert_eq!(get_finalize.status, 405, "{}", get_finalize.text());
+    let v1 = server.get("/api/v1").json();
+    let fin = discovery_resource(&v1, "namespaces/finalize").unwrap_or_else(|| panic!("{v1}"));
+    assert_eq!(fin["verbs"], json!(["update"]));
     // kubectl waits for the namespace to go, which it does promptly when nothing holds it.
     kubectl.ok(&["create", "namespace", "quick"]);
     kubectl.ok(&["create", "configmap", "inside", "-n", "quick", "--from-literal=a=b"]);

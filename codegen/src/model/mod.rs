@@ -81,6 +81,8 @@ pub struct Resource {
     pub status_subresource: bool,
     /// Set when `/scale` paths serve the kind: where the Scale's numbers live in the object.
     pub scale: Option<ScalePaths>,
+    /// Whether a `/finalize` path serves the kind.
+    pub finalize_subresource: bool,
     /// `x-virt-resource.selectableFields`, validated against the kind's schema.
     pub selectable_fields: Vec<SelectableField>,
     /// Whether this kind's objects are the namespaces (`x-virt-resource.namespaces`).
@@ -244,10 +246,32 @@ pub enum Subresource {
     Status,
     /// The object's replica count as an `autoscaling/v1` Scale.
     Scale,
+    /// kube's Namespace `finalize`: an update-only write of the object but its status (the
+    /// namespace controller removes its `spec.finalizers` entry through it).
+    Finalize,
 }
 
 impl Subresource {
-    pub const ALL: [Subresource; 2] = [Subresource::Status, Subresource::Scale];
+    pub const ALL: [Subresource; 3] =
+        [Subresource::Status, Subresource::Scale, Subresource::Finalize];
+
+    /// The actions the subresource serves, all of them required.
+    pub fn actions(self) -> &'static [Action] {
+        match self {
+            Subresource::Status | Subresource::Scale => &SUBRESOURCE_ACTIONS,
+            Subresource::Finalize => &[Action::Put],
+        }
+    }
+
+    /// Its actions in words: "get, put and patch", "put".
+    pub fn actions_in_words(self) -> String {
+        let words: Vec<&str> = self.actions().iter().map(|a| a.as_str()).collect();
+        match words.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
 
     pub fn parse(s: &str) -> Option<Subresource> {
         Subresource::ALL.into_iter().find(|r| r.as_str() == s)
@@ -257,6 +281,7 @@ impl Subresource {
         match self {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
         }
     }
 }

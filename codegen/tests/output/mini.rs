@@ -55,6 +55,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         token_field: ::std::option::Option::None,
         status_subresource: false,
         scale: ::std::option::Option::None,
+        finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
     },
@@ -120,6 +121,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
             status_replicas_path: ".status.replicas",
             label_selector_path: ::std::option::Option::Some(".status.labelSelector"),
         }),
+        finalize_subresource: true,
         selectable_fields: &[
             self::rt::SelectableField {
                 name: "spec.habitat",
@@ -172,6 +174,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         token_field: ::std::option::Option::None,
         status_subresource: false,
         scale: ::std::option::Option::None,
+        finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
     },
@@ -191,6 +194,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         token_field: ::std::option::Option::Some("spec.animalName"),
         status_subresource: false,
         scale: ::std::option::Option::None,
+        finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
     },
@@ -534,6 +538,18 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     .route(
                         ::actix_web::web::patch()
                             .to(patch_zoo_example_io_v1_enclosure_scale),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            self::rt::method_not_allowed(&RESOURCES[1], &req)
+                        }),
+                    ),
+            )
+            .service(
+                ::actix_web::web::resource("/enclosures/{name}/finalize")
+                    .route(
+                        ::actix_web::web::put()
+                            .to(replace_zoo_example_io_v1_enclosure_finalize),
                     )
                     .default_service(
                         ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
@@ -1392,6 +1408,26 @@ async fn patch_zoo_example_io_v1_enclosure_scale(
 ) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (name,) = path.into_inner();
     self::rt::patch_scale(
+            &state,
+            &RESOURCES[1],
+            self::rt::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `replaceZooExampleIoV1EnclosureFinalize`: `PUT /apis/zoo.example.io/v1/enclosures/{name}/finalize`
+async fn replace_zoo_example_io_v1_enclosure_finalize(
+    state: ::actix_web::web::Data<self::rt::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    let (name,) = path.into_inner();
+    self::rt::update_finalize(
             &state,
             &RESOURCES[1],
             self::rt::Target::new(

@@ -16,7 +16,7 @@ pub use crate::registry::Target;
 pub use delete::{delete, delete_collection};
 pub use read::{get, list, watch};
 pub use subresource::{
-    get_scale, get_status, patch_scale, patch_status, update_scale, update_status,
+    get_scale, get_status, patch_scale, patch_status, update_finalize, update_scale, update_status,
 };
 pub use write::{create, patch, update};
 

@@ -51,6 +51,17 @@ pub async fn patch_status(
     super::patch(state, res, Target { part: Part::Status, ..target }, req, body).await
 }
 
+/// `PUT …/finalize` (kube's Namespace): an update of everything but status.
+pub async fn update_finalize(
+    state: &AppState,
+    res: &'static ResourceInfo,
+    target: Target,
+    req: &HttpRequest,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    super::update(state, res, Target { part: Part::Finalize, ..target }, req, body).await
+}
+
 /// `GET …/scale`: the object's replica counts and selector as an `autoscaling/v1` Scale.
 pub async fn get_scale(
     state: &AppState,

@@ -38,8 +38,8 @@ impl Scope {
     pub fn of(res: &ResourceInfo, part: Part) -> Scope {
         match (part, res.status_subresource) {
             (Part::Status, _) => Scope::OnlyStatus,
-            (Part::Main, true) => Scope::ExceptStatus,
-            (Part::Main, false) => Scope::Whole,
+            (Part::Main | Part::Finalize, true) => Scope::ExceptStatus,
+            (Part::Main | Part::Finalize, false) => Scope::Whole,
         }
     }
 

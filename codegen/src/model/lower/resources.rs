@@ -8,7 +8,7 @@ use super::{DraftKind, KindDef, Lowering, RouteDraft};
 use crate::model::paths::parse_resource_path;
 use crate::model::{
     compare_versions, Action, Group, PrinterColumn, Resource, ScalePaths, SelectableField,
-    Subresource, SUBRESOURCE_ACTIONS, VERB_ORDER,
+    Subresource, VERB_ORDER,
 };
 
 impl<'d> Lowering<'d> {
@@ -76,15 +76,13 @@ impl<'d> Lowering<'d> {
         let mut served: Vec<_> = sub_actions.iter().collect();
         served.sort_by_key(|(k, _)| **k);
         for ((def, sub), acts) in served {
-            let missing: Vec<_> = SUBRESOURCE_ACTIONS
-                .iter()
-                .filter(|a| !acts.contains(a))
-                .map(|a| a.as_str())
-                .collect();
+            let missing: Vec<_> =
+                sub.actions().iter().filter(|a| !acts.contains(a)).map(|a| a.as_str()).collect();
             if !missing.is_empty() {
                 let msg = format!(
-                    "the `{}` subresource must serve get, put and patch; missing: {}",
+                    "the `{}` subresource must serve {}; missing: {}",
                     sub.as_str(),
+                    sub.actions_in_words(),
                     missing.join(", ")
                 );
                 self.problem(&format!("definition {}", defs[*def].name), msg);
@@ -167,6 +165,7 @@ impl<'d> Lowering<'d> {
                                 status_replicas: s.status_replicas_path.clone(),
                                 label_selector: s.label_selector_path.clone(),
                             }),
+                        finalize_subresource: sub_actions.contains_key(&(i, Subresource::Finalize)),
                         selectable_fields: r
                             .selectable_fields
                             .iter()
@@ -226,7 +225,9 @@ impl<'d> Lowering<'d> {
                     break;
                 }
                 if same_kind
-                    && (other.status_subresource != r.status_subresource || other.scale != r.scale)
+                    && (other.status_subresource != r.status_subresource
+                        || other.scale != r.scale
+                        || other.finalize_subresource != r.finalize_subresource)
                 {
                     // The versions share storage, so they must agree on who may write status.
                     let msg = format!(

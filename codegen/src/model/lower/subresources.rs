@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::{DraftKind, KindDef, Lowering, Owner};
 use crate::model::paths::{parse_resource_path, ResourcePath};
-use crate::model::{Action, Subresource, SCALE_GVK, SUBRESOURCE_ACTIONS};
+use crate::model::{Action, Subresource, SCALE_GVK};
 use crate::swagger::{GroupVersionKind, SubresourceOf};
 
 impl<'d> Lowering<'d> {
@@ -87,7 +87,9 @@ impl<'d> Lowering<'d> {
         let d = &defs[def];
         let res = d.resource.as_ref().expect("found by its x-virt-resource");
         let want = match sub {
-            Subresource::Status => (d.group.as_str(), d.version.as_str(), d.kind.as_str()),
+            Subresource::Status | Subresource::Finalize => {
+                (d.group.as_str(), d.version.as_str(), d.kind.as_str())
+            }
             Subresource::Scale => SCALE_GVK,
         };
         if (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()) != want {
@@ -104,10 +106,11 @@ impl<'d> Lowering<'d> {
             self.problem(ctx, msg);
             ok = false;
         }
-        if !SUBRESOURCE_ACTIONS.contains(&action) {
+        if !sub.actions().contains(&action) {
             let msg = format!(
-                "the `{}` subresource serves only get, put and patch, not `{}`",
+                "the `{}` subresource serves only {}, not `{}`",
                 sub.as_str(),
+                sub.actions_in_words(),
                 action.as_str()
             );
             self.problem(ctx, msg);
@@ -272,7 +275,7 @@ mod tests {
             "(deleteThingStatus): action `delete` needs method DELETE",
             "(deleteThingStatus): the `status` subresource serves only get, put and patch, not `delete`",
             "(readAIoV1GizmoScale): `scale` operations carry the GVK autoscaling/v1 Scale, not a.io/v1 Gizmo",
-            "(readGizmoFoo): unknown subresource `foo` (known: status, scale)",
+            "(readGizmoFoo): unknown subresource `foo` (known: status, scale, finalize)",
             "(readStuffStatus): no kind of a.io/v1 has plural `stuff`",
             "(readNamespacedGizmoStatus): Gizmo is cluster-scoped but the path has a namespace",
             // The two rejected operations above leave the subresource incomplete.
@@ -288,6 +291,26 @@ mod tests {
             assert_problem(&problems, e);
         }
         assert_eq!(problems.len(), expected.len(), "{}", problems.join("\n"));
+    }
+
+    /// kube's Namespace `finalize`: put only, the kind's own GVK.
+    #[test]
+    fn finalize_is_update_only() {
+        let mut d = TestDoc::new(&["a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", false);
+        let fin = "/apis/a.io/v1/things/{name}/finalize";
+        let mut doc = d.build();
+        let item = doc["paths"]["/apis/a.io/v1/things/{name}"].clone();
+        let mut put = item["put"].clone();
+        put["operationId"] = "replaceAIoV1ThingFinalize".into();
+        doc["paths"][fin] = serde_json::json!({"parameters": item["parameters"], "put": put});
+        let api = lower_json(doc.clone()).unwrap();
+        assert!(api.resources[0].finalize_subresource);
+        let mut get = item["get"].clone();
+        get["operationId"] = "readAIoV1ThingFinalize".into();
+        doc["paths"][fin]["get"] = get;
+        let problems = lower_json(doc).unwrap_err();
+        assert_problem(&problems, "the `finalize` subresource serves only put, not `get`");
     }
 
     /// a.io's Thing, its `status` and `scale` served under sub.a.io (the path item names the kind).
