@@ -209,9 +209,10 @@ fn main() -> std::io::Result<()> {
         let watch = WatchConfig { bookmark_interval: args.bookmark_interval };
         let mut state = AppState { watch, ..AppState::new(store) };
         state.registry = state.registry.with_implicit_namespaces(args.implicit_namespaces);
-        // kube-apiserver's system namespaces exist before the first request is served.
-        if let Err(e) = state.registry.ensure_default_namespaces().await {
-            eprintln!("error: cannot create the default namespaces: {e}");
+        // kube-apiserver's system namespaces, and those objects already live in, exist before
+        // the first request is served.
+        if let Err(e) = state.registry.ensure_namespaces().await {
+            eprintln!("error: cannot create the namespaces: {e}");
             std::process::exit(1);
         }
         let server = server::run_with(listener, state.clone(), filters, opts)?;

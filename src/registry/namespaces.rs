@@ -1,20 +1,24 @@
 //! Namespaces as kube-apiserver keeps them, for the kind the document marks as the namespaces
 //! (`x-virt-resource.namespaces`, kube's core/v1 Namespace): its `NamespaceLifecycle` admission
 //! (a new namespaced object needs its namespace to exist and not be terminating; the system
-//! namespaces cannot be deleted), its namespace strategy's create rules, and the namespaces that
-//! exist from the first start. A server started with `--implicit-namespaces`, or a document
+//! namespaces cannot be deleted), its namespace strategy's create rules, its deletion rules,
+//! and the namespaces that exist from the first start (and those a database written before the
+//! document served Namespaces has objects in). A server started with `--implicit-namespaces`, or a document
 //! without such a kind, checks none of this.
 
+use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
 use super::{Registry, Target, WriteOptions};
+use crate::generated::RESOURCES;
 use crate::object::error::{ApiError, Cause};
 use crate::object::meta_str;
 use crate::object::validation::{FieldValidation, Via};
-use crate::registry::keys::object_key;
+use crate::registry::keys::{collection_prefix, object_key, split};
 use crate::resource::ResourceInfo;
+use crate::store::ListRequest;
 
 /// The namespaces kube-apiserver makes at start-up (its `system` namespaces and `default`).
 pub const DEFAULT_NAMESPACES: [&str; 4] =
@@ -33,9 +37,7 @@ const MANAGER: &str = "kube-apiserver";
 pub fn namespace_kind() -> Option<&'static ResourceInfo> {
     // Looked up on every create: found once.
     static KIND: OnceLock<Option<&'static ResourceInfo>> = OnceLock::new();
-    *KIND.get_or_init(|| {
-        crate::generated::RESOURCES.iter().find(|r| r.namespaces && r.version == r.storage_version)
-    })
+    *KIND.get_or_init(|| RESOURCES.iter().find(|r| r.namespaces && r.version == r.storage_version))
 }
 
 fn terminating(ns: &Value) -> bool {
@@ -98,16 +100,29 @@ impl Registry {
         Ok(())
     }
 
-    /// Creates those of the default namespaces that do not exist yet, as kube-apiserver does at
-    /// start-up.
-    pub async fn ensure_default_namespaces(&self) -> Result<(), ApiError> {
+    /// Creates the namespaces that must exist and do not yet: the default ones, as
+    /// kube-apiserver does at start-up, and every namespace objects already live in (a
+    /// database written before the document served Namespaces), so none is orphaned.
+    pub async fn ensure_namespaces(&self) -> Result<(), ApiError> {
         let Some(ns_kind) = self.checked_namespaces() else { return Ok(()) };
         let opts = WriteOptions {
             dry_run: false,
             field_validation: FieldValidation::Strict,
             manager: MANAGER.into(),
         };
-        for name in DEFAULT_NAMESPACES {
+        let mut names: BTreeSet<String> =
+            DEFAULT_NAMESPACES.iter().map(|n| n.to_string()).collect();
+        let namespaced = RESOURCES.iter().filter(|r| r.namespaced && r.is_stored());
+        for res in namespaced.filter(|r| r.version == r.storage_version) {
+            let all =
+                ListRequest { prefix: collection_prefix(res, None), ..ListRequest::default() };
+            for (key, _) in self.store.list_raw(all).await?.items {
+                if let Some((_, _, ns, _)) = split(&key) {
+                    names.insert(ns.to_string());
+                }
+            }
+        }
+        for name in &names {
             if self.store.get(&object_key(ns_kind, "", name)).await?.is_some() {
                 continue;
             }

@@ -854,7 +854,7 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     // `--implicit-namespaces`: any namespace holds objects, and none is made or checked.
     drop(server);
     let implicit = TestServer::start_with(ServerOptions {
-        binary: Some(bin),
+        binary: Some(bin.clone()),
         args: vec!["--implicit-namespaces".into()],
         ..Default::default()
     });
@@ -870,4 +870,25 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     assert_eq!(plain.get(REMOVED_PATH).status, 200);
     assert_eq!(plain.get("/api").json()["versions"], json!([]));
     assert_eq!(plain.get("/api/v1").status, 404);
+
+    // Upgrading: a database the checked-in document's binary wrote, with objects in namespaces
+    // no Namespace names, opens under the document that serves Namespaces with one for each.
+    let vm = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+                    "metadata": {"name": "old"}, "spec": {}});
+    let made = plain.post("/apis/kubevirt.io/v1/namespaces/legacy/virtualmachines", &vm);
+    assert_eq!(made.status, 201, "{}", made.text());
+    let (db, dir) = plain.kill();
+    let upgraded = TestServer::start_with(ServerOptions {
+        db: Some(db),
+        binary: Some(bin),
+        ..Default::default()
+    });
+    let legacy = upgraded.get("/api/v1/namespaces/legacy");
+    assert_eq!(legacy.status, 200, "{}", legacy.text());
+    assert_eq!(legacy.json()["status"]["phase"], "Active");
+    let old = upgraded.get("/apis/kubevirt.io/v1/namespaces/legacy/virtualmachines/old");
+    assert_eq!(old.status, 200, "{}", old.text());
+    assert_eq!(upgraded.get("/api/v1/namespaces/default").status, 200);
+    drop(upgraded);
+    drop(dir);
 }
