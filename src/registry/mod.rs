@@ -1,8 +1,8 @@
 //! The registry: kube's generic registry `Store` without HTTP. Create, update, patch, apply,
 //! delete, delete-collection, get and list over typed options, returning objects and typed
 //! errors. Every write of the server goes through here, whoever makes it (the HTTP endpoints,
-//! the garbage collector), and every read-modify-write through one optimistic-concurrency loop
-//! (`update::guaranteed_update`).
+//! the garbage collector, the namespace controller), and every read-modify-write through one
+//! optimistic-concurrency loop (`update::guaranteed_update`).
 
 mod apply;
 mod delete;
