@@ -53,7 +53,7 @@ impl Registry {
         let name = target.name();
         let key = object_key(res, target.ns(), name);
         // An apply that would create meets NamespaceLifecycle as a create does.
-        if res.namespaced && self.store.get_raw(&key).is_none() {
+        if res.namespaced && self.checks_namespaces() && self.store.get_raw(&key).is_none() {
             self.admit_in_namespace(res, target.ns(), name).await?;
         }
         let mut outcome = self

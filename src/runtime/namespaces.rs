@@ -7,6 +7,7 @@
 //! Like the garbage collector it keeps no state: a pass looks at every terminating namespace,
 //! on start-up, whenever a namespace or a deletion commits, and on a timer.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -19,7 +20,7 @@ use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::registry::keys::collection_prefix;
 use crate::registry::namespaces::namespace_kind;
-use crate::registry::{DeleteOptions, ListOptions, Registry};
+use crate::registry::{DeleteOptions, Deleted, ListOptions, Registry};
 use crate::resource::ResourceInfo;
 use crate::store::{Event, EventType};
 
@@ -51,10 +52,12 @@ async fn run(registry: Registry, interval: Duration) {
     }
 }
 
-/// A change to a namespace, or a deletion (content leaving a terminating namespace).
+/// A change to a namespace, or a deletion (content leaving a terminating namespace). Runs on
+/// the committing thread for every commit: the namespaces' key prefix is made once.
 fn relevant(ev: &Event) -> bool {
-    let Some(ns) = namespace_kind() else { return false };
-    ev.kind == EventType::Deleted || ev.key.starts_with(&collection_prefix(ns, None))
+    static PREFIX: OnceLock<Option<String>> = OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| namespace_kind().map(|ns| collection_prefix(ns, None)));
+    prefix.as_deref().is_some_and(|p| ev.kind == EventType::Deleted || ev.key.starts_with(p))
 }
 
 /// The kinds a namespace holds: every namespaced, stored kind, once (in its storage version).
@@ -84,23 +87,24 @@ async fn empty(
         let objects = registry.list(res, Some(name), &ListOptions::default()).await?.objects()?;
         let mut left = 0;
         for obj in &objects {
-            let deleting = !meta_str(obj, "deletionTimestamp").is_empty();
-            if !deleting {
-                match registry
-                    .delete(res, name, meta_str(obj, "name"), &DeleteOptions::default())
-                    .await
-                {
-                    Ok(crate::registry::Deleted::Gone(_)) | Err(ApiError::NotFound { .. }) => {
-                        continue
+            // What holds the object: its finalizers as listed, or as its delete left them.
+            let kept;
+            let held: &Value = if meta_str(obj, "deletionTimestamp").is_empty() {
+                let opts = DeleteOptions::default();
+                match registry.delete(res, name, meta_str(obj, "name"), &opts).await {
+                    Ok(Deleted::Gone(_)) | Err(ApiError::NotFound { .. }) => continue,
+                    Ok(Deleted::Finalizing(object)) => {
+                        kept = object;
+                        kept.value()
                     }
-                    Ok(_) => {}
                     Err(e) => return Err(e),
                 }
-            }
+            } else {
+                obj
+            };
             left += 1;
-            let held = registry.get(res, name, meta_str(obj, "name")).await;
-            let held = held.ok().and_then(|o| o.pointer("/metadata/finalizers").cloned());
-            for f in held.iter().filter_map(Value::as_array).flatten().filter_map(Value::as_str) {
+            let held = held.pointer("/metadata/finalizers").and_then(Value::as_array);
+            for f in held.into_iter().flatten().filter_map(Value::as_str) {
                 match finalizers.iter_mut().find(|(name, _)| name == f) {
                     Some((_, n)) => *n += 1,
                     None => finalizers.push((f.to_string(), 1)),

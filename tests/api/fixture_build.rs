@@ -133,9 +133,42 @@ fn extended_document(original: &Value) -> Value {
     assert!(removed.is_some(), "{REMOVED_PATH} is in the document");
 
     add_core_kind(&mut doc);
+    add_cross_group_status(&mut doc);
 
     check_document(&doc);
     doc
+}
+
+/// The group a subresource of another group's kind is served under (KubeVirt's actions live in
+/// `subresources.kubevirt.io`), and the VirtualMachine's `status` served there too.
+const CROSS_GROUP: &str = "subresources.kubevirt.io";
+
+fn add_cross_group_status(doc: &mut Value) {
+    let own = format!("/apis/{TEMPLATE_GROUP}/{TEMPLATE_VERSION}/namespaces/{{namespace}}/{TEMPLATE_PLURAL}/{{name}}/status");
+    let renames = [
+        (format!("/apis/{TEMPLATE_GROUP}/"), format!("/apis/{CROSS_GROUP}/")),
+        ("KubevirtIoV1".to_string(), "SubresourcesKubevirtIoV1".to_string()),
+    ];
+    let pairs: Vec<(&str, &str)> = renames.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let copied = copy_renamed(doc, "paths", |p| p == own, &pairs);
+    assert_eq!(copied, 1);
+    let path = own.replace(&format!("/apis/{TEMPLATE_GROUP}/"), &format!("/apis/{CROSS_GROUP}/"));
+    doc["paths"][&path]["x-virt-subresource-of"] =
+        json!({"group": TEMPLATE_GROUP, "plural": TEMPLATE_PLURAL});
+    let handler = |id: &str, name: &str| {
+        json!({"get": {"operationId": id, "produces": ["application/json"],
+                       "responses": {"200": {"description": "OK"}}, "x-virt-handler": name}})
+    };
+    let paths = doc["paths"].as_object_mut().unwrap();
+    paths.insert(
+        format!("/apis/{CROSS_GROUP}/"),
+        handler("getSubresourcesKubevirtIoAPIGroup", "apiGroup"),
+    );
+    paths.insert(
+        format!("/apis/{CROSS_GROUP}/v1/"),
+        handler("getSubresourcesKubevirtIoV1APIResources", "apiResources"),
+    );
+    doc["x-virt-api-groups"].as_array_mut().unwrap().push(json!(CROSS_GROUP));
 }
 
 /// The legacy core group with one namespaced kind: `""` in x-virt-api-groups, its discovery path
@@ -455,7 +488,11 @@ fn extended_document_unit() {
     let core = template - count("/apis/kubevirt.io/v1/", "/virtualmachines/{name}/status") + 2;
     // The Namespace kind: the cluster-scoped clone's five paths, and `finalize`.
     let namespaces = count("/apis/clone.kubevirt.io/v1alpha1/", "/virtualmachineclones") + 1;
-    let added = count("/apis/clone.kubevirt.io/v1alpha1/", "") + template + core + namespaces;
+    // The VirtualMachine's status under subresources.kubevirt.io, and that group's two
+    // discovery paths.
+    let cross = 3;
+    let added =
+        count("/apis/clone.kubevirt.io/v1alpha1/", "") + template + core + namespaces + cross;
     assert_eq!(paths.len(), original["paths"].as_object().unwrap().len() + added - 1);
     assert!(paths.contains_key("/api/v1/namespaces/{namespace}/configmaps/{name}"));
     assert!(paths.contains_key("/api/v1/watch/configmaps"));
@@ -850,6 +887,28 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     kubectl.ok(&["create", "configmap", "inside", "-n", "quick", "--from-literal=a=b"]);
     kubectl.ok(&["delete", "namespace", "quick", "--timeout=20s"]);
     assert_eq!(server.get("/api/v1/namespaces/quick").status, 404);
+
+    // A subresource served under another group than its kind's (x-virt-subresource-of): the
+    // VirtualMachine's status, read and written under subresources.kubevirt.io.
+    let vm = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+                    "metadata": {"name": "crossed"}, "spec": {}});
+    let made = server.post("/apis/kubevirt.io/v1/namespaces/pools/virtualmachines", &vm);
+    assert_eq!(made.status, 201, "{}", made.text());
+    let crossed = format!("/apis/{CROSS_GROUP}/v1/namespaces/pools/virtualmachines/crossed/status");
+    let read = server.get(&crossed);
+    assert_eq!(read.status, 200, "{}", read.text());
+    assert_eq!(read.json()["metadata"]["uid"], made.json()["metadata"]["uid"]);
+    let patched = server.request(
+        "PATCH",
+        &crossed,
+        &[],
+        Some(("application/merge-patch+json", br#"{"status":{"printableStatus":"Stopped"}}"#)),
+    );
+    assert_eq!(patched.status, 200, "{}", patched.text());
+    let own = server.get("/apis/kubevirt.io/v1/namespaces/pools/virtualmachines/crossed").json();
+    assert_eq!(own["status"]["printableStatus"], "Stopped", "{own}");
+    let group = server.get(&format!("/apis/{CROSS_GROUP}"));
+    assert_eq!(group.status, 200, "{}", group.text());
 
     // `--implicit-namespaces`: any namespace holds objects, and none is made or checked.
     drop(server);
