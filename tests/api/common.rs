@@ -411,6 +411,13 @@ pub fn labelled(res: &ResourceInfo, ns: &str, name: &str, labels: Value) -> Valu
 }
 
 impl TestServer {
+    /// Makes the namespace `name` unless it exists, as a client must before using it.
+    pub fn namespace(&self, name: &str) {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        let resp = self.post("/api/v1/namespaces", &body);
+        assert!(matches!(resp.status, 201 | 409), "create namespace {name}: {}", resp.text());
+    }
+
     /// Creates `obj` through `res`'s collection and returns the stored object (asserts 201).
     pub fn create(&self, res: &ResourceInfo, obj: &Value) -> Value {
         let ns = obj["metadata"]["namespace"].as_str().unwrap_or("");

@@ -54,7 +54,10 @@ impl<'d> Lowering<'d> {
                 });
             if let Some(r) = &resource {
                 self.check_virt_resource(&ctx, r);
-                self.check_selectable_fields(&ctx, def, &r.selectable_fields);
+                // Built-in kinds (the core group) select by as many fields as kube's own
+                // strategies; the CRD limit holds for the rest.
+                let builtin = gvks.iter().all(|g| g.group.is_empty());
+                self.check_selectable_fields(&ctx, def, &r.selectable_fields, builtin);
             }
             for gvk in gvks {
                 if let Some(other) = defs.iter().find(|d| {
@@ -167,9 +170,15 @@ impl<'d> Lowering<'d> {
 
     /// The CRD rules for `selectableFields`: simple paths outside `metadata` (whose name and
     /// namespace are always selectable), to a string, integer or boolean the schema declares,
-    /// with labels that are unique; at most eight.
-    fn check_selectable_fields(&mut self, ctx: &str, def: &Value, fields: &[SelectableField]) {
-        if fields.len() > MAX_SELECTABLE_FIELDS {
+    /// with labels that are unique; at most eight unless the kind is built in.
+    fn check_selectable_fields(
+        &mut self,
+        ctx: &str,
+        def: &Value,
+        fields: &[SelectableField],
+        builtin: bool,
+    ) {
+        if fields.len() > MAX_SELECTABLE_FIELDS && !builtin {
             let msg =
                 format!("at most {MAX_SELECTABLE_FIELDS} selectableFields, found {}", fields.len());
             self.problem(ctx, msg);
