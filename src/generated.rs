@@ -10,7 +10,8 @@ include!(concat!(env!("OUT_DIR"), "/generated.rs"));
 mod rt {
     // The per-kind records the statics are made of.
     pub(super) use crate::resource::{
-        Cell, GroupInfo, OpenApiV3Doc, PrinterColumn, ResourceInfo, ScaleInfo, SelectableField,
+        Cell, DataMap, DataRules, GroupInfo, ImmutableFlag, OpenApiV3Doc, PrinterColumn,
+        RequiredKeys, ResourceInfo, ScaleInfo, SelectableField, SizeLimit, ValueFormat, WriteOnly,
     };
     // What every handler takes and returns.
     pub(super) use crate::http::server::AppState;

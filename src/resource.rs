@@ -46,6 +46,78 @@ pub struct ResourceInfo {
     /// Whether this kind's objects are the namespaces (kube's core/v1 Namespace): namespaced
     /// objects then need theirs to exist and not be terminating (`registry::namespaces`).
     pub namespaces: bool,
+    /// kube's validation of the kind's data maps (`x-virt-resource.dataRules`), enforced on
+    /// every write by `object::data_rules`.
+    pub data_rules: Option<&'static DataRules>,
+}
+
+/// How a built-in kind's data maps are validated and written, as kube's ConfigMap and Secret
+/// strategies do it; every path is a top-level field of the object unless said otherwise.
+#[derive(Debug)]
+pub struct DataRules {
+    /// Maps whose keys must be config-map keys; a key may be in only one of them.
+    pub key_maps: &'static [DataMap],
+    /// A limit on the bytes the values of some maps hold together.
+    pub max_total_size: Option<SizeLimit>,
+    /// Write-only maps merged into another on every write (their keys win), then dropped.
+    pub write_only: &'static [WriteOnly],
+    /// Fields a write may not change once the object exists.
+    pub immutable_after_create: &'static [&'static str],
+    /// A boolean that, once true, freezes itself and some fields.
+    pub immutable_flag: Option<ImmutableFlag>,
+    /// Keys a map must hold when a field has a value (a Secret's type).
+    pub required_keys: &'static [RequiredKeys],
+}
+
+/// A map of strings; `base64` when its values are bytes (`format: byte`).
+#[derive(Debug)]
+pub struct DataMap {
+    pub field: &'static str,
+    pub base64: bool,
+}
+
+#[derive(Debug)]
+pub struct SizeLimit {
+    pub maps: &'static [DataMap],
+    pub bytes: usize,
+    /// The path the error names (kube names `data` for a Secret, nothing for a ConfigMap).
+    pub field: &'static str,
+}
+
+#[derive(Debug)]
+pub struct WriteOnly {
+    pub field: &'static str,
+    pub into: &'static str,
+    /// Whether the target holds bytes: the values are then base64-encoded into it.
+    pub base64: bool,
+}
+
+#[derive(Debug)]
+pub struct ImmutableFlag {
+    pub field: &'static str,
+    pub freezes: &'static [&'static str],
+}
+
+/// When `when_field` equals `equals`, the map at the dotted path `map` must hold `keys` (all of
+/// them, or with `any` at least one), with non-empty values under `non_empty`, and values in
+/// `format` when they are there.
+#[derive(Debug)]
+pub struct RequiredKeys {
+    pub when_field: &'static str,
+    pub equals: &'static str,
+    pub map: &'static str,
+    pub base64: bool,
+    pub keys: &'static [&'static str],
+    pub any: bool,
+    pub non_empty: bool,
+    pub format: Option<ValueFormat>,
+}
+
+/// A format a map value must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueFormat {
+    /// A JSON object (or null), as Go's `json.Unmarshal` into a map accepts.
+    Json,
 }
 
 /// A field `fieldSelector` may name: its label (`spec.color`, or kube's own such as `source`)

@@ -99,6 +99,7 @@ fn resource(r: &Resource) -> TokenStream {
         finalize_subresource,
         selectable_fields,
         namespaces,
+        data_rules,
         definition: _,
     } = r;
     let columns = printer_columns.iter().map(|c| {
@@ -142,6 +143,10 @@ fn resource(r: &Resource) -> TokenStream {
         let (name, json_path) = (&f.name, &f.json_path);
         quote!(self::rt::SelectableField { name: #name, json_path: #json_path })
     });
+    let data_rules = option(data_rules.as_ref().map(|d| {
+        let rules = data_rules_tokens(d);
+        quote!(&#rules)
+    }));
     quote! {
         self::rt::ResourceInfo {
             group: #group,
@@ -162,6 +167,60 @@ fn resource(r: &Resource) -> TokenStream {
             finalize_subresource: #finalize_subresource,
             selectable_fields: &[#(#selectable),*],
             namespaces: #namespaces,
+            data_rules: #data_rules,
+        }
+    }
+}
+
+/// `x-virt-resource.dataRules` as a constant `rt::DataRules`.
+fn data_rules_tokens(d: &crate::model::DataRules) -> TokenStream {
+    let maps = |maps: &[crate::model::DataMap]| {
+        let maps = maps.iter().map(|m| {
+            let (field, base64) = (&m.field, m.base64);
+            quote!(self::rt::DataMap { field: #field, base64: #base64 })
+        });
+        quote!(&[#(#maps),*])
+    };
+    let key_maps = maps(&d.key_maps);
+    let size = option(d.max_total_size.as_ref().map(|s| {
+        let (list, field) = (maps(&s.maps), &s.field);
+        let bytes = Literal::usize_unsuffixed(s.bytes as usize);
+        quote!(self::rt::SizeLimit { maps: #list, bytes: #bytes, field: #field })
+    }));
+    let write_only = d.write_only.iter().map(|w| {
+        let (field, into, base64) = (&w.field, &w.into, w.base64);
+        quote!(self::rt::WriteOnly { field: #field, into: #into, base64: #base64 })
+    });
+    let immutable = &d.immutable_after_create;
+    let flag = option(d.immutable_flag.as_ref().map(|f| {
+        let (field, freezes) = (&f.field, &f.freezes);
+        quote!(self::rt::ImmutableFlag { field: #field, freezes: &[#(#freezes),*] })
+    }));
+    let required = d.required_keys.iter().map(|r| {
+        let (when_field, equals, map, base64) = (&r.when_field, &r.equals, &r.map, r.base64);
+        let (keys, any, non_empty) = (&r.keys, r.any, r.non_empty);
+        let format = option(r.json.then(|| quote!(self::rt::ValueFormat::Json)));
+        quote! {
+            self::rt::RequiredKeys {
+                when_field: #when_field,
+                equals: #equals,
+                map: #map,
+                base64: #base64,
+                keys: &[#(#keys),*],
+                any: #any,
+                non_empty: #non_empty,
+                format: #format,
+            }
+        }
+    });
+    quote! {
+        self::rt::DataRules {
+            key_maps: #key_maps,
+            max_total_size: #size,
+            write_only: &[#(#write_only),*],
+            immutable_after_create: &[#(#immutable),*],
+            immutable_flag: #flag,
+            required_keys: &[#(#required),*],
         }
     }
 }

@@ -251,6 +251,83 @@ pub struct VirtResource {
     /// `--implicit-namespaces`.
     #[serde(default)]
     pub namespaces: bool,
+    /// kube's validation of the kind's data maps (ConfigMap, Secret), as rules.
+    pub data_rules: Option<DataRules>,
+}
+
+/// `x-virt-resource.dataRules`. Fields are top-level properties of the kind; `requiredKeys[].map`
+/// is a dotted path (`metadata.annotations`).
+///
+/// ```json
+/// "dataRules": {
+///   "keyMaps": ["data", "binaryData"],
+///   "maxTotalSize": {"maps": ["data", "binaryData"], "bytes": 1048576, "field": ""},
+///   "writeOnly": [{"field": "stringData", "into": "data"}],
+///   "immutableAfterCreate": ["type"],
+///   "immutableFlag": {"field": "immutable", "freezes": ["data"]},
+///   "requiredKeys": [{"when": {"field": "type", "equals": "kubernetes.io/tls"},
+///                     "map": "data", "keys": ["tls.crt", "tls.key"]}]
+/// }
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DataRules {
+    #[serde(default)]
+    pub key_maps: Vec<String>,
+    pub max_total_size: Option<MaxTotalSize>,
+    #[serde(default)]
+    pub write_only: Vec<WriteOnly>,
+    #[serde(default)]
+    pub immutable_after_create: Vec<String>,
+    pub immutable_flag: Option<ImmutableFlag>,
+    #[serde(default)]
+    pub required_keys: Vec<RequiredKeys>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MaxTotalSize {
+    pub maps: Vec<String>,
+    pub bytes: u64,
+    /// The path the error names; empty for the whole object.
+    #[serde(default)]
+    pub field: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WriteOnly {
+    pub field: String,
+    pub into: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImmutableFlag {
+    pub field: String,
+    pub freezes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequiredKeys {
+    pub when: When,
+    pub map: String,
+    pub keys: Vec<String>,
+    /// At least one of `keys` instead of all of them.
+    #[serde(default)]
+    pub any: bool,
+    #[serde(default)]
+    pub non_empty: bool,
+    /// `json`: the value must be a JSON object.
+    pub format: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct When {
+    pub field: String,
+    pub equals: String,
 }
 
 /// One selectable field: a simple JSON path (`.spec.color`) to a string, integer or boolean. Its

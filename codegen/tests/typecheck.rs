@@ -26,7 +26,8 @@ mod generated {
 /// same names.
 mod rt {
     pub use crate::resource::{
-        Cell, GroupInfo, OpenApiV3Doc, PrinterColumn, ResourceInfo, ScaleInfo, SelectableField,
+        Cell, DataMap, DataRules, GroupInfo, ImmutableFlag, OpenApiV3Doc, PrinterColumn,
+        RequiredKeys, ResourceInfo, ScaleInfo, SelectableField, SizeLimit, ValueFormat, WriteOnly,
     };
     use actix_web::web::Bytes;
     use actix_web::HttpRequest;

@@ -246,13 +246,8 @@ impl ApiError {
             Invalid { group, details_kind, qualified, name, causes } => {
                 let errs: Vec<String> = causes
                     .iter()
-                    .map(|c| {
-                        if c.field.is_empty() {
-                            c.message.clone()
-                        } else {
-                            format!("{}: {}", c.field, c.message)
-                        }
-                    })
+                    // Go's `field.Error.Error()`: the path, even an empty one (`: Too long…`).
+                    .map(|c| format!("{}: {}", c.field, c.message))
                     .collect();
                 let joined = if errs.len() == 1 {
                     errs[0].clone()

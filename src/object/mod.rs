@@ -2,6 +2,8 @@
 //! validation, selectors, managed fields, patches, tables, limits, and the one error type with
 //! its `Status` form. Nothing here knows HTTP or the store.
 
+pub mod data_rules;
+pub mod defaults;
 pub mod error;
 pub mod limits;
 pub mod managed_fields;

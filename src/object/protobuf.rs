@@ -168,6 +168,7 @@ fn message(schema: &Value, buf: &[u8], depth: usize) -> Result<Value, String> {
     let field_of = |tag: u64| {
         props?.iter().find(|(_, p)| p.get("x-virt-proto-tag").and_then(Value::as_u64) == Some(tag))
     };
+    let required = schema.get("required").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let mut out = Map::new();
     let mut r = Reader::new(buf);
     while let Some((tag, wire)) = r.key()? {
@@ -207,10 +208,26 @@ fn message(schema: &Value, buf: &[u8], depth: usize) -> Result<Value, String> {
                 map.insert(key, value);
             }
         } else {
-            out.insert(name.clone(), scalar(prop, wire, &mut r, depth)?);
+            let value = scalar(prop, wire, &mut r, depth)?;
+            // gogo-protobuf writes every non-pointer scalar; Go's JSON leaves their zero values
+            // out (`omitempty`), so a stored object has only what the client set.
+            if !is_zero(&value) || required.contains(&Value::String(name.clone())) {
+                out.insert(name.clone(), value);
+            }
         }
     }
     Ok(Value::Object(out))
+}
+
+/// A scalar's zero value ("", 0, false), or the zero time (null).
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        _ => false,
+    }
 }
 
 fn type_of(schema: &Value) -> &str {
@@ -275,6 +292,10 @@ fn timestamp(buf: &[u8], micro: bool) -> Result<Value, String> {
             (2, VARINT) => nanos = i64::from(r.varint()? as i64 as i32),
             _ => r.skip(wire)?,
         }
+    }
+    // Zero seconds and nanos are what an empty message holds: the zero time too.
+    if seconds == 0 && nanos == 0 {
+        return Ok(Value::Null);
     }
     let days = seconds.div_euclid(86_400);
     let secs = seconds.rem_euclid(86_400);
@@ -398,13 +419,39 @@ mod tests {
         assert_eq!(message(&open, &nested, 0).unwrap(), json!({"child": {}}));
     }
 
+    /// gogo-protobuf writes zero scalars that Go's JSON leaves out: so does the decoder, but
+    /// for fields the schema requires.
+    #[test]
+    fn zero_scalars_are_left_out_unless_required() {
+        let msg = Writer::default()
+            .string(1, "")
+            .int(2, 0)
+            .int(4, 0)
+            .bytes(9, b"")
+            .bytes(8, &Writer::default().string(1, "").done())
+            .bytes(6, &Writer::default().string(1, "k").string(2, "").done())
+            .done();
+        let v = message(&schema(), &msg, 0).unwrap();
+        assert_eq!(v, json!({"child": {}, "labels": {"k": ""}}), "map values are kept");
+        let mut required = schema();
+        required["required"] = json!(["name", "on"]);
+        let v = message(&required, &msg, 0).unwrap();
+        assert_eq!(v, json!({"name": "", "on": false, "child": {}, "labels": {"k": ""}}));
+        let set = Writer::default().string(1, "a").int(2, -1).int(4, 1).done();
+        assert_eq!(
+            message(&schema(), &set, 0).unwrap(),
+            json!({"name": "a", "count": -1, "on": true})
+        );
+    }
+
     #[test]
     fn times_are_rfc3339_in_utc() {
         let t = |s: i64, n: i64, micro: bool| {
             let buf = Writer::default().int(1, s).int(2, n).done();
             timestamp(&buf, micro).unwrap()
         };
-        assert_eq!(t(0, 0, false), "1970-01-01T00:00:00Z");
+        assert_eq!(t(0, 0, false), Value::Null, "zero seconds: what an empty message holds");
+        assert_eq!(t(0, 5_000, true), "1970-01-01T00:00:00.000005Z");
         assert_eq!(timestamp(b"", false).unwrap(), Value::Null, "the zero time");
         assert_eq!(t(951_782_400, 0, false), "2000-02-29T00:00:00Z");
         assert_eq!(t(-1, 0, false), "1969-12-31T23:59:59Z");

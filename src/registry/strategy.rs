@@ -10,6 +10,7 @@ use crate::object::error::{ApiError, Cause};
 use crate::object::limits::MAX_OBJECT_BYTES;
 use crate::object::subresource::{self, Part};
 use crate::object::validation;
+use crate::object::{data_rules, defaults};
 use crate::object::{managed_fields, meta, meta_str, metadata};
 use crate::resource::ResourceInfo;
 
@@ -58,6 +59,8 @@ pub(crate) fn prepare_update(
     owner: Ownership<'_>,
 ) -> Result<Next, ApiError> {
     let mut new = subresource::confine(res, part, current, new);
+    data_rules::normalize(res, &mut new)?;
+    defaults::apply(res, &mut new);
     let name = meta_str(current, "name").to_string();
     let no_meta = Map::new();
     let old_meta = metadata(current).unwrap_or(&no_meta);
@@ -129,6 +132,7 @@ pub(crate) fn prepare_update(
         causes.extend(meta::validate(meta, res.namespaced));
     }
     causes.extend(validation::check(res, &new));
+    causes.extend(data_rules::validate(res, &new, Some(current)));
     causes.extend(subresource::validate(res, &new));
     if !causes.is_empty() {
         return Err(ApiError::invalid(res, &name, causes));
@@ -202,6 +206,9 @@ pub fn check_create_meta(
 /// Makes a named body a new object: system fields wiped and set afresh, metadata validated,
 /// storage version set.
 pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    // Decoding and defaulting come before validation, as in kube's create path.
+    data_rules::normalize(res, obj)?;
+    defaults::apply(res, obj);
     // Validated as it will be stored: without the status a status subresource owns (a copy
     // only when there is such a status to leave out).
     let schema_causes = if res.status_subresource && obj.get("status").is_some() {
@@ -209,6 +216,7 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     } else {
         validation::check(res, obj)
     };
+    let data_causes = data_rules::validate(res, obj, None);
     let meta = metadata_mut(obj)?;
     let type_causes = meta::system_field_type_causes(meta);
     meta::wipe_system_fields(meta);
@@ -216,6 +224,7 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     let mut causes = type_causes;
     causes.extend(meta::validate(meta, res.namespaced));
     causes.extend(schema_causes);
+    causes.extend(data_causes);
     if !causes.is_empty() {
         return Err(ApiError::invalid(res, &name, causes));
     }

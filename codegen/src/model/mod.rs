@@ -87,8 +87,61 @@ pub struct Resource {
     pub selectable_fields: Vec<SelectableField>,
     /// Whether this kind's objects are the namespaces (`x-virt-resource.namespaces`).
     pub namespaces: bool,
+    /// `x-virt-resource.dataRules`, checked against the kind's schema.
+    pub data_rules: Option<DataRules>,
     /// Name of the kind's definition.
     pub definition: String,
+}
+
+/// `x-virt-resource.dataRules`, checked (`crate::resource::DataRules`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DataRules {
+    pub key_maps: Vec<DataMap>,
+    pub max_total_size: Option<SizeLimit>,
+    pub write_only: Vec<WriteOnly>,
+    pub immutable_after_create: Vec<String>,
+    pub immutable_flag: Option<ImmutableFlag>,
+    pub required_keys: Vec<RequiredKeys>,
+}
+
+/// A top-level map of strings; `base64` when the schema says its values are bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataMap {
+    pub field: String,
+    pub base64: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeLimit {
+    pub maps: Vec<DataMap>,
+    pub bytes: u64,
+    pub field: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOnly {
+    pub field: String,
+    pub into: String,
+    pub base64: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImmutableFlag {
+    pub field: String,
+    pub freezes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequiredKeys {
+    pub when_field: String,
+    pub equals: String,
+    pub map: String,
+    pub base64: bool,
+    pub keys: Vec<String>,
+    pub any: bool,
+    pub non_empty: bool,
+    /// Only `json` so far.
+    pub json: bool,
 }
 
 /// A field `fieldSelector` may name: its label and where it is in the object.

@@ -58,6 +58,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
+        data_rules: ::std::option::Option::None,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -129,6 +130,58 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
             },
         ],
         namespaces: false,
+        data_rules: ::std::option::Option::Some(
+            &self::rt::DataRules {
+                key_maps: &[
+                    self::rt::DataMap {
+                        field: "notes",
+                        base64: false,
+                    },
+                    self::rt::DataMap {
+                        field: "photos",
+                        base64: true,
+                    },
+                ],
+                max_total_size: ::std::option::Option::Some(self::rt::SizeLimit {
+                    maps: &[
+                        self::rt::DataMap {
+                            field: "notes",
+                            base64: false,
+                        },
+                        self::rt::DataMap {
+                            field: "photos",
+                            base64: true,
+                        },
+                    ],
+                    bytes: 1048576,
+                    field: "",
+                }),
+                write_only: &[
+                    self::rt::WriteOnly {
+                        field: "draftPhotos",
+                        into: "photos",
+                        base64: true,
+                    },
+                ],
+                immutable_after_create: &["sealed"],
+                immutable_flag: ::std::option::Option::Some(self::rt::ImmutableFlag {
+                    field: "sealed",
+                    freezes: &["notes", "photos"],
+                }),
+                required_keys: &[
+                    self::rt::RequiredKeys {
+                        when_field: "spec.habitat",
+                        equals: "aquarium",
+                        map: "notes",
+                        base64: false,
+                        keys: &["water.json"],
+                        any: false,
+                        non_empty: false,
+                        format: ::std::option::Option::Some(self::rt::ValueFormat::Json),
+                    },
+                ],
+            },
+        ),
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -177,6 +230,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
+        data_rules: ::std::option::Option::None,
     },
     self::rt::ResourceInfo {
         group: "tickets.example.io",
@@ -197,6 +251,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
+        data_rules: ::std::option::Option::None,
     },
 ];
 /// The OpenAPI v2 document, byte for byte as checked in.

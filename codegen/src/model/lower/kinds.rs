@@ -59,6 +59,10 @@ impl<'d> Lowering<'d> {
                 let builtin = gvks.iter().all(|g| g.group.is_empty());
                 self.check_selectable_fields(&ctx, def, &r.selectable_fields, builtin);
             }
+            let data_rules = resource
+                .as_ref()
+                .and_then(|r| r.data_rules.as_ref())
+                .map(|rules| self.data_rules(&ctx, def, rules));
             for gvk in gvks {
                 if let Some(other) = defs.iter().find(|d| {
                     (&d.group, &d.version, &d.kind) == (&gvk.group, &gvk.version, &gvk.kind)
@@ -76,6 +80,7 @@ impl<'d> Lowering<'d> {
                     version: gvk.version,
                     kind: gvk.kind,
                     resource: resource.clone(),
+                    data_rules: data_rules.clone(),
                     has_resource_ext: ext.is_some(),
                 });
             }
@@ -219,7 +224,16 @@ impl<'d> Lowering<'d> {
 
     /// The `type` the schema gives the field at `segs` below `schema`, following `$ref`s into
     /// the definitions.
-    fn schema_type_at<'a>(&'a self, mut schema: &'a Value, segs: &[&str]) -> Option<&'a str> {
+    fn schema_type_at<'a>(&'a self, schema: &'a Value, segs: &[&str]) -> Option<&'a str> {
+        self.schema_at(schema, segs)?.get("type")?.as_str()
+    }
+
+    /// The schema of the field at `segs` below `schema`, past its `$ref`s.
+    pub(super) fn schema_at<'a>(
+        &'a self,
+        mut schema: &'a Value,
+        segs: &[&str],
+    ) -> Option<&'a Value> {
         let doc = self.doc;
         let resolve = |mut s: &'a Value| {
             // A reference chain is short; the bound only stops a cycle.
@@ -234,6 +248,6 @@ impl<'d> Lowering<'d> {
         for seg in segs {
             schema = resolve(schema)?.get("properties")?.get(*seg)?;
         }
-        resolve(schema)?.get("type")?.as_str()
+        resolve(schema)
     }
 }

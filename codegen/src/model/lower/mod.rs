@@ -6,6 +6,7 @@
 //! resolves the drafts into routes (`routes`); `document` holds the checks of the document as a
 //! whole. Every check reports through [`Lowering::problem`] and carries on.
 
+mod data_rules;
 mod document;
 mod kinds;
 mod operations;
@@ -49,6 +50,8 @@ struct KindDef<'d> {
     kind: String,
     /// Parsed `x-virt-resource`, when present and valid.
     resource: Option<VirtResource>,
+    /// Its `x-virt-resource.dataRules`, checked.
+    data_rules: Option<crate::model::DataRules>,
     /// Whether it carried an `x-virt-resource` at all (valid or not).
     has_resource_ext: bool,
 }

@@ -175,6 +175,7 @@ impl<'d> Lowering<'d> {
                             })
                             .collect(),
                         namespaces: r.namespaces,
+                        data_rules: d.data_rules.clone(),
                         definition: d.name.to_string(),
                     });
                 }

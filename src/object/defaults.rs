@@ -1,0 +1,101 @@
+//! The OpenAPI `default` keyword, applied as apiextensions' structural defaulting applies it to
+//! custom resources (after pruning, on create and update): a field its schema gives a default
+//! is set to it where the field is missing, in every object the value holds. kube's built-in
+//! kinds default some fields the same way (a Secret's `type` is `Opaque`, `SetDefaults_Secret`).
+
+use serde_json::Value;
+
+use crate::object::validation::{kind_schema, resolve};
+use crate::resource::ResourceInfo;
+
+/// Sets the schema's defaults in `obj` (metadata is ObjectMeta's own and left alone).
+pub fn apply(res: &ResourceInfo, obj: &mut Value) {
+    if let Some(schema) = kind_schema(res) {
+        walk(obj, schema, true);
+    }
+}
+
+fn walk(v: &mut Value, schema: &Value, root: bool) {
+    let schema = resolve(schema);
+    match v {
+        Value::Object(map) => {
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, prop) in props {
+                    if root && k == "metadata" {
+                        continue;
+                    }
+                    let missing = map.get(k).is_none_or(Value::is_null);
+                    if let Some(default) = resolve(prop).get("default").filter(|_| missing) {
+                        map.insert(k.clone(), default.clone());
+                    }
+                }
+                for (k, child) in map.iter_mut() {
+                    if let Some(prop) = props.get(k).filter(|_| !(root && k == "metadata")) {
+                        walk(child, prop, false);
+                    }
+                }
+            } else if let Some(values) =
+                schema.get("additionalProperties").filter(|a| a.is_object())
+            {
+                for child in map.values_mut() {
+                    walk(child, values, false);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items") {
+                for child in items {
+                    walk(child, item, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn defaulted(schema: Value, mut obj: Value) -> Value {
+        walk(&mut obj, &schema, true);
+        obj
+    }
+
+    #[test]
+    fn missing_fields_take_their_defaults_at_every_depth() {
+        let schema = json!({"type": "object", "properties": {
+            "type": {"type": "string", "default": "Opaque"},
+            "spec": {"type": "object", "properties": {
+                "n": {"type": "integer", "default": 3},
+                "list": {"type": "array", "items": {"type": "object", "properties": {
+                    "on": {"type": "boolean", "default": true}}}},
+                "byName": {"type": "object", "additionalProperties": {"type": "object",
+                    "properties": {"w": {"type": "integer", "default": 1}}}}}},
+            "metadata": {"type": "object", "properties": {"name": {"default": "x"}}}}});
+        assert_eq!(
+            defaulted(
+                schema.clone(),
+                json!({"metadata": {}, "spec": {"list": [{}, {"on": false}],
+                                              "byName": {"a": {}}}})
+            ),
+            json!({"type": "Opaque", "metadata": {},
+                   "spec": {"n": 3, "list": [{"on": true}, {"on": false}],
+                            "byName": {"a": {"w": 1}}}})
+        );
+        // A value that is set, even to "", is kept; a missing parent is not made.
+        assert_eq!(defaulted(schema, json!({"type": ""})), json!({"type": ""}));
+    }
+
+    #[test]
+    fn a_secret_defaults_to_opaque() {
+        let secret = crate::generated::RESOURCES
+            .iter()
+            .find(|r| r.data_rules.is_some_and(|d| !d.write_only.is_empty()))
+            .expect("a kind with a write-only map");
+        let mut obj = json!({"metadata": {"name": "s"}});
+        apply(secret, &mut obj);
+        assert_eq!(obj["type"], "Opaque");
+    }
+}
