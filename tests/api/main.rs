@@ -19,6 +19,7 @@ mod kubectl;
 mod lists;
 mod logging;
 mod openapi;
+mod secrets;
 mod seed_ops;
 mod subresources;
 mod table;
