@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::object::error::{ApiError, Cause};
 use crate::object::meta::quote;
+use crate::object::validation::{kind_schema, resolve};
 use crate::resource::{DataMap, DataRules, RequiredKeys, ResourceInfo, ValueFormat};
 
 /// `IsConfigMapKey`'s longest key (a DNS-1123 subdomain's).
@@ -75,7 +76,7 @@ pub fn validate(res: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Cau
     let Some(rules) = res.data_rules else { return Vec::new() };
     let mut causes = Vec::new();
     if let Some(old) = old {
-        update_causes(rules, obj, old, &mut causes);
+        update_causes(res, rules, obj, old, &mut causes);
     }
     for (i, map) in rules.key_maps.iter().enumerate() {
         let Some(values) = obj.get(map.field).and_then(Value::as_object) else { continue };
@@ -107,11 +108,23 @@ pub fn validate(res: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Cau
 }
 
 /// `ValidateImmutableField` for each field fixed at create, then the `immutable` flag's rule.
-fn update_causes(rules: &DataRules, obj: &Value, old: &Value, causes: &mut Vec<Cause>) {
+fn update_causes(
+    res: &ResourceInfo,
+    rules: &DataRules,
+    obj: &Value,
+    old: &Value,
+    causes: &mut Vec<Cause>,
+) {
     let field = |v: &Value, f: &str| v.get(f).filter(|v| !v.is_null()).cloned();
+    // kube defaults what it reads from storage: an object stored before its field had a
+    // default compares as if it had it.
+    let schema = kind_schema(res);
+    let default = |f: &str| {
+        schema.and_then(|s| s.get("properties")?.get(f)).and_then(|p| resolve(p).get("default"))
+    };
     for f in rules.immutable_after_create {
         let new = field(obj, f);
-        if new != field(old, f) {
+        if new != field(old, f).or_else(|| default(f).cloned()) {
             let shown = match &new {
                 None => quote(""),
                 Some(Value::String(s)) => quote(s),
@@ -487,6 +500,44 @@ fn quote_char(c: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn secrets() -> &'static ResourceInfo {
+        crate::generated::RESOURCES
+            .iter()
+            .find(|r| r.data_rules.is_some_and(|d| !d.write_only.is_empty()))
+            .expect("a kind with a write-only map")
+    }
+
+    /// An object stored before its immutable field had a default (a Secret without a type)
+    /// may still be updated to the default, as kube defaults what it reads.
+    #[test]
+    fn immutable_fields_compare_with_the_stored_default() {
+        let old = serde_json::json!({"metadata": {"name": "s"}, "data": {}});
+        let opaque = serde_json::json!({"metadata": {"name": "s"}, "type": "Opaque"});
+        assert!(validate(secrets(), &opaque, Some(&old)).is_empty());
+        let tls = serde_json::json!({"metadata": {"name": "s"}, "type": "kubernetes.io/tls",
+                                      "data": {"tls.crt": "", "tls.key": ""}});
+        let causes = validate(secrets(), &tls, Some(&old));
+        assert_eq!(causes[0].message, "Invalid value: \"kubernetes.io/tls\": field is immutable");
+        assert_eq!(causes.len(), 1);
+    }
+
+    #[test]
+    fn string_data_wins_and_is_dropped() {
+        let mut obj = serde_json::json!({"data": {"a": "eA==", "b": "eQ=="},
+                                         "stringData": {"a": "new", "c": ""}});
+        normalize(secrets(), &mut obj).unwrap();
+        assert_eq!(obj, serde_json::json!({"data": {"a": "bmV3", "b": "eQ==", "c": ""}}));
+        let mut bad = serde_json::json!({"stringData": {"a": 1}});
+        normalize(secrets(), &mut bad).unwrap();
+        assert_eq!(bad, serde_json::json!({"stringData": {"a": 1}}), "left for the schema");
+        let mut not_b64 = serde_json::json!({"data": {"a": "!"}});
+        let err = normalize(secrets(), &mut not_b64).unwrap_err();
+        assert_eq!(
+            err,
+            ApiError::BadRequest("Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 0".into())
+        );
+    }
 
     #[test]
     fn base64_as_go_decodes_it() {
