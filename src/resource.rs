@@ -49,6 +49,9 @@ pub struct ResourceInfo {
     /// kube's validation of the kind's data maps (`x-virt-resource.dataRules`), enforced on
     /// every write by `object::data_rules`.
     pub data_rules: Option<&'static DataRules>,
+    /// Whether objects carry `metadata.generation`, set to 1 on create and bumped by changes
+    /// outside metadata (custom resources do; kube's ConfigMap and Secret strategies do not).
+    pub generation: bool,
 }
 
 /// How a built-in kind's data maps are validated and written, as kube's ConfigMap and Secret

@@ -100,6 +100,7 @@ fn resource(r: &Resource) -> TokenStream {
         selectable_fields,
         namespaces,
         data_rules,
+        generation,
         definition: _,
     } = r;
     let columns = printer_columns.iter().map(|c| {
@@ -168,6 +169,7 @@ fn resource(r: &Resource) -> TokenStream {
             selectable_fields: &[#(#selectable),*],
             namespaces: #namespaces,
             data_rules: #data_rules,
+            generation: #generation,
         }
     }
 }

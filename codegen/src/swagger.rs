@@ -253,6 +253,14 @@ pub struct VirtResource {
     pub namespaces: bool,
     /// kube's validation of the kind's data maps (ConfigMap, Secret), as rules.
     pub data_rules: Option<DataRules>,
+    /// Whether objects carry `metadata.generation` (the default, as for custom resources);
+    /// `false` for built-in kinds whose strategies never set it.
+    #[serde(default = "yes")]
+    pub generation: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `x-virt-resource.dataRules`. Fields are top-level properties of the kind; `requiredKeys[].map`

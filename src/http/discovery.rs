@@ -442,6 +442,7 @@ mod tests {
             selectable_fields: &[],
             namespaces: false,
             data_rules: None,
+            generation: true,
         };
         assert_eq!(storage_version_hash(&res), "8aSe+NMegvE=");
     }

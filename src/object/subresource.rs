@@ -328,6 +328,7 @@ mod tests {
             selectable_fields: &[],
             namespaces: false,
             data_rules: None,
+            generation: true,
         }
     }
 

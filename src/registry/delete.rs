@@ -68,8 +68,9 @@ impl Registry {
                 meta.insert("deletionGracePeriodSeconds".into(), json!(0));
                 if namespace_rules {
                     namespaces::start_terminating(&mut obj);
-                } else {
-                    let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+                } else if let Some(g) = meta.get("generation").and_then(Value::as_i64) {
+                    // rest.BeforeDelete bumps a generation the object has; kinds without one
+                    // get none.
                     meta.insert("generation".into(), json!(g + 1));
                 }
                 Ok(Next::Update(obj))

@@ -139,7 +139,7 @@ pub(crate) fn prepare_update(
     }
     set_storage_version(res, &mut new);
     // Status writes never bump generation (AX status_strategy.go).
-    if part == Part::Main && spec_changed(current, &new) {
+    if res.generation && part == Part::Main && spec_changed(current, &new) {
         let g = current.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
         new["metadata"]["generation"] = Value::from(g + 1);
     }
@@ -230,7 +230,9 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     }
     meta.insert("uid".into(), Value::String(meta::new_uid()));
     meta.insert("creationTimestamp".into(), Value::String(meta::now_rfc3339()));
-    meta.insert("generation".into(), Value::from(1));
+    if res.generation {
+        meta.insert("generation".into(), Value::from(1));
+    }
     set_storage_version(res, obj);
     subresource::prepare_create(res, obj, &name)?;
     // After the status subresource's rule: a new namespace's status is the strategy's own.

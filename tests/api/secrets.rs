@@ -380,3 +380,32 @@ fn apply_creates_and_updates_by_the_rules() {
         ]
     );
 }
+
+/// kube's ConfigMap and Secret strategies never set `metadata.generation`
+/// (`x-virt-resource.generation: false`): not on create, on a data change, or when a
+/// finalizer holds a delete.
+#[test]
+fn config_maps_and_secrets_have_no_generation() {
+    let s = server();
+    for (collection, obj) in [
+        (CONFIGMAPS, config_map("g", json!({"data": {"a": "1"}}))),
+        (SECRETS, secret("g", json!({"stringData": {"a": "1"}}))),
+    ] {
+        let mut obj = obj;
+        obj["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        let resp = s.post(collection, &obj);
+        assert_eq!(resp.status, 201, "{}", resp.text());
+        assert!(resp.json()["metadata"].get("generation").is_none(), "{}", resp.text());
+        let path = format!("{collection}/g");
+        let resp = s.patch(&path, MERGE, &json!({"data": {"b": b64(b"2")}}));
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        assert!(resp.json()["metadata"].get("generation").is_none(), "{}", resp.text());
+        let resp = s.delete(&path);
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let held = s.get_json(&path);
+        assert!(held["metadata"].get("deletionTimestamp").is_some(), "{held}");
+        assert!(held["metadata"].get("generation").is_none(), "{held}");
+        let resp = s.patch(&path, MERGE, &json!({"metadata": {"finalizers": null}}));
+        assert_eq!(resp.status, 200, "{}", resp.text());
+    }
+}

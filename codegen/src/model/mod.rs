@@ -89,6 +89,8 @@ pub struct Resource {
     pub namespaces: bool,
     /// `x-virt-resource.dataRules`, checked against the kind's schema.
     pub data_rules: Option<DataRules>,
+    /// `x-virt-resource.generation`: whether objects carry `metadata.generation`.
+    pub generation: bool,
     /// Name of the kind's definition.
     pub definition: String,
 }

@@ -59,6 +59,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         selectable_fields: &[],
         namespaces: false,
         data_rules: ::std::option::Option::None,
+        generation: true,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -182,6 +183,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
                 ],
             },
         ),
+        generation: true,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -231,6 +233,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         selectable_fields: &[],
         namespaces: false,
         data_rules: ::std::option::Option::None,
+        generation: true,
     },
     self::rt::ResourceInfo {
         group: "tickets.example.io",
@@ -252,6 +255,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         selectable_fields: &[],
         namespaces: false,
         data_rules: ::std::option::Option::None,
+        generation: false,
     },
 ];
 /// The OpenAPI v2 document, byte for byte as checked in.

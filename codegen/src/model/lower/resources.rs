@@ -176,6 +176,7 @@ impl<'d> Lowering<'d> {
                             .collect(),
                         namespaces: r.namespaces,
                         data_rules: d.data_rules.clone(),
+                        generation: r.generation,
                         definition: d.name.to_string(),
                     });
                 }
@@ -216,10 +217,12 @@ impl<'d> Lowering<'d> {
                         || other.singular != r.singular
                         || other.namespaced != r.namespaced
                         || other.namespaces != r.namespaces
+                        || other.generation != r.generation
+                        || other.data_rules != r.data_rules
                         || other.token_field != r.token_field)
                 {
                     let msg = format!(
-                        "plural, singular, scope and tokenRequest must match {} (same kind)",
+                        "plural, singular, scope, tokenRequest, generation and dataRules must match {} (same kind)",
                         other.definition
                     );
                     self.problem(&ctx, msg);
@@ -508,7 +511,7 @@ mod tests {
             "definition io.a.v1.Orphan: has x-virt-resource but no path serves it",
             "group b.io: no resource path serves any version of it",
             "group b.io: no path has x-virt-handler `apiGroup` for it",
-            "definition io.a.v1alpha1.Thing: plural, singular, scope and tokenRequest must match io.a.v1.Thing (same kind)",
+            "definition io.a.v1alpha1.Thing: plural, singular, scope, tokenRequest, generation and dataRules must match io.a.v1.Thing (same kind)",
             "definition io.a.v1alpha1.Gizmo: plural `gizmos` is also used by io.a.v1.Widget",
             "definition io.a.v1alpha1.Gizmo: Gizmo is not served in a.io/v1, the group's preferred (storage) version",
             "definition io.a.v1alpha1.Gizmo: no definition has GVK a.io/v1alpha1 GizmoList",
