@@ -7,6 +7,7 @@
 //! whole. Every check reports through [`Lowering::problem`] and carries on.
 
 mod data_rules;
+mod defaults;
 mod document;
 mod kinds;
 mod operations;
@@ -128,6 +129,7 @@ impl<'d> Lowering<'d> {
     fn run(&mut self) -> Api {
         let doc = self.doc;
         self.check_document();
+        self.check_defaults();
         let defs = self.kind_definitions();
         self.check_refs();
         let mut routes = Vec::new();
