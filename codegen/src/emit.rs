@@ -99,6 +99,7 @@ fn resource(r: &Resource) -> TokenStream {
         finalize_subresource,
         selectable_fields,
         namespaces,
+        events,
         definition: _,
     } = r;
     let columns = printer_columns.iter().map(|c| {
@@ -162,6 +163,7 @@ fn resource(r: &Resource) -> TokenStream {
             finalize_subresource: #finalize_subresource,
             selectable_fields: &[#(#selectable),*],
             namespaces: #namespaces,
+            events: #events,
         }
     }
 }

@@ -251,6 +251,10 @@ pub struct VirtResource {
     /// `--implicit-namespaces`.
     #[serde(default)]
     pub namespaces: bool,
+    /// Marks the kind whose objects are the events (kube's core/v1 Event): what background
+    /// work records (the garbage collector's warnings), and what expires after `--event-ttl`.
+    #[serde(default)]
+    pub events: bool,
 }
 
 /// One selectable field: a simple JSON path (`.spec.color`) to a string, integer or boolean. Its

@@ -441,6 +441,7 @@ mod tests {
             finalize_subresource: false,
             selectable_fields: &[],
             namespaces: false,
+            events: false,
         };
         assert_eq!(storage_version_hash(&res), "8aSe+NMegvE=");
     }

@@ -327,6 +327,7 @@ mod tests {
             finalize_subresource: false,
             selectable_fields: &[],
             namespaces: false,
+            events: false,
         }
     }
 

@@ -87,6 +87,8 @@ pub struct Resource {
     pub selectable_fields: Vec<SelectableField>,
     /// Whether this kind's objects are the namespaces (`x-virt-resource.namespaces`).
     pub namespaces: bool,
+    /// Whether this kind's objects are the events (`x-virt-resource.events`).
+    pub events: bool,
     /// Name of the kind's definition.
     pub definition: String,
 }

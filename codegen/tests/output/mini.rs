@@ -58,6 +58,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
+        events: false,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -129,6 +130,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
             },
         ],
         namespaces: false,
+        events: false,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -177,6 +179,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
+        events: false,
     },
     self::rt::ResourceInfo {
         group: "tickets.example.io",
@@ -197,6 +200,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
+        events: false,
     },
 ];
 /// The OpenAPI v2 document, byte for byte as checked in.
