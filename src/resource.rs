@@ -50,6 +50,9 @@ pub struct ResourceInfo {
     /// Whether this kind's objects are the events (kube's core/v1 Event): what background work
     /// records (`runtime::events`) and what expires `--event-ttl` after its last write.
     pub events: bool,
+    /// Whether names are RFC 1123 subdomains (dots allowed), as kube validates an Event's;
+    /// otherwise they are the seed's labels (A.9).
+    pub dns_subdomain_names: bool,
 }
 
 /// A field `fieldSelector` may name: its label (`spec.color`, or kube's own such as `source`)

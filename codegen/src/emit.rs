@@ -100,6 +100,7 @@ fn resource(r: &Resource) -> TokenStream {
         selectable_fields,
         namespaces,
         events,
+        dns_subdomain_names,
         definition: _,
     } = r;
     let columns = printer_columns.iter().map(|c| {
@@ -164,6 +165,7 @@ fn resource(r: &Resource) -> TokenStream {
             selectable_fields: &[#(#selectable),*],
             namespaces: #namespaces,
             events: #events,
+            dns_subdomain_names: #dns_subdomain_names,
         }
     }
 }

@@ -255,6 +255,10 @@ pub struct VirtResource {
     /// work records (the garbage collector's warnings), and what expires after `--event-ttl`.
     #[serde(default)]
     pub events: bool,
+    /// Names are RFC 1123 subdomains (dots allowed), as kube's own validation has them for
+    /// most built-in kinds (an Event's `<object>.<nanos>`); otherwise the seed's labels (A.9).
+    #[serde(default)]
+    pub dns_subdomain_names: bool,
 }
 
 /// One selectable field: a simple JSON path (`.spec.color`) to a string, integer or boolean. Its

@@ -442,6 +442,7 @@ mod tests {
             selectable_fields: &[],
             namespaces: false,
             events: false,
+            dns_subdomain_names: false,
         };
         assert_eq!(storage_version_hash(&res), "8aSe+NMegvE=");
     }

@@ -328,6 +328,7 @@ mod tests {
             selectable_fields: &[],
             namespaces: false,
             events: false,
+            dns_subdomain_names: false,
         }
     }
 

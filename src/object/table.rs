@@ -498,6 +498,7 @@ mod tests {
             selectable_fields: &[],
             namespaces: false,
             events: true,
+            dns_subdomain_names: false,
         }
     }
 

@@ -613,6 +613,68 @@ mod tests {
         assert_eq!(d.due(t(40)), [("a".to_string(), 7)]);
     }
 
+    /// Through a registry over a real store: a repeat is an update of the first event (a
+    /// MODIFIED watch event), another reason another event, and a repeat of an event gone
+    /// meanwhile is created again.
+    #[tokio::test]
+    async fn the_recorder_writes_through_the_registry() {
+        use crate::registry::ListOptions;
+        use crate::store::{Store, StoreConfig};
+        let store = Store::open(StoreConfig::new(crate::store::sqlite::MEMORY)).unwrap();
+        let registry = Registry::new(store).with_implicit_namespaces(true);
+        let kind = events_kind().expect("the document marks an events kind");
+        let mut writes = registry.store().subscribe(is_event);
+        let rec = Recorder::new(registry.clone(), "test-manager", "test-controller", "node-1");
+        let about = ObjectRef {
+            kind: "VirtualMachine".into(),
+            namespace: "ns".into(),
+            name: "vm1".into(),
+            uid: "u1".into(),
+            api_version: "kubevirt.io/v1".into(),
+            resource_version: "7".into(),
+            field_path: String::new(),
+        };
+        rec.record(&about, Severity::Normal, "Started", "started").await.unwrap();
+        rec.record(&about, Severity::Normal, "Started", "started").await.unwrap();
+        rec.record(&about, Severity::Warning, "Failed", "boom").await.unwrap();
+        let mut kinds = Vec::new();
+        for _ in 0..3 {
+            kinds.push(writes.recv().await.unwrap().kind);
+        }
+        assert_eq!(kinds, [EventType::Added, EventType::Modified, EventType::Added]);
+        let list = |registry: &Registry| {
+            let registry = registry.clone();
+            async move {
+                let page = registry.list(kind, Some("ns"), &ListOptions::default()).await;
+                page.unwrap().objects().unwrap()
+            }
+        };
+        let events = list(&registry).await;
+        assert_eq!(events.len(), 2);
+        let started = events.iter().find(|e| e["reason"] == "Started").unwrap();
+        let name = meta_str(started, "name");
+        let (object, nanos) = name.split_once('.').unwrap();
+        assert_eq!(object, "vm1");
+        assert!(nanos.len() == 16 && nanos.bytes().all(|b| b.is_ascii_hexdigit()), "{name}");
+        assert_eq!(started["count"], 2);
+        assert_eq!(started["type"], "Normal");
+        assert_eq!(started["source"], json!({"component": "test-controller", "host": "node-1"}));
+        assert_eq!(started["reportingComponent"], "test-controller");
+        assert_eq!(started["reportingInstance"], "node-1");
+        assert_eq!(
+            started["involvedObject"],
+            json!({"kind": "VirtualMachine", "namespace": "ns", "name": "vm1", "uid": "u1",
+                   "apiVersion": "kubevirt.io/v1", "resourceVersion": "7"})
+        );
+        let managed = &started["metadata"]["managedFields"][0]["manager"];
+        assert_eq!(managed, "test-manager");
+        registry.delete(kind, "ns", name, &DeleteOptions::default()).await.unwrap();
+        rec.record(&about, Severity::Normal, "Started", "started").await.unwrap();
+        let again = list(&registry).await;
+        let again = again.iter().find(|e| e["reason"] == "Started").expect("created again");
+        assert_eq!((meta_str(again, "name"), &again["count"]), (name, &json!(3)));
+    }
+
     #[test]
     fn a_stored_event_was_last_written_at_its_latest_time() {
         let e = json!({"metadata": {"creationTimestamp": "2024-01-01T00:00:00Z",

@@ -89,6 +89,8 @@ pub struct Resource {
     pub namespaces: bool,
     /// Whether this kind's objects are the events (`x-virt-resource.events`).
     pub events: bool,
+    /// Whether names are DNS subdomains (`x-virt-resource.dnsSubdomainNames`).
+    pub dns_subdomain_names: bool,
     /// Name of the kind's definition.
     pub definition: String,
 }

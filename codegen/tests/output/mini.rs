@@ -59,6 +59,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         selectable_fields: &[],
         namespaces: false,
         events: false,
+        dns_subdomain_names: false,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -131,6 +132,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         ],
         namespaces: false,
         events: false,
+        dns_subdomain_names: false,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -180,6 +182,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         selectable_fields: &[],
         namespaces: false,
         events: false,
+        dns_subdomain_names: false,
     },
     self::rt::ResourceInfo {
         group: "tickets.example.io",
@@ -201,6 +204,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         selectable_fields: &[],
         namespaces: false,
         events: false,
+        dns_subdomain_names: false,
     },
 ];
 /// The OpenAPI v2 document, byte for byte as checked in.

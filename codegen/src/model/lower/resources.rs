@@ -176,6 +176,7 @@ impl<'d> Lowering<'d> {
                             .collect(),
                         namespaces: r.namespaces,
                         events: r.events,
+                        dns_subdomain_names: r.dns_subdomain_names,
                         definition: d.name.to_string(),
                     });
                 }
@@ -224,6 +225,7 @@ impl<'d> Lowering<'d> {
                         || other.namespaced != r.namespaced
                         || other.namespaces != r.namespaces
                         || other.events != r.events
+                        || other.dns_subdomain_names != r.dns_subdomain_names
                         || other.token_field != r.token_field)
                 {
                     let msg = format!(
