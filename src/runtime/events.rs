@@ -328,7 +328,7 @@ impl Correlator {
         let message = field("/message");
         let (mut messages, last) =
             self.similar.get(&aggregate).cloned().unwrap_or((HashSet::new(), UNIX_EPOCH));
-        if now.duration_since(last).map_or(true, |d| d > SIMILAR_WINDOW) {
+        if now.duration_since(last).is_ok_and(|d| d > SIMILAR_WINDOW) {
             messages.clear();
         }
         messages.insert(message.clone());

@@ -236,7 +236,7 @@ impl Warnings {
             }
             self.owners.insert(uid.to_string(), home);
         }
-        if self.owners[uid].as_deref().map_or(true, |home| home == ns) {
+        if self.owners[uid].as_deref().is_none_or(|home| home == ns) {
             return Ok(());
         }
         let about = ObjectRef {
