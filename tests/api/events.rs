@@ -338,3 +338,35 @@ fn the_collector_warns_of_an_owner_in_another_namespace() {
         "{out}"
     );
 }
+
+/// A cluster-scoped dependent naming a namespaced owner is warned of in `default` and left
+/// alone, as kube's collector leaves it (`isDangling`'s cluster-scoped case).
+#[test]
+fn the_collector_leaves_a_cluster_scoped_dependent_of_a_namespaced_owner() {
+    let s = started();
+    let owner = vm(&s, "owner");
+    let uid = owner["metadata"]["uid"].as_str().unwrap();
+    let res =
+        crate::common::preferred("instancetype.kubevirt.io", "virtualmachineclusterinstancetypes");
+    let mut dep = crate::common::object(res, "", "dep");
+    dep["metadata"]["ownerReferences"] = json!([{"apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine", "name": "owner", "uid": uid}]);
+    let dep = s.create(res, &dep);
+    let path = crate::common::item_path(res, "", "dep");
+    let warned = eventually(Duration::from_secs(10), || {
+        let list = s.get("/api/v1/namespaces/default/events").json();
+        list["items"].as_array().unwrap().first().cloned()
+    });
+    assert_eq!(warned["reason"], "OwnerRefInvalidNamespace");
+    assert_eq!(warned["involvedObject"]["uid"], dep["metadata"]["uid"]);
+    assert_eq!(
+        warned["message"],
+        format!("ownerRef [kubevirt.io/v1/VirtualMachine, namespace: , name: owner, uid: {uid}] does not exist in namespace \"\"")
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(s.get(&path).status, 200, "left alone");
+    assert_eq!(
+        s.get("/api/v1/namespaces/default/events").json()["items"].as_array().unwrap().len(),
+        1
+    );
+}
