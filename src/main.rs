@@ -45,6 +45,9 @@ struct Args {
     /// get 410 Expired. Seconds, or a duration such as `5m`, `90s`, `1m30s`, `500ms`.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     history_window: Duration,
+    /// How long an Event lives after its last write (kube-apiserver's --event-ttl).
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    event_ttl: Duration,
     /// The newest revisions always kept, however old.
     #[arg(long, default_value_t = 1000)]
     compaction_min_retain: u64,
@@ -221,19 +224,21 @@ fn main() -> std::io::Result<()> {
         writeln!(out, "listening on {scheme}://{addr}")?;
         out.flush()?;
         drop(out);
-        // Background work starts only once the server is listening. The compactor and the
-        // collector are singletons: they run here only when the backend says this process is
-        // the data's only server; leader election comes with a backend that needs it.
+        // Background work starts only once the server is listening. The compactor, the
+        // collector and the events' expiry are singletons: they run here only when the backend
+        // says this process is the data's only server; leader election comes with a backend
+        // that needs it.
         let facts = state.store.facts();
         if facts.needs_leader_election {
             eprintln!(
-                "error: the {} backend needs leader election for compaction and garbage \
-                 collection, which this build does not have",
+                "error: the {} backend needs leader election for compaction, garbage \
+                 collection and event expiry, which this build does not have",
                 facts.name
             );
             std::process::exit(1);
         }
         state.store.start_compaction();
+        virt_apiserver::events::spawn_expiry(state.registry.clone(), args.event_ttl);
         virt_apiserver::namespace_controller::spawn(
             state.registry.clone(),
             std::time::Duration::from_secs(args.gc_interval.max(1)),

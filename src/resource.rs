@@ -28,7 +28,8 @@ pub struct ResourceInfo {
     pub categories: &'static [&'static str],
     /// Discovery verbs, in kube-apiserver's order; derived from the operations the document lists.
     pub verbs: &'static [&'static str],
-    /// Printer columns for Table output, after `Name`.
+    /// Printer columns for Table output, after `Name` unless one of them has format `name` (as
+    /// kube's printers for its built-in kinds place it themselves).
     pub printer_columns: &'static [PrinterColumn],
     /// Set for kinds that are answered, not stored (create-only token requests): the dotted path of
     /// the spec field the signed token names, e.g. `spec.pvcName`.
@@ -46,6 +47,12 @@ pub struct ResourceInfo {
     /// Whether this kind's objects are the namespaces (kube's core/v1 Namespace): namespaced
     /// objects then need theirs to exist and not be terminating (`registry::namespaces`).
     pub namespaces: bool,
+    /// Whether this kind's objects are the events (kube's core/v1 Event): what background work
+    /// records (`runtime::events`) and what expires `--event-ttl` after its last write.
+    pub events: bool,
+    /// Whether names are RFC 1123 subdomains (dots allowed), as kube validates an Event's;
+    /// otherwise they are the seed's labels (A.9).
+    pub dns_subdomain_names: bool,
     /// kube's validation of the kind's data maps (`x-virt-resource.dataRules`), enforced on
     /// every write by `object::data_rules`.
     pub data_rules: Option<&'static DataRules>,

@@ -99,6 +99,8 @@ fn resource(r: &Resource) -> TokenStream {
         finalize_subresource,
         selectable_fields,
         namespaces,
+        events,
+        dns_subdomain_names,
         data_rules,
         generation,
         definition: _,
@@ -168,6 +170,8 @@ fn resource(r: &Resource) -> TokenStream {
             finalize_subresource: #finalize_subresource,
             selectable_fields: &[#(#selectable),*],
             namespaces: #namespaces,
+            events: #events,
+            dns_subdomain_names: #dns_subdomain_names,
             data_rules: #data_rules,
             generation: #generation,
         }

@@ -251,6 +251,14 @@ pub struct VirtResource {
     /// `--implicit-namespaces`.
     #[serde(default)]
     pub namespaces: bool,
+    /// Marks the kind whose objects are the events (kube's core/v1 Event): what background
+    /// work records (the garbage collector's warnings), and what expires after `--event-ttl`.
+    #[serde(default)]
+    pub events: bool,
+    /// Names are RFC 1123 subdomains (dots allowed), as kube's own validation has them for
+    /// most built-in kinds (an Event's `<object>.<nanos>`); otherwise the seed's labels (A.9).
+    #[serde(default)]
+    pub dns_subdomain_names: bool,
     /// kube's validation of the kind's data maps (ConfigMap, Secret), as rules.
     pub data_rules: Option<DataRules>,
     /// Whether objects carry `metadata.generation` (the default, as for custom resources);

@@ -441,6 +441,8 @@ mod tests {
             finalize_subresource: false,
             selectable_fields: &[],
             namespaces: false,
+            events: false,
+            dns_subdomain_names: false,
             data_rules: None,
             generation: true,
         };

@@ -59,6 +59,18 @@ pub fn name_errors(name: &str, max: usize) -> Vec<String> {
     errs
 }
 
+/// Problems with a name that kube validates as an RFC 1123 subdomain (`NameIsDNSSubdomain`).
+fn subdomain_name_errors(name: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if name.len() > MAX_NAME_LEN {
+        errs.push(format!("must be no more than {MAX_NAME_LEN} characters"));
+    }
+    if !name.split('.').all(is_dns_label_chars) {
+        errs.push(DNS1123_SUBDOMAIN_MSG.to_string());
+    }
+    errs
+}
+
 /// Problems with a qualified name such as a label key, annotation key or finalizer.
 pub fn qualified_name_errors(key: &str) -> Vec<String> {
     let mut errs = Vec::new();
@@ -107,14 +119,17 @@ pub fn quote(s: &str) -> String {
 }
 
 /// Validates `metadata` as kube's `ValidateObjectMeta` does for a custom resource.
-/// `namespaced` says whether a namespace is required.
-pub fn validate(meta: &Map<String, Value>, namespaced: bool) -> Vec<Cause> {
+/// `namespaced` says whether a namespace is required; `subdomain` that names are RFC 1123
+/// subdomains (else the seed's labels, A.9).
+pub fn validate(meta: &Map<String, Value>, namespaced: bool, subdomain: bool) -> Vec<Cause> {
     let mut causes = Vec::new();
     let name = meta.get("name").and_then(Value::as_str).unwrap_or("");
     if name.is_empty() {
         causes.push(Cause::required("metadata.name", "name or generateName is required"));
     } else {
-        for e in name_errors(name, MAX_NAME_LEN) {
+        let errs =
+            if subdomain { subdomain_name_errors(name) } else { name_errors(name, MAX_NAME_LEN) };
+        for e in errs {
             causes.push(Cause::invalid("metadata.name", &quote(name), &e));
         }
     }
@@ -393,6 +408,19 @@ mod tests {
     }
 
     #[test]
+    fn subdomain_names_may_have_dots() {
+        let name = |n: &str| json!({"name": n, "namespace": "ns"});
+        let causes = |n: &str, subdomain| validate(name(n).as_object().unwrap(), true, subdomain);
+        assert!(causes("vm1.17979cfe3d85cd15", true).is_empty());
+        assert_eq!(causes("vm1.17979cfe3d85cd15", false).len(), 1, "the seed's labels");
+        for bad in ["a..b", ".a", "A.b", "a.-b"] {
+            let c = causes(bad, true);
+            assert!(c.len() == 1 && c[0].message.contains("RFC 1123 subdomain"), "{bad}: {c:?}");
+        }
+        assert_eq!(causes(&"a".repeat(254), true).len(), 1);
+    }
+
+    #[test]
     fn names_follow_the_seed_shape() {
         assert!(name_errors("vm-1", MAX_NAME_LEN).is_empty());
         assert!(!name_errors("VM", MAX_NAME_LEN).is_empty());
@@ -405,20 +433,20 @@ mod tests {
     #[test]
     fn labels_are_checked() {
         let meta = json!({"name": "a", "namespace": "b", "labels": {"ok/x": "y", "bad key": "v", "k": "-bad"}});
-        let causes = validate(meta.as_object().unwrap(), true);
+        let causes = validate(meta.as_object().unwrap(), true, false);
         assert_eq!(causes.len(), 2, "{causes:?}");
         assert!(causes.iter().all(|c| c.field == "metadata.labels"));
         let long = json!({"name": "a", "namespace": "b", "labels": {"a".repeat(64): "v"}});
-        let causes = validate(long.as_object().unwrap(), true);
+        let causes = validate(long.as_object().unwrap(), true, false);
         assert!(causes[0].message.contains("name part must be no more than 63 characters"));
     }
 
     #[test]
     fn scope_rules_for_namespace() {
-        let c = validate(json!({"name": "a"}).as_object().unwrap(), true);
+        let c = validate(json!({"name": "a"}).as_object().unwrap(), true, false);
         assert_eq!(c[0].field, "metadata.namespace");
-        assert!(validate(json!({"name": "a"}).as_object().unwrap(), false).is_empty());
-        let c = validate(json!({}).as_object().unwrap(), false);
+        assert!(validate(json!({"name": "a"}).as_object().unwrap(), false, false).is_empty());
+        let c = validate(json!({}).as_object().unwrap(), false, false);
         assert_eq!(c[0].message, "Required value: name or generateName is required");
     }
 

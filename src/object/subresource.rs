@@ -327,6 +327,8 @@ mod tests {
             finalize_subresource: false,
             selectable_fields: &[],
             namespaces: false,
+            events: false,
+            dns_subdomain_names: false,
             data_rules: None,
             generation: true,
         }

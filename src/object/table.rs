@@ -2,7 +2,8 @@
 //! convertor and the apiserver's `asTable` build them for `kubectl get`.
 //!
 //! Columns are `Name`, then the kind's printer columns from the document (kube's default `Age`
-//! when it declares none). Cells come from simple JSONPaths, or from a column's computed `cell`
+//! when it declares none); a kind whose columns place their own `Name` (format `name`, as kube's
+//! printers for its built-in kinds do: an Event's is last, and only wide) gets none prepended. Cells come from simple JSONPaths, or from a column's computed `cell`
 //! (kube's printers for its built-in kinds count maps and join fields); `date` cells become ages.
 
 use std::borrow::Cow;
@@ -74,12 +75,21 @@ fn columns(res: &ResourceInfo) -> &'static [PrinterColumn] {
     }
 }
 
-/// The column definitions: `Name`, then the printer columns.
+/// Whether the kind's columns place the object's name themselves (a column of format `name`),
+/// so no `Name` goes before them.
+fn names_itself(res: &ResourceInfo) -> bool {
+    columns(res).iter().any(|c| c.format == "name")
+}
+
+/// The column definitions: `Name` (unless a column is the name), then the printer columns.
 pub fn column_definitions(res: &ResourceInfo) -> Value {
-    let mut defs = vec![json!({
-        "name": "Name", "type": "string", "format": "name",
-        "description": NAME_DESCRIPTION, "priority": 0,
-    })];
+    let mut defs = Vec::new();
+    if !names_itself(res) {
+        defs.push(json!({
+            "name": "Name", "type": "string", "format": "name",
+            "description": NAME_DESCRIPTION, "priority": 0,
+        }));
+    }
     for c in columns(res) {
         let description = if c.description.is_empty() {
             format!("Custom resource definition column (in JSONPath format): {}", c.json_path)
@@ -96,8 +106,10 @@ pub fn column_definitions(res: &ResourceInfo) -> Value {
 
 /// One row for `obj` (already in the requested version), ages measured from `now` (Unix seconds).
 pub fn row(res: &ResourceInfo, obj: &Value, opts: &TableOptions, now: i64) -> Value {
-    let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::String(String::new()));
-    let mut cells = vec![name];
+    let mut cells = Vec::new();
+    if !names_itself(res) {
+        cells.push(obj.pointer("/metadata/name").cloned().unwrap_or(Value::String(String::new())));
+    }
     for c in columns(res) {
         let value = match c.cell {
             Some(computed) => compute(computed, obj),
@@ -463,6 +475,68 @@ mod tests {
         let created = crate::object::meta::rfc3339(now - 182);
         assert_eq!(cell("date", Some(&json!(created)), now), json!("3m2s"));
         assert_eq!(cell("date", Some(&json!("yesterday")), now), json!("<invalid>"));
+    }
+
+    fn kind(columns: &'static [PrinterColumn]) -> ResourceInfo {
+        ResourceInfo {
+            group: "",
+            version: "v1",
+            storage_version: "v1",
+            kind: "Event",
+            list_kind: "EventList",
+            plural: "events",
+            singular: "event",
+            namespaced: true,
+            short_names: &[],
+            categories: &[],
+            verbs: &[],
+            printer_columns: columns,
+            token_field: None,
+            status_subresource: false,
+            scale: None,
+            finalize_subresource: false,
+            selectable_fields: &[],
+            namespaces: false,
+            events: true,
+            dns_subdomain_names: false,
+            data_rules: None,
+            generation: false,
+        }
+    }
+
+    #[test]
+    fn name_comes_first_unless_a_column_is_the_name() {
+        const fn column(
+            name: &'static str,
+            format: &'static str,
+            path: &'static str,
+        ) -> PrinterColumn {
+            PrinterColumn {
+                name,
+                type_: "string",
+                format,
+                description: "d",
+                priority: 0,
+                json_path: path,
+                cell: None,
+            }
+        }
+        static CRD: [PrinterColumn; 1] = [column("Reason", "", ".reason")];
+        static BUILTIN: [PrinterColumn; 2] =
+            [column("Reason", "", ".reason"), column("Name", "name", ".metadata.name")];
+        let obj = json!({"metadata": {"name": "e1"}, "reason": "Because"});
+        let opts = TableOptions::new("meta.k8s.io/v1", "None", false).unwrap();
+        let names = |res: &ResourceInfo| -> Vec<Value> {
+            let defs = column_definitions(res);
+            defs.as_array().unwrap().iter().map(|d| d["name"].clone()).collect()
+        };
+        let crd = kind(&CRD);
+        assert_eq!(names(&crd), [json!("Name"), json!("Reason")]);
+        assert_eq!(row(&crd, &obj, &opts, 0)["cells"], json!(["e1", "Because"]));
+        let builtin = kind(&BUILTIN);
+        assert_eq!(names(&builtin), [json!("Reason"), json!("Name")]);
+        assert_eq!(column_definitions(&builtin)[1]["format"], "name");
+        assert_eq!(row(&builtin, &obj, &opts, 0)["cells"], json!(["Because", "e1"]));
     }
 
     #[test]

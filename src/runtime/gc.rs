@@ -13,6 +13,12 @@
 //! - a dependent whose owners are all gone is deleted (background propagation); references to
 //!   gone owners are dropped when some owner remains.
 //!
+//! A namespaced owner is looked for in its dependent's namespace only; when the referenced
+//! owner is found in another namespace (or a cluster-scoped dependent names a namespaced kind as
+//! its owner), the collector records kube's `OwnerRefInvalidNamespace` warning Event about the
+//! dependent, once, as kube's graph builder does when it observes the mismatch. A
+//! cluster-scoped dependent of a namespaced kind is left alone, as kube's `isDangling` leaves it.
+//!
 //! Passes run at start-up (after the server listens), whenever a committed write touches
 //! deletion state or owner references, and on a slow timer as a safety net.
 
@@ -27,13 +33,16 @@ use crate::object::error::ApiError;
 use crate::object::meta::{FOREGROUND_FINALIZER as FOREGROUND, ORPHAN_FINALIZER as ORPHAN};
 use crate::object::meta_str;
 use crate::object::subresource::Part;
-use crate::registry::keys::{self, object_key};
+use crate::registry::keys::{self, collection_prefix, object_key};
 use crate::registry::{Change, DeleteOptions, Propagation, Registry};
 use crate::resource::ResourceInfo;
+use crate::runtime::events::{ObjectRef, Recorder, Severity};
 use crate::store::{Event, ListRequest, StoreError};
 
 /// The field manager of the collector's writes, as kube-controller-manager's user agent names it.
 const MANAGER: &str = "kube-controller-manager";
+/// The `source.component` of the collector's events (kube's garbage collector's recorder).
+const COMPONENT: &str = "garbage-collector-controller";
 /// Objects read per store call during a pass.
 const PAGE: usize = 1000;
 /// Passes in a row while each still changes something, before waiting for news.
@@ -48,9 +57,10 @@ pub fn spawn(registry: Registry, interval: Duration) {
 async fn run(registry: Registry, interval: Duration) {
     // Filtered on the store thread: the other writes do not wake this task at all.
     let mut events = registry.store().subscribe(relevant);
+    let mut warnings = Warnings::new(&registry);
     loop {
         for _ in 0..MAX_PASSES {
-            match collect(&registry).await {
+            match collect(&registry, &mut warnings).await {
                 Ok(true) => continue,
                 Ok(false) => break,
                 Err(e) => {
@@ -174,8 +184,102 @@ async fn owner_has_uid(registry: &Registry, key: &str, uid: &str) -> Result<bool
     Ok(registry.store().get(key).await?.is_some_and(|o| meta_str(&o, "uid") == uid))
 }
 
+/// The collector's warnings about owner references that point across namespaces, each told
+/// once per dependent and owner.
+pub struct Warnings {
+    recorder: Recorder,
+    told: HashSet<(String, String)>,
+    /// The namespace each owner looked for in this pass lives in, if it exists.
+    owners: HashMap<String, Option<String>>,
+}
+
+impl Warnings {
+    pub fn new(registry: &Registry) -> Warnings {
+        Warnings {
+            recorder: Recorder::new(registry.clone(), MANAGER, COMPONENT, ""),
+            told: HashSet::new(),
+            owners: HashMap::new(),
+        }
+    }
+
+    /// Records `OwnerRefInvalidNamespace` about the dependent at `key` when the owner `r`
+    /// names (of the namespaced kind `owner`) exists with its uid in another namespace than the
+    /// dependent's (kube's `reportInvalidNamespaceOwnerRef`).
+    async fn check(
+        &mut self,
+        registry: &Registry,
+        key: &str,
+        dependent: &Value,
+        owner: &ResourceInfo,
+        r: &Value,
+    ) -> Result<(), ApiError> {
+        let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+        let told = (meta_str(dependent, "uid").to_string(), field("uid").to_string());
+        let (Some(res), Some((_, _, ns, name))) = (resource_of(key), keys::split(key)) else {
+            return Ok(());
+        };
+        if self.told.contains(&told) {
+            return Ok(());
+        }
+        // Where the owner lives, if anywhere: its kind's objects of that name, in any namespace
+        // (once a pass: the dependents of a deleted owner all ask).
+        let uid = field("uid");
+        if !self.owners.contains_key(uid) {
+            let all =
+                ListRequest { prefix: collection_prefix(owner, None), ..ListRequest::default() };
+            let suffix = format!("/{}", field("name"));
+            let mut home = None;
+            for (owner_key, bytes) in registry.store().list_raw(all).await?.items {
+                if owner_key.ends_with(&suffix) && meta_str(&gc_view(&bytes)?, "uid") == uid {
+                    home = keys::split(&owner_key).map(|k| k.2.to_string());
+                }
+            }
+            self.owners.insert(uid.to_string(), home);
+        }
+        if self.owners[uid].as_deref().is_none_or(|home| home == ns) {
+            return Ok(());
+        }
+        let about = ObjectRef {
+            kind: res.kind.into(),
+            namespace: ns.into(),
+            name: name.into(),
+            uid: told.0.clone(),
+            api_version: res.api_version(),
+            ..ObjectRef::default()
+        };
+        let message = format!(
+            "ownerRef [{}/{}, namespace: {ns}, name: {}, uid: {}] does not exist in namespace {ns:?}",
+            field("apiVersion"),
+            field("kind"),
+            field("name"),
+            field("uid"),
+        );
+        match self
+            .recorder
+            .record(&about, Severity::Warning, "OwnerRefInvalidNamespace", &message)
+            .await
+        {
+            Ok(()) => {
+                self.told.insert(told);
+            }
+            Err(e) => log::warn!("recording OwnerRefInvalidNamespace for {key} failed: {e}"),
+        }
+        Ok(())
+    }
+}
+
+/// The served kind an owner reference names, by its group and kind.
+fn owner_kind(r: &Value) -> Option<&'static ResourceInfo> {
+    let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+    let group = field("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+    RESOURCES.iter().find(|res| {
+        res.group == group && res.kind == field("kind") && res.version == res.storage_version
+    })
+}
+
 /// One pass over every object; true when it changed something.
-pub async fn collect(registry: &Registry) -> Result<bool, ApiError> {
+pub async fn collect(registry: &Registry, warnings: &mut Warnings) -> Result<bool, ApiError> {
+    warnings.owners.clear();
     let mut all: Vec<(String, Value)> = Vec::new();
     let mut start_after = None;
     loop {
@@ -192,7 +296,11 @@ pub async fn collect(registry: &Registry) -> Result<bool, ApiError> {
         for (key, bytes) in page.items {
             // Most objects neither own nor are owned nor are being deleted: their bytes say so
             // without a parse (a nested `ownerReferences`, in a template, only costs a parse).
-            if NEEDLES.iter().any(|n| memchr::memmem::find(&bytes, n).is_some()) {
+            // Events are outside the graph, as kube's collector ignores them
+            // (`DefaultIgnoredResources`): an Event's ownerReferences keep and collect nothing.
+            if NEEDLES.iter().any(|n| memchr::memmem::find(&bytes, n).is_some())
+                && !resource_of(&key).is_some_and(|r| r.events)
+            {
                 all.push((key, gc_view(&bytes)?));
             }
         }
@@ -204,10 +312,19 @@ pub async fn collect(registry: &Registry) -> Result<bool, ApiError> {
     // is there when the object of that kind, name and namespace has the referenced uid.
     let mut found: HashMap<(String, String), bool> = HashMap::new();
     let mut dangling: HashMap<&str, HashSet<String>> = HashMap::new();
+    // Cluster-scoped dependents with a namespaced owner kind: neither kept nor collected.
+    let mut unresolvable: HashSet<&str> = HashSet::new();
     for (key, obj) in &all {
         let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+        let cluster_scoped = resource_of(key).is_some_and(|r| !r.namespaced);
         for r in refs.into_iter().flatten() {
             let Some(uid) = r.get("uid").and_then(Value::as_str) else { continue };
+            let namespaced_owner = owner_kind(r).filter(|o| o.namespaced);
+            if let (Some(owner), true) = (namespaced_owner, cluster_scoped) {
+                unresolvable.insert(key.as_str());
+                warnings.check(registry, key, obj, owner, r).await?;
+                continue;
+            }
             let owner_key = owner_key(key, r).unwrap_or_default();
             let there = match found.get(&(uid.to_string(), owner_key.clone())) {
                 Some(&there) => there,
@@ -220,6 +337,9 @@ pub async fn collect(registry: &Registry) -> Result<bool, ApiError> {
             };
             if !there {
                 dangling.entry(key.as_str()).or_default().insert(uid.to_string());
+                if let Some(owner) = namespaced_owner {
+                    warnings.check(registry, key, obj, owner, r).await?;
+                }
             }
         }
     }
@@ -268,7 +388,7 @@ pub async fn collect(registry: &Registry) -> Result<bool, ApiError> {
             }
         }
         let owners = owner_uids(obj);
-        if owners.is_empty() {
+        if owners.is_empty() || unresolvable.contains(key.as_str()) {
             continue;
         }
         let none = HashSet::new();

@@ -1,5 +1,7 @@
-//! Background work inside the server: the garbage collector and the namespace controller. It writes through the registry like
-//! any client, so every change it makes is an ordinary write with a revision and a watch event.
+//! Background work inside the server: the garbage collector, the namespace controller, and the
+//! events' recorder and expiry. It writes through the registry like any client, so every change
+//! it makes is an ordinary write with a revision and a watch event.
 
+pub mod events;
 pub mod gc;
 pub mod namespaces;

@@ -11,6 +11,7 @@ mod conformance;
 mod crash;
 mod crud;
 mod discovery;
+mod events;
 mod explain;
 mod fixture_build;
 mod gc;

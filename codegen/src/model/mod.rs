@@ -87,6 +87,10 @@ pub struct Resource {
     pub selectable_fields: Vec<SelectableField>,
     /// Whether this kind's objects are the namespaces (`x-virt-resource.namespaces`).
     pub namespaces: bool,
+    /// Whether this kind's objects are the events (`x-virt-resource.events`).
+    pub events: bool,
+    /// Whether names are DNS subdomains (`x-virt-resource.dnsSubdomainNames`).
+    pub dns_subdomain_names: bool,
     /// `x-virt-resource.dataRules`, checked against the kind's schema.
     pub data_rules: Option<DataRules>,
     /// `x-virt-resource.generation`: whether objects carry `metadata.generation`.

@@ -58,6 +58,8 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
+        events: false,
+        dns_subdomain_names: false,
         data_rules: ::std::option::Option::None,
         generation: true,
     },
@@ -131,6 +133,8 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
             },
         ],
         namespaces: false,
+        events: false,
+        dns_subdomain_names: false,
         data_rules: ::std::option::Option::Some(
             &self::rt::DataRules {
                 key_maps: &[
@@ -232,6 +236,8 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
+        events: false,
+        dns_subdomain_names: false,
         data_rules: ::std::option::Option::None,
         generation: true,
     },
@@ -254,6 +260,8 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         finalize_subresource: false,
         selectable_fields: &[],
         namespaces: false,
+        events: false,
+        dns_subdomain_names: false,
         data_rules: ::std::option::Option::None,
         generation: false,
     },

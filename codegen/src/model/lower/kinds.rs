@@ -8,6 +8,26 @@ use crate::swagger::{self, SelectableField, VirtResource, DEFINITIONS_REF};
 /// Most selectable fields a kind may declare (a CRD version's limit).
 const MAX_SELECTABLE_FIELDS: usize = 8;
 
+/// The fields of an event the recorder writes (kube's `EventRecorder`), and their types.
+const EVENT_FIELDS: &[(&str, &str)] = &[
+    ("involvedObject.kind", "string"),
+    ("involvedObject.namespace", "string"),
+    ("involvedObject.name", "string"),
+    ("involvedObject.uid", "string"),
+    ("involvedObject.apiVersion", "string"),
+    ("involvedObject.resourceVersion", "string"),
+    ("reason", "string"),
+    ("message", "string"),
+    ("type", "string"),
+    ("count", "integer"),
+    ("firstTimestamp", "string"),
+    ("lastTimestamp", "string"),
+    ("source.component", "string"),
+    ("source.host", "string"),
+    ("reportingComponent", "string"),
+    ("reportingInstance", "string"),
+];
+
 /// A selectable field's selector label: its `name`, else its path without the leading dot.
 pub(super) fn selectable_name(f: &SelectableField) -> String {
     f.name.clone().unwrap_or_else(|| f.json_path.trim_start_matches('.').to_string())
@@ -58,6 +78,9 @@ impl<'d> Lowering<'d> {
                 // strategies; the CRD limit holds for the rest.
                 let builtin = gvks.iter().all(|g| g.group.is_empty());
                 self.check_selectable_fields(&ctx, def, &r.selectable_fields, builtin);
+                if r.events {
+                    self.check_event_fields(&ctx, def, r.namespaced);
+                }
             }
             let data_rules = resource
                 .as_ref()
@@ -217,6 +240,27 @@ impl<'d> Lowering<'d> {
                 None => self.problem(
                     ctx,
                     format!("selectableFields: `{path}` is not declared in the schema"),
+                ),
+            }
+        }
+    }
+
+    /// The kind marked `events` holds what the server's event recorder writes, as kube's
+    /// core/v1 Event: namespaced (an event lives beside its object), with these fields.
+    fn check_event_fields(&mut self, ctx: &str, def: &Value, namespaced: bool) {
+        if !namespaced {
+            self.problem(ctx, "x-virt-resource.events: the events kind is namespaced");
+        }
+        for (path, want) in EVENT_FIELDS {
+            let segs: Vec<&str> = path.split('.').collect();
+            match self.schema_type_at(def, &segs) {
+                Some(t) if t == *want => {}
+                found => self.problem(
+                    ctx,
+                    format!(
+                        "x-virt-resource.events: `.{path}` must be declared of type {want}, found {}",
+                        found.unwrap_or("nothing")
+                    ),
                 ),
             }
         }

@@ -175,6 +175,8 @@ impl<'d> Lowering<'d> {
                             })
                             .collect(),
                         namespaces: r.namespaces,
+                        events: r.events,
+                        dns_subdomain_names: r.dns_subdomain_names,
                         data_rules: d.data_rules.clone(),
                         generation: r.generation,
                         definition: d.name.to_string(),
@@ -186,26 +188,33 @@ impl<'d> Lowering<'d> {
         (resources, index)
     }
 
-    /// Facts that must hold across the versions of a kind, and between kinds of a group.
-    fn check_resources(&mut self, resources: &[Resource]) {
-        // One kind (in any of its versions) is the namespaces.
-        let mut namespace_kinds: Vec<(&str, &str)> = resources
+    /// A marker such as `x-virt-resource.namespaces` names one kind at most (in any of its
+    /// versions).
+    fn at_most_one_kind(
+        &mut self,
+        resources: &[Resource],
+        marker: &str,
+        marks: fn(&Resource) -> bool,
+    ) {
+        let mut kinds: Vec<String> = resources
             .iter()
-            .filter(|r| r.namespaces)
-            .map(|r| (r.group.as_str(), r.kind.as_str()))
+            .filter(|r| marks(r))
+            .map(|r| format!("{}.{}", r.kind, r.group))
             .collect();
-        namespace_kinds.dedup();
-        if namespace_kinds.len() > 1 {
-            let kinds: Vec<String> =
-                namespace_kinds.iter().map(|(g, k)| format!("{k}.{g}")).collect();
+        kinds.dedup();
+        if kinds.len() > 1 {
             self.problem(
                 "document",
-                format!(
-                    "x-virt-resource.namespaces marks more than one kind: {}",
-                    kinds.join(", ")
-                ),
+                format!("x-virt-resource.{marker} marks more than one kind: {}", kinds.join(", ")),
             );
         }
+    }
+
+    /// Facts that must hold across the versions of a kind, and between kinds of a group.
+    fn check_resources(&mut self, resources: &[Resource]) {
+        // One kind (in any of its versions) is the namespaces, one the events.
+        self.at_most_one_kind(resources, "namespaces", |r| r.namespaces);
+        self.at_most_one_kind(resources, "events", |r| r.events);
         for (i, r) in resources.iter().enumerate() {
             let ctx = format!("definition {}", r.definition);
             // Storage is shared by the versions of a group and keyed by group and plural.
@@ -217,6 +226,8 @@ impl<'d> Lowering<'d> {
                         || other.singular != r.singular
                         || other.namespaced != r.namespaced
                         || other.namespaces != r.namespaces
+                        || other.events != r.events
+                        || other.dns_subdomain_names != r.dns_subdomain_names
                         || other.generation != r.generation
                         || other.data_rules != r.data_rules
                         || other.token_field != r.token_field)
@@ -469,6 +480,66 @@ mod tests {
         );
         mark(&mut doc, "io.a.v1.Thing");
         assert_problem(&lower_json(doc).unwrap_err(), "the namespace kind is cluster-scoped");
+    }
+
+    #[test]
+    fn one_namespaced_kind_with_an_events_fields_may_be_the_events() {
+        use serde_json::json;
+        let mut d = TestDoc::new(&["", "a.io"]);
+        d.kind("", "v1", "Event", "events", true);
+        d.kind("a.io", "v1", "Other", "others", true);
+        d.kind("a.io", "v1", "Global", "globals", false);
+        let s = json!({"type": "string"});
+        let event_schema = json!({
+            "metadata": {"type": "object"},
+            "involvedObject": {"type": "object", "properties": {
+                "kind": s, "namespace": s, "name": s, "uid": s, "apiVersion": s,
+                "resourceVersion": s, "fieldPath": s}},
+            "source": {"$ref": "#/definitions/io.k8s.api.core.v1.EventSource"},
+            "reason": s, "message": s, "type": s, "count": {"type": "integer"},
+            "firstTimestamp": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Time"},
+            "lastTimestamp": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Time"},
+            "reportingComponent": s, "reportingInstance": s,
+        });
+        let mut doc = d.build();
+        let defs = doc["definitions"].as_object_mut().unwrap();
+        defs.insert(
+            "io.k8s.api.core.v1.EventSource".into(),
+            json!({"type": "object", "properties": {"component": s, "host": s}}),
+        );
+        defs.insert(
+            "io.k8s.apimachinery.pkg.apis.meta.v1.Time".into(),
+            json!({"type": "string", "format": "date-time"}),
+        );
+        for def in ["io.k8s.api.core.v1.Event", "io.a.v1.Other", "io.a.v1.Global"] {
+            defs[def]["properties"] = event_schema.clone();
+        }
+        let mark = |doc: &mut serde_json::Value, def: &str| {
+            doc["definitions"][def]["x-virt-resource"]["events"] = json!(true);
+        };
+        mark(&mut doc, "io.k8s.api.core.v1.Event");
+        let api = lower_json(doc.clone()).unwrap();
+        let marked: Vec<_> =
+            api.resources.iter().filter(|r| r.events).map(|r| r.kind.as_str()).collect();
+        assert_eq!(marked, ["Event"]);
+        let mut two = doc.clone();
+        mark(&mut two, "io.a.v1.Other");
+        assert_problem(
+            &lower_json(two).unwrap_err(),
+            "x-virt-resource.events marks more than one kind",
+        );
+        let mut global = doc.clone();
+        mark(&mut global, "io.a.v1.Global");
+        assert_problem(&lower_json(global).unwrap_err(), "the events kind is namespaced");
+        let props = &mut doc["definitions"]["io.k8s.api.core.v1.Event"]["properties"];
+        props["count"] = s.clone();
+        props.as_object_mut().unwrap().remove("reportingInstance");
+        let problems = lower_json(doc).unwrap_err();
+        assert_problem(&problems, "`.count` must be declared of type integer, found string");
+        assert_problem(
+            &problems,
+            "`.reportingInstance` must be declared of type string, found nothing",
+        );
     }
 
     #[test]
