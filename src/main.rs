@@ -238,7 +238,7 @@ fn main() -> std::io::Result<()> {
             std::process::exit(1);
         }
         state.store.start_compaction();
-        virt_apiserver::events::spawn_expiry(state.registry.clone(), args.event_ttl);
+        virt_apiserver::event_ttl::spawn_expiry(state.registry.clone(), args.event_ttl);
         virt_apiserver::namespace_controller::spawn(
             state.registry.clone(),
             std::time::Duration::from_secs(args.gc_interval.max(1)),

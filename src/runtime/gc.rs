@@ -36,7 +36,7 @@ use crate::object::subresource::Part;
 use crate::registry::keys::{self, collection_prefix, object_key};
 use crate::registry::{Change, DeleteOptions, Propagation, Registry};
 use crate::resource::ResourceInfo;
-use crate::runtime::events::{ObjectRef, Recorder, Severity};
+use crate::runtime::recorder::{ObjectRef, Recorder, Severity};
 use crate::store::{Event, ListRequest, StoreError};
 
 /// The field manager of the collector's writes, as kube-controller-manager's user agent names it.

@@ -2,6 +2,7 @@
 //! events' recorder and expiry. It writes through the registry like any client, so every change
 //! it makes is an ordinary write with a revision and a watch event.
 
-pub mod events;
+pub mod event_ttl;
 pub mod gc;
 pub mod namespaces;
+pub mod recorder;
