@@ -18,6 +18,7 @@ mod health;
 mod kubectl;
 mod lists;
 mod logging;
+mod namespaces;
 mod openapi;
 mod seed_ops;
 mod subresources;
