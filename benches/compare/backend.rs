@@ -16,6 +16,11 @@ use crate::stream::Stream;
 /// counted in the endpoint and retried).
 pub trait Backend: Sync {
     fn label(&self) -> &'static str;
+    /// Makes `set` ready to hold objects, before a workload times anything in it: a server with
+    /// kube's namespaces needs the namespace made first; etcd's keys need nothing.
+    fn prepare(&self, _set: &str) -> Result<(), String> {
+        Ok(())
+    }
     /// Where clients connect, with its count of 429 answers.
     fn endpoint(&self) -> &Endpoint;
     /// The request that stores `body` as a new object `name` of `set`.

@@ -86,6 +86,17 @@ impl Backend for Ours {
         "virt-apiserver"
     }
 
+    /// Each set is a namespace, made before its first object as kube's namespaces require.
+    fn prepare(&self, set: &str) -> Result<(), String> {
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": set}});
+        let path = format!("/api/v1/namespaces/{set}");
+        if backend::fetch(&self.ep, &path).is_ok() {
+            return Ok(());
+        }
+        let req = self.ep.request("POST", "/api/v1/namespaces", None, body.to_string().as_bytes());
+        Conn::open(&self.ep)?.call(&req).map(|_| ())
+    }
+
     fn endpoint(&self) -> &Endpoint {
         &self.ep
     }

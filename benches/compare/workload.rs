@@ -81,6 +81,7 @@ pub fn create(
     n: usize,
     clients: usize,
 ) -> Result<Throughput, String> {
+    b.prepare(set)?;
     spread(
         b,
         clients,
@@ -102,6 +103,7 @@ pub fn get(
     n: usize,
     clients: usize,
 ) -> Result<Throughput, String> {
+    b.prepare(set)?;
     spread(
         b,
         clients,
@@ -157,6 +159,7 @@ pub fn watch(
     watchers: usize,
     writes: usize,
 ) -> Result<Latency, String> {
+    b.prepare(set)?;
     let mut conn = Conn::open(b.endpoint())?;
     let name = Body::name(set, watchers);
     let json = body.json(&name);

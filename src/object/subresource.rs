@@ -12,7 +12,8 @@ use crate::resource::{ResourceInfo, ScaleInfo};
 /// Which part of an object a write may change (B.2, AX strategy.go and status_strategy.go).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Part {
-    /// The main endpoint: everything, except `status` on kinds with a status subresource.
+    /// The main endpoint: everything, except `status` on kinds with a status subresource and
+    /// a Namespace's `spec.finalizers` where `finalize` writes them.
     #[default]
     Main,
     /// `/status`: only `status` (and `metadata.managedFields`, which track the write).
@@ -46,6 +47,11 @@ pub fn confine(res: &ResourceInfo, part: Part, current: &Value, mut new: Value) 
                     };
                 }
             }
+            // kube's namespace strategy: an update keeps the stored spec.finalizers, which only
+            // `finalize` changes (PrepareForUpdate in pkg/registry/core/namespace/strategy.go).
+            if part == Part::Main && res.namespaces && res.finalize_subresource {
+                keep_spec_finalizers(current, &mut new);
+            }
             new
         }
         Part::Status => {
@@ -65,6 +71,25 @@ pub fn confine(res: &ResourceInfo, part: Part, current: &Value, mut new: Value) 
                 };
             }
             out
+        }
+    }
+}
+
+/// `new`'s `spec.finalizers` set to `current`'s (removed where `current` has none).
+fn keep_spec_finalizers(current: &Value, new: &mut Value) {
+    let stored = current.pointer("/spec/finalizers").cloned();
+    let Some(obj) = new.as_object_mut() else { return };
+    match stored {
+        Some(finalizers) => {
+            let spec = obj.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.insert("finalizers".into(), finalizers);
+            }
+        }
+        None => {
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove("finalizers");
+            }
         }
     }
 }
@@ -332,6 +357,42 @@ mod tests {
             data_rules: None,
             generation: true,
         }
+    }
+
+    #[test]
+    fn a_namespace_update_keeps_its_spec_finalizers_and_finalize_changes_them() {
+        let namespaces = ResourceInfo {
+            namespaced: false,
+            namespaces: true,
+            finalize_subresource: true,
+            ..res(true, None)
+        };
+        let current = json!({"metadata": {"name": "n"}, "spec": {"finalizers": ["kubernetes"]},
+                             "status": {"phase": "Active"}});
+        let cleared = json!({"metadata": {"name": "n", "labels": {"a": "b"}},
+                             "spec": {"finalizers": []}});
+        let kept = confine(&namespaces, Part::Main, &current, cleared.clone());
+        assert_eq!(kept["spec"], json!({"finalizers": ["kubernetes"]}));
+        assert_eq!(kept["metadata"]["labels"], json!({"a": "b"}), "the rest is the update's");
+        assert_eq!(kept["status"], current["status"]);
+        let none = confine(&namespaces, Part::Main, &current, json!({"metadata": {"name": "n"}}));
+        assert_eq!(none["spec"], json!({"finalizers": ["kubernetes"]}));
+        let bare = json!({"metadata": {"name": "n"}});
+        let added = json!({"metadata": {"name": "n"}, "spec": {"finalizers": ["x.io/y"]}});
+        assert_eq!(confine(&namespaces, Part::Main, &bare, added.clone())["spec"], json!({}));
+        let finalized = confine(&namespaces, Part::Finalize, &current, cleared.clone());
+        assert_eq!(finalized["spec"], json!({"finalizers": []}));
+        // Without a finalize subresource the main endpoint is the only way to change them.
+        let plain = ResourceInfo { finalize_subresource: false, ..namespaces };
+        assert_eq!(
+            confine(&plain, Part::Main, &current, cleared)["spec"],
+            json!({"finalizers": []})
+        );
+        // Other kinds' spec.finalizers are theirs.
+        assert_eq!(
+            confine(&res(true, None), Part::Main, &bare, added)["spec"]["finalizers"],
+            json!(["x.io/y"])
+        );
     }
 
     const SCALE: ScaleInfo = ScaleInfo {

@@ -452,8 +452,13 @@ mod tests {
     fn every_kind_has_a_schema_with_declared_spec() {
         for res in RESOURCES {
             let schema = kind_schema(res).unwrap_or_else(|| panic!("{} {}", res.kind, res.version));
-            assert!(schema.get("properties").is_some(), "{} lists its fields", res.kind);
-            let Some(spec) = schema.pointer("/properties/spec") else { continue };
+            let Some(spec) = schema.pointer("/properties/spec") else {
+                // kube's ConfigMap, Secret and Event keep their fields beside metadata.
+                assert!(res.group.is_empty(), "{} declares its spec", res.kind);
+                let fields = schema["properties"].as_object().map_or(0, |p| p.len());
+                assert!(fields > 3, "{} lists fields beside its type and metadata", res.kind);
+                continue;
+            };
             let spec = resolve(spec);
             assert!(spec.get("properties").is_some(), "{} lists its spec fields", res.kind);
             assert!(!flag(spec, "x-kubernetes-preserve-unknown-fields"), "{}", res.kind);

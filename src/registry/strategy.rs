@@ -242,6 +242,22 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     Ok(())
 }
 
+/// kube decodes a built-in kind's create or update body with the URL's kind as the default, so
+/// a body without apiVersion or kind takes the URL's (the JSON serializer's gvkWithDefaults, as
+/// the Python client's typed models send them); custom resources, decoded as unstructured, must
+/// carry both. The legacy core group's kinds are built in.
+pub fn default_type_meta(res: &ResourceInfo, obj: &mut Value) {
+    if !res.group.is_empty() {
+        return;
+    }
+    let Some(map) = obj.as_object_mut() else { return };
+    for (field, default) in [("kind", res.kind.to_string()), ("apiVersion", res.api_version())] {
+        if map.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+            map.insert(field.into(), Value::String(default));
+        }
+    }
+}
+
 /// apiVersion and kind in a body must name the URL's kind and version.
 pub fn check_type_meta(res: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -340,5 +356,33 @@ mod tests {
         assert!(spec_changed(&old, &json!({"metadata": {}})));
         assert!(!spec_changed(&json!({"x": null}), &json!({"x": null, "apiVersion": "v"})));
         assert!(spec_changed(&json!({"x": null}), &json!({"y": null})));
+    }
+
+    #[test]
+    fn built_in_kinds_take_the_urls_type_meta_and_custom_resources_must_carry_it() {
+        let core = crate::generated::RESOURCES.iter().find(|r| r.group.is_empty() && r.is_stored());
+        let custom =
+            crate::generated::RESOURCES.iter().find(|r| !r.group.is_empty() && r.is_stored());
+        let (Some(core), Some(custom)) = (core, custom) else {
+            panic!("the document serves a core kind and a custom resource")
+        };
+        let mut bare = json!({"metadata": {"name": "a"}});
+        default_type_meta(core, &mut bare);
+        assert_eq!(bare["kind"], core.kind);
+        assert_eq!(bare["apiVersion"], core.api_version());
+        assert!(check_type_meta(core, &bare).is_ok());
+        // What the body says is kept, and still checked.
+        let mut other = json!({"apiVersion": "v2", "kind": "", "metadata": {}});
+        default_type_meta(core, &mut other);
+        assert_eq!(
+            (other["apiVersion"].as_str(), other["kind"].as_str()),
+            (Some("v2"), Some(core.kind))
+        );
+        assert!(check_type_meta(core, &other).is_err());
+        let mut bare = json!({"metadata": {"name": "a"}});
+        default_type_meta(custom, &mut bare);
+        assert_eq!(bare, json!({"metadata": {"name": "a"}}));
+        let err = check_type_meta(custom, &bare).unwrap_err();
+        assert!(format!("{err:?}").contains("Object 'Kind' is missing"), "{err:?}");
     }
 }

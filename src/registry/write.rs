@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::strategy::{
-    check_create_meta, check_size, check_system_field_types, check_type_meta, init_new_object,
-    metadata_mut, prepare_update, subresource_name, Ownership,
+    check_create_meta, check_size, check_system_field_types, check_type_meta, default_type_meta,
+    init_new_object, metadata_mut, prepare_update, subresource_name, Ownership,
 };
 use super::{Change, Object, Outcome, Registry, Target, WriteOptions};
 use crate::object::error::{ApiError, Cause};
@@ -32,6 +32,7 @@ impl Registry {
         via: Via<'_>,
         opts: &WriteOptions,
     ) -> Result<Outcome, ApiError> {
+        default_type_meta(res, &mut obj);
         check_type_meta(res, &obj)?;
         let admitted = validation::admit(res, &mut obj, via, opts.field_validation)?;
         let warnings = admitted.warnings;
@@ -108,6 +109,7 @@ impl Registry {
         via: Via<'_>,
         opts: &WriteOptions,
     ) -> Result<Outcome, ApiError> {
+        default_type_meta(res, &mut obj);
         check_type_meta(res, &obj)?;
         let name = target.name();
         let admitted = validation::admit(res, &mut obj, via, opts.field_validation)?;

@@ -72,6 +72,7 @@ fn is_rfc3339_seconds(t: &str) -> bool {
 #[test]
 fn apply_options_and_body_are_checked() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = vm_path("ns", "a");
     let body = vm("ns", "a", json!({"running": true}));
     let r = expect(s.patch(&path, APPLY, &body), 422);
@@ -127,6 +128,7 @@ fn apply_options_and_body_are_checked() {
 #[test]
 fn apply_creates_then_updates_and_a_repeat_is_a_no_op() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = vm_path("ns", "vm1");
     let yaml = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: vm1\n  labels:\n    app: web\nspec:\n  running: true\n";
     let created = expect(
@@ -189,6 +191,7 @@ fn apply_creates_then_updates_and_a_repeat_is_a_no_op() {
 #[test]
 fn two_managers_own_disjoint_fields() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = vm_path("ns", "vm");
     let a = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
                    "metadata": {"name": "vm", "labels": {"a": "1"}}, "spec": {"running": true}});
@@ -214,6 +217,7 @@ fn two_managers_own_disjoint_fields() {
 #[test]
 fn conflicts_name_exactly_the_conflicting_paths_and_force_takes_them() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = vm_path("ns", "vm");
     let spec = json!({"running": true, "runStrategy": "Always",
                       "template": {"metadata": {"labels": {"x": "1"}}}});
@@ -285,6 +289,7 @@ fn conflicts_name_exactly_the_conflicting_paths_and_force_takes_them() {
 #[test]
 fn a_dropped_field_is_removed_only_when_nobody_else_owns_it() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = vm_path("ns", "vm");
     let first = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
                        "metadata": {"name": "vm", "labels": {"keep": "1", "drop": "2", "shared": "3"}},
@@ -339,6 +344,7 @@ fn a_dropped_field_is_removed_only_when_nobody_else_owns_it() {
 #[test]
 fn writes_record_update_entries_for_their_manager() {
     let s = TestServer::start();
+    s.namespace("ns");
     let coll = "/apis/kubevirt.io/v1/namespaces/ns/virtualmachines";
     let path = vm_path("ns", "vm");
     let mut body = vm("ns", "vm", json!({"running": true}));
@@ -447,6 +453,7 @@ fn writes_record_update_entries_for_their_manager() {
 #[test]
 fn managed_fields_in_a_body_are_taken_reset_or_ignored() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = vm_path("ns", "vm");
     let created =
         expect(apply(&s, &path, "a", false, &vm("ns", "vm", json!({"running": true}))), 201);
@@ -492,6 +499,7 @@ fn managed_fields_in_a_body_are_taken_reset_or_ignored() {
 #[test]
 fn finalizers_merge_as_a_set_and_owner_references_by_uid() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = vm_path("ns", "vm");
     let with_meta = |meta: Value| {
         let mut m = json!({"name": "vm"});
@@ -551,6 +559,7 @@ fn finalizers_merge_as_a_set_and_owner_references_by_uid() {
 #[test]
 fn a_merge_patched_field_gives_exactly_one_conflict_on_reapply() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = "/apis/kubevirt.io/v1/namespaces/ns/virtualmachineinstancereplicasets/rs";
     let body = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceReplicaSet",
                       "metadata": {"name": "rs"}, "spec": {"replicas": 3, "selector": {"matchLabels": {"a": "b"}}}});
@@ -577,6 +586,7 @@ fn a_merge_patched_field_gives_exactly_one_conflict_on_reapply() {
 #[test]
 fn a_forced_apply_replaces_an_atomic_list() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = vm_path("ns", "vm");
     let tolerations = |keys: &[&str]| {
         let items: Vec<Value> =
@@ -599,6 +609,7 @@ fn a_forced_apply_replaces_an_atomic_list() {
 #[test]
 fn apply_works_through_two_versions() {
     let s = TestServer::start();
+    s.namespace("ns");
     let v1 = vm_path("ns", "vm");
     let alpha = "/apis/kubevirt.io/v1alpha3/namespaces/ns/virtualmachines/vm";
     expect(apply(&s, &v1, "a", false, &vm("ns", "vm", json!({"running": true}))), 201);
@@ -617,6 +628,7 @@ fn apply_works_through_two_versions() {
 #[test]
 fn put_to_a_missing_object_is_not_found_but_apply_creates() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = vm_path("ns", "ghost");
     let mut body = vm("ns", "ghost", json!({}));
     body["metadata"]["resourceVersion"] = json!("1");
@@ -633,6 +645,7 @@ const VM_MANIFEST: &str = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmet
 fn kubectl_server_side_apply_conflicts_and_force() {
     let s = TestServer::start();
     let k = Kubectl::new(&s);
+    k.ok(&["create", "namespace", "ssa"]);
     let file = k.file("vm.yaml", VM_MANIFEST);
     let file = file.to_str().unwrap();
     let out = k.ok(&["apply", "--server-side", "-n", "ssa", "-f", file]);
@@ -679,6 +692,7 @@ fn kubectl_moves_a_client_side_applied_object_to_server_side_apply() {
     let k = Kubectl::new(&s);
     let file = k.file("vm.yaml", VM_MANIFEST);
     let file = file.to_str().unwrap();
+    k.ok(&["create", "namespace", "csa"]);
     k.ok(&["apply", "-n", "csa", "-f", file]);
     let path = vm_path("csa", "ssa-vm");
     let obj = s.get(&path).json();
@@ -725,6 +739,7 @@ fn kubectl_moves_a_client_side_applied_object_to_server_side_apply() {
 #[test]
 fn status_is_applied_only_through_its_subresource() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = vm_path("ns", "vm");
     let status_path = format!("{path}/status");
     let with = |spec: Value, status: Value| {
@@ -823,6 +838,7 @@ fn status_is_applied_only_through_its_subresource() {
 #[test]
 fn scale_writes_record_the_scale_subresource() {
     let s = TestServer::start();
+    s.namespace("ns");
     let path = "/apis/kubevirt.io/v1/namespaces/ns/virtualmachineinstancereplicasets/rs";
     let body = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceReplicaSet",
                       "metadata": {"name": "rs"}, "spec": {"replicas": 2}});

@@ -72,6 +72,15 @@ fn users_are_limited_to_their_namespaces() {
     let alice = [("Authorization", "Bearer tok-alice")];
     let bob = [("Authorization", "Bearer tok-bob")];
     let root = [("Authorization", "Bearer tok-root")];
+    // The admin makes the team's namespace: alice may write only inside it.
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}});
+    let ns = ns.to_string();
+    let r =
+        s.request("POST", "/api/v1/namespaces", &alice, Some(("application/json", ns.as_bytes())));
+    assert_eq!(r.status, 403, "{}", r.text());
+    let r =
+        s.request("POST", "/api/v1/namespaces", &root, Some(("application/json", ns.as_bytes())));
+    assert_eq!(r.status, 201, "{}", r.text());
     let json = Some(("application/json", &vm("a")[..]));
     let r =
         s.request("POST", "/apis/kubevirt.io/v1/namespaces/team-a/virtualmachines", &alice, json);

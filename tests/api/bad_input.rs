@@ -55,6 +55,7 @@ fn server() -> TestServer {
         args: vec!["--debug-panic-path".into(), "/debug/panic".into()],
         ..Default::default()
     });
+    s.namespace(NS);
     let r = s.post(VMS, &vm("vm1"));
     assert_eq!(r.status, 201, "{}", r.text());
     let rs = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceReplicaSet",

@@ -71,6 +71,8 @@ fn page(s: &TestServer, path: &str) -> Value {
 #[test]
 fn chunks_of_random_size_are_one_ordered_snapshot() {
     let s = TestServer::start();
+    s.namespace("chunking0");
+    s.namespace("chunking");
     let ns = "chunking";
     populate(&s, ns, TOTAL, |_| json!({}));
     // A neighbouring namespace that sorts right after must stay out.
@@ -116,6 +118,7 @@ fn chunks_of_random_size_are_one_ordered_snapshot() {
 #[test]
 fn later_writes_do_not_show_in_later_pages() {
     let s = TestServer::start();
+    s.namespace("snapshot");
     let ns = "snapshot";
     let n = 60;
     populate(&s, ns, n, |_| json!({}));
@@ -158,6 +161,7 @@ fn later_writes_do_not_show_in_later_pages() {
 #[test]
 fn selected_pages_have_no_remaining_count() {
     let s = TestServer::start();
+    s.namespace("selected");
     let ns = "selected";
     populate(&s, ns, 40, |i| json!({"parity": if i % 2 == 0 { "even" } else { "odd" }}));
     let mut token = String::new();
@@ -202,6 +206,7 @@ fn an_expired_continue_token_is_410_with_a_fresh_token() {
         "100ms",
     ]);
     let ns = "expiring";
+    s.namespace(ns);
     let n = 30;
     populate(&s, ns, n, |_| json!({}));
     let first = page(&s, &format!("{}?limit=10", vms(ns)));
@@ -262,6 +267,7 @@ fn an_expired_continue_token_is_410_with_a_fresh_token() {
 #[test]
 fn continue_parameter_errors() {
     let s = TestServer::start();
+    s.namespace("tokens");
     let ns = "tokens";
     populate(&s, ns, 3, |_| json!({}));
     let first = page(&s, &format!("{}?limit=1", vms(ns)));

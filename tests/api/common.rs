@@ -294,11 +294,20 @@ pub fn preferred(group: &str, plural: &str) -> &'static ResourceInfo {
 /// A collection path: the namespace is used for namespaced kinds (`None` = all namespaces) and
 /// ignored for cluster kinds.
 pub fn collection_path(res: &ResourceInfo, ns: Option<&str>) -> String {
+    let prefix = api_prefix(res);
     match ns {
-        Some(ns) if res.namespaced => {
-            format!("/apis/{}/{}/namespaces/{ns}/{}", res.group, res.version, res.plural)
-        }
-        _ => format!("/apis/{}/{}/{}", res.group, res.version, res.plural),
+        Some(ns) if res.namespaced => format!("{prefix}/namespaces/{ns}/{}", res.plural),
+        _ => format!("{prefix}/{}", res.plural),
+    }
+}
+
+/// Where `res`'s group version is served: `/api/v1` for the legacy core group, else
+/// `/apis/<group>/<version>`.
+pub fn api_prefix(res: &ResourceInfo) -> String {
+    if res.group.is_empty() {
+        format!("/api/{}", res.version)
+    } else {
+        format!("/apis/{}/{}", res.group, res.version)
     }
 }
 
@@ -309,11 +318,10 @@ pub fn item_path(res: &ResourceInfo, ns: &str, name: &str) -> String {
 
 /// A `/watch/` path for a collection (`name` None) or one object.
 pub fn watch_path(res: &ResourceInfo, ns: Option<&str>, name: Option<&str>) -> String {
+    let prefix = api_prefix(res);
     let mut p = match ns {
-        Some(ns) if res.namespaced => {
-            format!("/apis/{}/{}/watch/namespaces/{ns}/{}", res.group, res.version, res.plural)
-        }
-        _ => format!("/apis/{}/{}/watch/{}", res.group, res.version, res.plural),
+        Some(ns) if res.namespaced => format!("{prefix}/watch/namespaces/{ns}/{}", res.plural),
+        _ => format!("{prefix}/watch/{}", res.plural),
     };
     if let Some(n) = name {
         p.push('/');
@@ -323,7 +331,7 @@ pub fn watch_path(res: &ResourceInfo, ns: Option<&str>, name: Option<&str>) -> S
 }
 
 /// A minimal valid create body for `res` (the namespace only on namespaced kinds; token
-/// requests get their required field).
+/// requests get their required field; the kind's content from `sample_content`).
 pub fn object(res: &ResourceInfo, ns: &str, name: &str) -> Value {
     let mut meta = serde_json::json!({ "name": name });
     if res.namespaced {
@@ -333,8 +341,15 @@ pub fn object(res: &ResourceInfo, ns: &str, name: &str) -> Value {
         "apiVersion": res.api_version(),
         "kind": res.kind,
         "metadata": meta,
-        "spec": sample_spec(res, 42),
     });
+    if let Some((field, value)) = sample_content(res, 42) {
+        obj[field] = value;
+    }
+    // kube's Event names the object it is about, in the Event's own namespace.
+    if kind_schema(res).pointer("/properties/involvedObject").is_some() {
+        obj["involvedObject"] = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                                   "name": name, "namespace": ns});
+    }
     if let Some(field) = res.token_field {
         let mut at = &mut obj;
         for part in field.split('.') {
@@ -350,15 +365,47 @@ pub fn object(res: &ResourceInfo, ns: &str, name: &str) -> Value {
 /// fields; by name within each, so the choice does not depend on map order). Made-up fields would
 /// be pruned, as kube prunes undeclared fields.
 pub fn sample_spec(res: &ResourceInfo, n: i64) -> Value {
-    let schema = virt_apiserver::validation::kind_schema(res)
-        .and_then(|k| k.pointer("/properties/spec"))
+    let schema = kind_schema(res)
+        .pointer("/properties/spec")
         .unwrap_or_else(|| panic!("{} declares its spec", res.kind));
     sample_value(schema, n).unwrap_or_else(|| panic!("no sample spec for {}", res.kind))
 }
 
+/// The field a test writes to give an object of `res` content, and its value for `n`: `spec`
+/// where the kind has one a client writes; a ConfigMap's or Secret's `data`; an Event's
+/// `message`. None for the namespaces' kind, whose spec the server keeps (kube's namespace
+/// strategy ignores a client's spec.finalizers).
+pub fn sample_content(res: &ResourceInfo, n: i64) -> Option<(&'static str, Value)> {
+    if res.namespaces {
+        return None;
+    }
+    let props = kind_schema(res).get("properties").and_then(Value::as_object);
+    let props = props.unwrap_or_else(|| panic!("{} declares its properties", res.kind));
+    for field in ["spec", "data", "message"] {
+        if let Some(schema) = props.get(field) {
+            let value = sample_value(schema, n)
+                .unwrap_or_else(|| panic!("no sample {field} for {}", res.kind));
+            return Some((field, value));
+        }
+    }
+    panic!("{} has none of spec, data and message: give it a sample", res.kind)
+}
+
+/// `res`'s resolved schema in the served document.
+fn kind_schema(res: &ResourceInfo) -> &'static Value {
+    virt_apiserver::validation::kind_schema(res)
+        .unwrap_or_else(|| panic!("the document has {}'s schema", res.kind))
+}
+
 fn sample_value(schema: &Value, n: i64) -> Option<Value> {
+    let schema = virt_apiserver::validation::resolve(schema);
     let enumerated = schema.get("enum").and_then(Value::as_array);
     match schema.get("type").and_then(Value::as_str) {
+        // Bytes travel in base64, as a Secret's data.
+        Some("string") if schema.get("format") == Some(&"byte".into()) => {
+            use base64::Engine as _;
+            Some(Value::String(base64::engine::general_purpose::STANDARD.encode(format!("v{n}"))))
+        }
         Some("string") if schema.get("format").is_none() => Some(match enumerated {
             Some(values) => values[n.unsigned_abs() as usize % values.len()].clone(),
             None => Value::String(format!("v{n}")),
@@ -368,9 +415,12 @@ fn sample_value(schema: &Value, n: i64) -> Option<Value> {
         Some("object") => {
             let props = schema.get("properties").and_then(Value::as_object);
             if props.is_none() {
-                let strings =
-                    schema.pointer("/additionalProperties/type") == Some(&"string".into());
-                return strings.then(|| serde_json::json!({"k": format!("v{n}")}));
+                // A map of strings (a ConfigMap's or Secret's data), one entry.
+                let values = schema.get("additionalProperties")?;
+                if values.get("type") != Some(&"string".into()) {
+                    return None;
+                }
+                return Some(serde_json::json!({"k": sample_value(values, n)?}));
             }
             let props = props?;
             let required: Vec<&str> = schema

@@ -28,6 +28,7 @@ fn a_hot_key_keeps_at_most_the_retained_minimum_plus_one_row() {
         "100ms",
     ]);
     let ns = "hot";
+    s.namespace(ns);
     let key = format!("kubevirt.io/virtualmachines/{ns}/key");
     create(&s, ns, "key", json!({}));
     let mut slowest = Duration::ZERO;
@@ -68,6 +69,7 @@ fn history_stays_readable_for_the_window() {
         "100ms",
     ]);
     let ns = "window";
+    s.namespace(ns);
     let first = create(&s, ns, "a", json!({}));
     for i in 0..5 {
         touch(&s, ns, "a", &i.to_string());

@@ -71,6 +71,7 @@ fn revisions(w: &Watch, quiet: Duration) -> Vec<(u64, Value)> {
 #[test]
 fn sigkill_during_concurrent_writes_loses_no_acknowledged_write() {
     let s = TestServer::start();
+    s.namespace(NS);
     let start = s.current_rv(crate::common::preferred("kubevirt.io", "virtualmachines"));
     let watch = s.watch(&format!("{}?watch=true&resourceVersion={start}", vms(NS)));
 

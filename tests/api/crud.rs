@@ -45,6 +45,7 @@ fn is_uuid_v4(s: &str) -> bool {
 #[test]
 fn create_sets_system_fields() {
     let s = TestServer::start();
+    s.namespace(NS);
     let mut body = object(vm(), NS, "sys");
     // A client cannot choose these.
     body["metadata"]["uid"] = json!("not-a-uuid");
@@ -72,6 +73,7 @@ fn create_sets_system_fields() {
 fn generate_name() {
     const ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
     let s = TestServer::start();
+    s.namespace(NS);
     let mut names = std::collections::HashSet::new();
     for _ in 0..5 {
         let mut body = object(vm(), NS, "");
@@ -112,6 +114,7 @@ fn generate_name() {
 #[test]
 fn namespace_rules_on_create() {
     let s = TestServer::start();
+    s.namespace(NS);
     // Defaulted from the path.
     let mut body = object(vm(), NS, "defaulted");
     body["metadata"].as_object_mut().unwrap().remove("namespace");
@@ -127,11 +130,20 @@ fn namespace_rules_on_create() {
         "the namespace of the provided object does not match the namespace sent on the request"
     );
     assert!(st.get("details").is_none(), "BadRequest carries no details: {st}");
-    // An invalid namespace in the path → 422 on metadata.namespace.
+    // An invalid namespace in the path names no Namespace: kube's NamespaceLifecycle admission
+    // answers 404 before the object is validated.
     let bad_ns = collection_path(vm(), Some("Bad_NS"));
     let mut body = object(vm(), NS, "x");
     body["metadata"].as_object_mut().unwrap().remove("namespace");
-    let st = assert_status(&s.post(&bad_ns, &body), 422, "Invalid");
+    let st = assert_status(&s.post(&bad_ns, &body), 404, "NotFound");
+    assert_eq!(st["message"], "namespaces \"Bad_NS\" not found", "{st}");
+    // Where namespaces are implicit, validation finds it: 422 on metadata.namespace.
+    let implicit = TestServer::start_with(ServerOptions {
+        memory: true,
+        args: vec!["--implicit-namespaces".into()],
+        ..Default::default()
+    });
+    let st = assert_status(&implicit.post(&bad_ns, &body), 422, "Invalid");
     assert_eq!(st["details"]["causes"][0]["field"], "metadata.namespace", "{st}");
     // Cluster kinds silently drop a body namespace.
     let ck = cluster_kind();
@@ -172,6 +184,7 @@ fn type_meta_must_match_the_url() {
 #[test]
 fn invalid_names_are_422() {
     let s = TestServer::start();
+    s.namespace(NS);
     for bad in ["Upper", "with.dot", "-lead", "trail-", "under_score", &"a".repeat(254)] {
         let st = assert_status(&s.post(&vms(), &object(vm(), NS, bad)), 422, "Invalid");
         let prefix = format!(
@@ -205,6 +218,7 @@ fn invalid_names_are_422() {
 #[test]
 fn bad_labels_are_422() {
     let s = TestServer::start();
+    s.namespace(NS);
     let cases = [
         json!({"bad key": "v"}),
         json!({"k": "-starts-with-dash"}),
@@ -225,6 +239,7 @@ fn bad_labels_are_422() {
 #[test]
 fn other_metadata_rules() {
     let s = TestServer::start();
+    s.namespace(NS);
     let cause_field = |body: &Value| -> String {
         let st = assert_status(&s.post(&vms(), body), 422, "Invalid");
         st["details"]["causes"][0]["field"].as_str().unwrap_or("").to_string()
@@ -263,6 +278,7 @@ fn resource_version_on_create_is_400() {
 #[test]
 fn duplicate_create_is_409_already_exists() {
     let s = TestServer::start();
+    s.namespace(NS);
     s.create(vm(), &object(vm(), NS, "dup"));
     let st = assert_status(&s.post(&vms(), &object(vm(), NS, "dup")), 409, "AlreadyExists");
     assert_eq!(st["message"], "virtualmachines.kubevirt.io \"dup\" already exists");
@@ -271,6 +287,7 @@ fn duplicate_create_is_409_already_exists() {
         json!({"name": "dup", "group": "kubevirt.io", "kind": "virtualmachines"})
     );
     // The same name in another namespace is another object.
+    s.namespace("crud-other");
     let other = collection_path(vm(), Some("crud-other"));
     assert_eq!(s.post(&other, &object(vm(), "crud-other", "dup")).status, 201);
 }
@@ -278,6 +295,7 @@ fn duplicate_create_is_409_already_exists() {
 #[test]
 fn put_rules() {
     let s = TestServer::start();
+    s.namespace(NS);
     let created = s.create(vm(), &object(vm(), NS, "p"));
 
     // No resourceVersion → 422 naming the plural.
@@ -350,6 +368,7 @@ fn put_rules() {
 #[test]
 fn json_patch() {
     let s = TestServer::start();
+    s.namespace(NS);
     s.create(vm(), &object(vm(), NS, "jp"));
     let ops = json!([
         {"op": "add", "path": "/metadata/labels", "value": {"a": "b"}},
@@ -428,6 +447,7 @@ fn json_patch() {
 #[test]
 fn merge_patch() {
     let s = TestServer::start();
+    s.namespace(NS);
     let mut body = labelled(vm(), NS, "mp", json!({"keep": "1", "drop": "2"}));
     body["spec"] = json!({"runStrategy": "Always", "template": {"spec": {
         "volumes": [{"name": "a"}, {"name": "b"}], "nodeSelector": {"a": "1", "b": "2"}}}});
@@ -456,6 +476,7 @@ fn merge_patch() {
 #[test]
 fn patch_errors() {
     let s = TestServer::start();
+    s.namespace(NS);
     let created = s.create(vm(), &object(vm(), NS, "pe"));
     // Strategic merge patch → 415.
     let r = s.patch(
@@ -505,6 +526,7 @@ fn patch_errors() {
 #[test]
 fn delete_options_and_preconditions() {
     let s = TestServer::start();
+    s.namespace(NS);
     let obj = s.create(vm(), &object(vm(), NS, "d"));
     let uid = obj["metadata"]["uid"].as_str().unwrap().to_string();
     let both = json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground", "orphanDependents": true});
@@ -556,6 +578,7 @@ fn delete_options_and_preconditions() {
 #[test]
 fn finalizers_hold_deletion() {
     let s = TestServer::start();
+    s.namespace(NS);
     let mut body = object(vm(), NS, "fin");
     body["metadata"]["finalizers"] = json!(["example.com/keep"]);
     let created = s.create(vm(), &body);
@@ -618,6 +641,7 @@ fn finalizers_hold_deletion() {
 #[test]
 fn orphan_and_foreground_deletes_complete() {
     let s = TestServer::start();
+    s.namespace(NS);
     for (name, policy) in [("orphan", "Orphan"), ("fg", "Foreground")] {
         s.create(vm(), &object(vm(), NS, name));
         let r = s.delete_with(&vm_path(name), &json!({"propagationPolicy": policy}));
@@ -631,6 +655,7 @@ fn orphan_and_foreground_deletes_complete() {
 #[test]
 fn deletecollection_with_label_selector() {
     let s = TestServer::start();
+    s.namespace(NS);
     for (name, sel) in [("a1", "yes"), ("a2", "yes"), ("b", "no")] {
         s.create(vm(), &labelled(vm(), NS, name, json!({ "sel": sel })));
     }
@@ -642,6 +667,7 @@ fn deletecollection_with_label_selector() {
     assert_eq!(names(&list), ["a1", "a2"]);
     assert_eq!(s.list_names(&vms()), ["b"]);
     // Without a selector: everything in the namespace, nothing elsewhere.
+    s.namespace("crud-keep");
     let other = collection_path(vm(), Some("crud-keep"));
     assert_eq!(s.post(&other, &object(vm(), "crud-keep", "kept")).status, 201);
     assert_eq!(names(&s.delete(&vms()).json()), ["b"]);
@@ -677,6 +703,7 @@ fn unknown_paths_are_plain_404() {
 #[test]
 fn unsupported_methods_are_405() {
     let s = TestServer::start();
+    s.namespace(NS);
     s.create(vm(), &object(vm(), NS, "m"));
     let r = s.post(&vm_path("m"), &object(vm(), NS, "m"));
     let st = assert_status(&r, 405, "MethodNotAllowed");
@@ -693,6 +720,7 @@ fn unsupported_methods_are_405() {
 #[test]
 fn export_strips_server_fields() {
     let s = TestServer::start();
+    s.namespace(NS);
     let mut body = labelled(vm(), NS, "exp", json!({"app": "x"}));
     body["metadata"]["annotations"] = json!({"note": "kept"});
     // A live owner: the collector removes objects whose owners are gone.
@@ -729,6 +757,7 @@ fn export_strips_server_fields() {
 #[test]
 fn dry_run_stores_nothing() {
     let s = TestServer::start();
+    s.namespace(NS);
     let r = s.post(&format!("{}?dryRun=All", vms()), &object(vm(), NS, "dry"));
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(r.json()["metadata"]["name"], "dry");
@@ -767,6 +796,7 @@ fn dry_run_stores_nothing() {
 #[test]
 fn bad_write_options_are_422() {
     let s = TestServer::start();
+    s.namespace(NS);
     let obj = s.create(vm(), &object(vm(), NS, "opt"));
     let dry = |kind: &str| {
         format!("{kind}.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{{\"All\", \"Bogus\"}}: supported values: \"All\"")
@@ -820,6 +850,7 @@ fn bad_write_options_are_422() {
 #[test]
 fn yaml_in_and_out() {
     let s = TestServer::start();
+    s.namespace(NS);
     let yaml = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: from-yaml\n  labels:\n    fmt: yaml\nspec:\n  running: false\n";
     let r = s.request("POST", &vms(), &[], Some(("application/yaml", yaml.as_bytes())));
     assert_eq!(r.status, 201, "{}", r.text());
@@ -853,6 +884,7 @@ fn yaml_in_and_out() {
 #[test]
 fn upload_token_requests() {
     let s = TestServer::start();
+    s.namespace(NS);
     let res = token_kind();
     let path = collection_path(res, Some(NS));
 
@@ -890,6 +922,7 @@ fn upload_token_requests() {
 #[test]
 fn oversized_objects_and_bodies_are_413() {
     let s = TestServer::start();
+    s.namespace(NS);
     // Over 1.5 MiB once encoded (A.13), under the 3 MiB body limit.
     let mut body = object(vm(), NS, "big");
     body["spec"] = json!({"template": {"metadata": {"blob": "x".repeat(1600 * 1024)}}});
@@ -907,6 +940,7 @@ fn oversized_objects_and_bodies_are_413() {
 #[test]
 fn status_subresource_semantics() {
     let s = TestServer::start();
+    s.namespace(NS);
     let mut body = object(vm(), NS, "st");
     body["status"] = json!({"printableStatus": "Running"});
     let created = s.create(vm(), &body);

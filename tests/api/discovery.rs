@@ -1,5 +1,7 @@
 //! Discovery documents against A.8's table and B.7's shapes, plus `/` and `/version` (A.14).
 
+use std::collections::BTreeSet;
+
 use base64::Engine;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -171,16 +173,71 @@ fn root_lists_paths() {
     }
 }
 
+/// kube's core/v1 kinds the document serves: (plural, kind, namespaced, short names).
+const CORE_KINDS: &[(&str, &str, bool, &[&str])] = &[
+    ("namespaces", "Namespace", false, &["ns"]),
+    ("configmaps", "ConfigMap", true, &["cm"]),
+    ("secrets", "Secret", true, &[]),
+    ("events", "Event", true, &["ev"]),
+];
+
 #[test]
-fn core_api_has_no_versions() {
+fn core_api_lists_v1_and_its_kinds() {
     let s = TestServer::start();
     for path in ["/api", "/api/"] {
         let api = s.get_json(path);
         assert_eq!(api["kind"], "APIVersions", "{path}");
-        assert_eq!(api["versions"], json!([]), "{path}: versions is an empty array");
+        assert_eq!(api["versions"], json!(["v1"]), "{path}");
         assert!(api.get("apiVersion").is_none(), "{path}: no apiVersion field");
         assert!(api["serverAddressByClientCIDRs"].is_array());
     }
+    for path in ["/api/v1", "/api/v1/"] {
+        let list = s.get_json(path);
+        assert_eq!(list["kind"], "APIResourceList", "{path}");
+        assert_eq!(list["groupVersion"], "v1", "{path}");
+        let resources = list["resources"].as_array().expect("resources");
+        let find = |name: &str| {
+            resources
+                .iter()
+                .find(|r| r["name"] == name)
+                .unwrap_or_else(|| panic!("{path} lists {name}: {list}"))
+        };
+        for (plural, kind, namespaced, short) in CORE_KINDS {
+            let r = find(plural);
+            assert_eq!(r["kind"], *kind, "{plural}");
+            assert_eq!(r["namespaced"], *namespaced, "{plural}");
+            assert_eq!(r["singularName"], kind.to_lowercase(), "{plural}");
+            let short_names = r.get("shortNames").cloned().unwrap_or(json!([]));
+            assert_eq!(short_names, json!(short), "{plural}");
+            let verbs: BTreeSet<&str> =
+                r["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+            let mut want = BTreeSet::from(["create", "delete", "get", "list", "patch", "update"]);
+            want.insert("watch");
+            // kube's namespaces have no deletecollection.
+            if *plural != "namespaces" {
+                want.insert("deletecollection");
+            }
+            assert_eq!(verbs, want, "{plural}");
+        }
+        let status = find("namespaces/status");
+        assert_eq!((&status["kind"], &status["namespaced"]), (&json!("Namespace"), &json!(false)));
+        let status_verbs: BTreeSet<&str> =
+            status["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(status_verbs, BTreeSet::from(["get", "patch", "update"]));
+        let finalize = find("namespaces/finalize");
+        assert_eq!(finalize["kind"], "Namespace");
+        assert_eq!(finalize["verbs"], json!(["update"]));
+        let served: BTreeSet<&str> =
+            resources.iter().map(|r| r["name"].as_str().unwrap()).collect();
+        let mut want: BTreeSet<&str> = CORE_KINDS.iter().map(|k| k.0).collect();
+        want.extend(["namespaces/status", "namespaces/finalize"]);
+        assert_eq!(served, want, "{path}");
+    }
+    // The core group has no group document, and /apis leaves it out.
+    assert_plain_404(&s.get("/apis/v1"));
+    let apis = s.get_json("/apis");
+    let groups = apis["groups"].as_array().unwrap();
+    assert!(groups.iter().all(|g| g["name"] != "" && g["name"] != "v1"), "{apis}");
 }
 
 #[test]
@@ -306,7 +363,7 @@ fn unknown_groups_and_versions_are_plain_404() {
         "/apis/nope.io/v1",
         "/apis/kubevirt.io/v9",
         "/apis/kubevirt.io/v1beta1",
-        "/api/v1",
+        "/api/v2",
     ] {
         assert_plain_404(&s.get(path));
     }
@@ -426,12 +483,33 @@ fn aggregated_discovery_etag_v2beta1_and_core() {
     assert_eq!(r.header("content-type"), Some(beta));
     assert_eq!(r.json()["apiVersion"], "apidiscovery.k8s.io/v2beta1");
 
-    // A.10: no core versions, so no core groups.
+    // The core group: one unnamed group with v1 and its kinds, as the legacy /api/v1 says.
     let r = s.request("GET", "/api", &[("Accept", AGGREGATED_ACCEPT)], None);
     assert_eq!(r.status, 200);
     let doc = r.json();
     assert_eq!(doc["kind"], "APIGroupDiscoveryList");
-    assert_eq!(doc["items"], json!([]));
+    let items = doc["items"].as_array().expect("items");
+    assert_eq!(items.len(), 1, "{doc}");
+    assert!(items[0]["metadata"].get("name").is_none(), "the core group has no name: {doc}");
+    let versions = items[0]["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 1, "{doc}");
+    assert_eq!(versions[0]["version"], "v1");
+    let resources = versions[0]["resources"].as_array().unwrap();
+    for (plural, kind, namespaced, short) in CORE_KINDS {
+        let r = resources
+            .iter()
+            .find(|r| r["resource"] == *plural)
+            .unwrap_or_else(|| panic!("{plural} in {doc}"));
+        assert_eq!(r["responseKind"], json!({"group": "", "version": "v1", "kind": kind}));
+        assert_eq!(r["scope"], if *namespaced { "Namespaced" } else { "Cluster" }, "{plural}");
+        assert_eq!(r.get("shortNames").cloned().unwrap_or(json!([])), json!(short));
+    }
+    assert_eq!(resources.len(), CORE_KINDS.len(), "{doc}");
+    let ns = resources.iter().find(|r| r["resource"] == "namespaces").unwrap();
+    let subresources: Vec<&Value> =
+        ns["subresources"].as_array().unwrap().iter().map(|s| &s["subresource"]).collect();
+    assert_eq!(subresources, [&json!("status"), &json!("finalize")], "{ns}");
+    assert_eq!(ns["subresources"][1]["verbs"], json!(["update"]));
     assert!(r.header("etag").is_some());
 
     // A plain clause first, or an unknown version, gets the legacy document.

@@ -1,7 +1,8 @@
 //! "Adding a version or a kind means editing the document only": builds the real binary against a
-//! document extended at run time (a new version of a group, a new kind, a kind of the legacy core
-//! group under `/api/v1`, a removed path) and checks that the server it makes serves exactly the
-//! edited API.
+//! document extended at run time (a new version of a group, a new kind, a removed path, a
+//! subresource served under another group) and checks that the server it makes serves exactly the
+//! edited API. The core group and kube's namespaces, which the checked-in document serves, are
+//! tested against the real binary (`namespaces.rs`, `discovery.rs`).
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -29,11 +30,6 @@ const NEW_SINGULAR: &str = "virtualmachinepool";
 const NEW_PLURAL: &str = "virtualmachinepools";
 /// The path removed from the document.
 const REMOVED_PATH: &str = "/apis/export.kubevirt.io/v1alpha1/virtualmachineexports";
-/// The kind added to the legacy core group (`""`, served under `/api/v1`), modelled on the
-/// template kind.
-const CORE_KIND: &str = "ConfigMap";
-const CORE_PLURAL: &str = "configmaps";
-
 /// Replaces every `from` by `to` in every string and object key of `v`.
 fn rename(v: &Value, pairs: &[(&str, &str)]) -> Value {
     let fix = |s: &str| pairs.iter().fold(s.to_string(), |acc, (from, to)| acc.replace(from, to));
@@ -132,7 +128,6 @@ fn extended_document(original: &Value) -> Value {
     let removed = doc["paths"].as_object_mut().expect("paths").remove(REMOVED_PATH);
     assert!(removed.is_some(), "{REMOVED_PATH} is in the document");
 
-    add_core_kind(&mut doc);
     add_cross_group_status(&mut doc);
 
     check_document(&doc);
@@ -169,205 +164,6 @@ fn add_cross_group_status(doc: &mut Value) {
         handler("getSubresourcesKubevirtIoV1APIResources", "apiResources"),
     );
     doc["x-virt-api-groups"].as_array_mut().unwrap().push(json!(CROSS_GROUP));
-}
-
-/// The legacy core group with one namespaced kind: `""` in x-virt-api-groups, its discovery path
-/// `/api/v1/`, its OpenAPI v3 document path, and the template kind's paths moved to `/api/v1`.
-fn add_core_kind(doc: &mut Value) {
-    let template_prefix = format!("/apis/{TEMPLATE_GROUP}/{TEMPLATE_VERSION}/");
-    let renames = [
-        (&template_prefix as &str, "/api/v1/"),
-        ("io.kubevirt.v1.VirtualMachine", "io.k8s.api.core.v1.ConfigMap"),
-        ("KubevirtIoV1", "CoreV1"),
-        (TEMPLATE_KIND, CORE_KIND),
-        (TEMPLATE_SINGULAR, "configmap"),
-    ];
-    let is_template_path =
-        |p: &str| p.starts_with(&template_prefix) && p.split('/').any(|seg| seg == TEMPLATE_PLURAL);
-    // Only the kind's own paths: a status subresource is the template's, not a ConfigMap's.
-    let copy = |p: &str| is_template_path(p) && !p.ends_with("/status");
-    let paths = copy_renamed(doc, "paths", copy, &renames);
-    assert!(paths >= 6, "copied {paths} paths");
-    let def = format!("{}{TEMPLATE_KIND}", definition_prefix(TEMPLATE_GROUP, TEMPLATE_VERSION));
-    let list = format!("{def}List");
-    let defs = copy_renamed(doc, "definitions", |d| d == def || d == list, &renames);
-    assert_eq!(defs, 2);
-    let core_gvk = |kind: &str| json!({"group": "", "version": "v1", "kind": kind});
-    let paths = doc["paths"].as_object_mut().unwrap();
-    for (path, item) in paths.iter_mut().filter(|(p, _)| p.starts_with("/api/v1/")) {
-        for op in
-            item.as_object_mut().unwrap().values_mut().filter(|o| o.get("operationId").is_some())
-        {
-            if op.get("x-kubernetes-group-version-kind").is_some() {
-                op["x-kubernetes-group-version-kind"] = core_gvk(CORE_KIND);
-            }
-        }
-        assert!(!path.contains("kubevirt"), "{path}");
-    }
-    let handler = |id: &str, name: &str| {
-        json!({"get": {"operationId": id, "produces": ["application/json"],
-                       "responses": {"200": {"description": "OK"}}, "x-virt-handler": name}})
-    };
-    paths.insert("/api/v1/".into(), handler("getCoreV1APIResources", "apiResources"));
-    let mut v3 = handler("getOpenAPIV3CoreDocument", "openapiV3Document");
-    v3["get"]["parameters"] =
-        json!([{"name": "version", "in": "path", "required": true, "type": "string"}]);
-    paths.insert("/openapi/v3/api/{version}".into(), v3);
-    let defs = doc["definitions"].as_object_mut().unwrap();
-    let kind = &mut defs["io.k8s.api.core.v1.ConfigMap"];
-    kind["x-kubernetes-group-version-kind"] = json!([core_gvk(CORE_KIND)]);
-    kind["description"] = json!("Configuration data (a fixture kind of the core group).");
-    // kube's ConfigMap, with its protobuf field numbers (generated.proto): kubectl's typed
-    // client sends it as protobuf.
-    kind["properties"] = json!({
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
-        "metadata": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
-                     "x-virt-proto-tag": 1},
-        "data": {"type": "object", "additionalProperties": {"type": "string"}, "x-virt-proto-tag": 2},
-        "binaryData": {"type": "object", "x-virt-proto-tag": 3,
-                       "additionalProperties": {"type": "string", "format": "byte"}},
-        "immutable": {"type": "boolean", "x-virt-proto-tag": 4},
-    });
-    kind["x-virt-resource"]["shortNames"] = json!(["cm"]);
-    // kube's printer for ConfigMaps: DATA counts both maps.
-    kind["x-virt-resource"]["printerColumns"] = json!([
-        {"name": "Data", "type": "integer", "description": "Data contains the configuration data.",
-         "cell": {"count": [".data", ".binaryData"]}},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
-         "description": "CreationTimestamp is a timestamp representing the server time when this object was created."},
-    ]);
-    kind["x-virt-resource"]["categories"] = json!([]);
-    defs["io.k8s.api.core.v1.ConfigMapList"]["x-kubernetes-group-version-kind"] =
-        json!([core_gvk("ConfigMapList")]);
-    number_meta(defs);
-    doc["x-virt-api-groups"].as_array_mut().unwrap().insert(0, json!(""));
-    add_namespaces(doc);
-}
-
-/// kube's Namespace in the core group, marked as the namespaces (`x-virt-resource.namespaces`),
-/// its paths modelled on the cluster-scoped VirtualMachineClone's (which has a status too).
-fn add_namespaces(doc: &mut Value) {
-    let template_prefix = format!("/apis/{NEW_VERSION_GROUP}/{OLD_VERSION}/");
-    let template_def =
-        format!("{}VirtualMachineClone", definition_prefix(NEW_VERSION_GROUP, OLD_VERSION));
-    let renames = [
-        (template_prefix.as_str(), "/api/v1/"),
-        (template_def.as_str(), "io.k8s.api.core.v1.Namespace"),
-        ("CloneKubevirtIoV1alpha1", "CoreV1"),
-        ("VirtualMachineClone", "Namespace"),
-        ("virtualmachineclone", "namespace"),
-    ];
-    let copy = |p: &str| p.starts_with(&template_prefix) && p.contains("/virtualmachineclones");
-    let paths = copy_renamed(doc, "paths", copy, &renames);
-    assert_eq!(paths, 5, "the collection, the object, its status and the two watches");
-    let list = format!("{template_def}List");
-    let defs = copy_renamed(doc, "definitions", |d| d == template_def || d == list, &renames);
-    assert_eq!(defs, 2);
-    let gvk = |kind: &str| json!({"group": "", "version": "v1", "kind": kind});
-    // kube's update-only `finalize`, modelled on the object's own PUT.
-    let object = doc["paths"]["/api/v1/namespaces/{name}"].clone();
-    let mut put = object["put"].clone();
-    put["operationId"] = json!("replaceCoreV1NamespaceFinalize");
-    doc["paths"]["/api/v1/namespaces/{name}/finalize"] =
-        json!({"parameters": object["parameters"], "put": put});
-    for (path, item) in doc["paths"].as_object_mut().unwrap().iter_mut() {
-        if !path.starts_with("/api/v1/") || !path.contains("namespaces") {
-            continue;
-        }
-        for op in item.as_object_mut().unwrap().values_mut() {
-            if let Some(g) = op.get_mut("x-kubernetes-group-version-kind") {
-                let kind = g["kind"].as_str().unwrap_or("Namespace").to_string();
-                *g = gvk(&kind);
-            }
-        }
-    }
-    let defs = doc["definitions"].as_object_mut().unwrap();
-    let ns = &mut defs["io.k8s.api.core.v1.Namespace"];
-    ns["x-kubernetes-group-version-kind"] = json!([gvk("Namespace")]);
-    ns["description"] =
-        json!("Namespace provides a scope for Names (a fixture kind of the core group).");
-    ns["properties"] = json!({
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
-        "metadata": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
-                     "x-virt-proto-tag": 1},
-        "spec": {"type": "object", "x-virt-proto-tag": 2, "properties": {
-            "finalizers": {"type": "array", "items": {"type": "string"}, "x-virt-proto-tag": 1}}},
-        "status": {"type": "object", "x-virt-proto-tag": 3, "properties": {
-            "phase": {"type": "string", "x-virt-proto-tag": 1}}},
-    });
-    let res = &mut ns["x-virt-resource"];
-    res["namespaces"] = json!(true);
-    res["shortNames"] = json!(["ns"]);
-    res["printerColumns"] = json!([
-        {"name": "Status", "type": "string", "jsonPath": ".status.phase",
-         "description": "The phase of the namespace."},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
-         "description": "CreationTimestamp is a timestamp representing the server time when this object was created."},
-    ]);
-    defs["io.k8s.api.core.v1.NamespaceList"]["x-kubernetes-group-version-kind"] =
-        json!([gvk("NamespaceList")]);
-}
-
-/// ObjectMeta and the messages inside it, numbered as apimachinery's generated.proto numbers
-/// them.
-fn number_meta(defs: &mut serde_json::Map<String, Value>) {
-    let meta = "io.k8s.apimachinery.pkg.apis.meta.v1.";
-    let numbers: [(&str, &[(&str, u64)]); 3] = [
-        (
-            "ObjectMeta",
-            &[
-                ("name", 1),
-                ("generateName", 2),
-                ("namespace", 3),
-                ("selfLink", 4),
-                ("uid", 5),
-                ("resourceVersion", 6),
-                ("generation", 7),
-                ("creationTimestamp", 8),
-                ("deletionTimestamp", 9),
-                ("deletionGracePeriodSeconds", 10),
-                ("labels", 11),
-                ("annotations", 12),
-                ("ownerReferences", 13),
-                ("finalizers", 14),
-                ("managedFields", 17),
-            ],
-        ),
-        (
-            "OwnerReference",
-            &[
-                ("kind", 1),
-                ("name", 3),
-                ("uid", 4),
-                ("apiVersion", 5),
-                ("controller", 6),
-                ("blockOwnerDeletion", 7),
-            ],
-        ),
-        (
-            "ManagedFieldsEntry",
-            &[
-                ("manager", 1),
-                ("operation", 2),
-                ("apiVersion", 3),
-                ("time", 4),
-                ("fieldsType", 6),
-                ("fieldsV1", 7),
-                ("subresource", 8),
-            ],
-        ),
-    ];
-    for (def, fields) in numbers {
-        let props = &mut defs[&format!("{meta}{def}")]["properties"];
-        for (field, tag) in fields {
-            assert!(props.get(field).is_some(), "{def}.{field}");
-            props[field]["x-virt-proto-tag"] = json!(tag);
-        }
-    }
-    defs[&format!("{meta}Time")]["x-virt-proto-type"] = json!("time");
-    defs[&format!("{meta}FieldsV1")]["x-virt-proto-type"] = json!("raw-json");
 }
 
 fn capitalized(s: &str) -> String {
@@ -484,24 +280,20 @@ fn extended_document_unit() {
             .count()
     };
     let template = count("/apis/kubevirt.io/v1/", "/virtualmachines");
-    // The core group: the template's paths less its status, its discovery and v3 paths.
-    let core = template - count("/apis/kubevirt.io/v1/", "/virtualmachines/{name}/status") + 2;
-    // The Namespace kind: the cluster-scoped clone's five paths, and `finalize`.
-    let namespaces = count("/apis/clone.kubevirt.io/v1alpha1/", "/virtualmachineclones") + 1;
     // The VirtualMachine's status under subresources.kubevirt.io, and that group's two
     // discovery paths.
     let cross = 3;
-    let added =
-        count("/apis/clone.kubevirt.io/v1alpha1/", "") + template + core + namespaces + cross;
+    let added = count("/apis/clone.kubevirt.io/v1alpha1/", "") + template + cross;
     assert_eq!(paths.len(), original["paths"].as_object().unwrap().len() + added - 1);
-    assert!(paths.contains_key("/api/v1/namespaces/{namespace}/configmaps/{name}"));
-    assert!(paths.contains_key("/api/v1/watch/configmaps"));
-    assert!(paths.contains_key("/openapi/v3/api/{version}"));
-    assert!(paths.contains_key("/api/v1/namespaces/{name}/status"));
-    assert_eq!(
-        doc["definitions"]["io.k8s.api.core.v1.Namespace"]["x-virt-resource"]["namespaces"],
-        true
-    );
+    assert!(paths.contains_key(
+        "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/virtualmachines/{name}/status"
+    ));
+    // The rest of the document, the core group's kinds among them, is untouched.
+    for (path, item) in original["paths"].as_object().unwrap() {
+        if path != REMOVED_PATH {
+            assert_eq!(&paths[path], item, "{path}");
+        }
+    }
     assert_eq!(doc["x-virt-api-groups"][0], "");
     let get =
         &paths["/apis/kubevirt.io/v1/namespaces/{namespace}/virtualmachinepools/{name}"]["get"];
@@ -540,63 +332,9 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     assert_eq!(v2.status, 200);
     assert!(v2.body == bytes, "/openapi/v2 serves the fixture document");
 
-    // Namespaces, as kube keeps them: the system ones exist from the start, the others are made
-    // before use (kubectl sends a Namespace as protobuf), and nothing lives in one that is
-    // missing or terminating.
+    // Its objects live in a namespace made first, as against any cluster with kube's namespaces.
     let kubectl = crate::common::Kubectl::new(&server);
     kubectl.ok(&["create", "namespace", "pools"]);
-    let listed = kubectl.ok(&["get", "ns", "--no-headers"]);
-    let namespaces: Vec<Vec<&str>> =
-        listed.lines().map(|l| l.split_whitespace().collect()).collect();
-    let names_and_status: Vec<(&str, &str)> = namespaces.iter().map(|r| (r[0], r[1])).collect();
-    assert_eq!(
-        names_and_status,
-        [
-            ("default", "Active"),
-            ("kube-node-lease", "Active"),
-            ("kube-public", "Active"),
-            ("kube-system", "Active"),
-            ("pools", "Active")
-        ],
-        "{listed}"
-    );
-    let pools = server.get("/api/v1/namespaces/pools").json();
-    assert_eq!(pools["spec"]["finalizers"], json!(["kubernetes"]), "{pools}");
-    assert_eq!(pools["metadata"]["labels"]["kubernetes.io/metadata.name"], "pools", "{pools}");
-    let cm = |ns: &str| {
-        let body = json!({"apiVersion": "v1", "kind": CORE_KIND, "metadata": {"name": "c"}});
-        server.post(&format!("/api/v1/namespaces/{ns}/{CORE_PLURAL}"), &body)
-    };
-    let missing = cm("nowhere");
-    assert_eq!(missing.status, 404, "{}", missing.text());
-    assert_eq!(missing.json()["message"], "namespaces \"nowhere\" not found");
-    assert_eq!(missing.json()["details"], json!({"name": "nowhere", "kind": "namespaces"}));
-    kubectl.ok(&["create", "namespace", "closing"]);
-    let closing = server.request(
-        "PATCH",
-        "/api/v1/namespaces/closing/status",
-        &[],
-        Some(("application/merge-patch+json", br#"{"status":{"phase":"Terminating"}}"#)),
-    );
-    assert_eq!(closing.status, 200, "{}", closing.text());
-    let refused = cm("closing");
-    assert_eq!(refused.status, 403, "{}", refused.text());
-    let refused = refused.json();
-    assert_eq!(
-        refused["message"],
-        "configmaps \"c\" is forbidden: unable to create new content in namespace closing because it is being terminated"
-    );
-    assert_eq!(
-        refused["details"]["causes"],
-        json!([{"reason": "NamespaceTerminating", "message": "namespace closing is being terminated",
-                "field": "metadata.namespace"}])
-    );
-    let protected = server.delete("/api/v1/namespaces/default");
-    assert_eq!(protected.status, 403, "{}", protected.text());
-    assert_eq!(
-        protected.json()["message"],
-        "namespaces \"default\" is forbidden: this namespace may not be deleted"
-    );
 
     // Discovery: the new version is the group's preferred one, and has the group's kind.
     let group = server.get(&format!("/apis/{NEW_VERSION_GROUP}"));
@@ -741,153 +479,6 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
         watch_all.text()
     );
 
-    // The core group: `/api` lists its version, `/api/v1` its kind, `/apis` leaves it out, and
-    // its objects live under `/api/v1` in storage of their own.
-    let api = server.get("/api").json();
-    assert_eq!(api["versions"], json!(["v1"]), "{api}");
-    let core = server.get("/api/v1");
-    assert_eq!(core.status, 200, "{}", core.text());
-    let core = core.json();
-    assert_eq!(core["groupVersion"], "v1", "{core}");
-    let cm = discovery_resource(&core, CORE_PLURAL).unwrap_or_else(|| panic!("{core}"));
-    assert_eq!((cm["kind"].as_str(), cm["namespaced"].as_bool()), (Some(CORE_KIND), Some(true)));
-    assert_eq!(cm["shortNames"], json!(["cm"]));
-    let all = server.get("/apis").json();
-    assert!(all["groups"].as_array().unwrap().iter().all(|g| g["name"] != ""), "{all}");
-    let aggregated = server.request(
-        "GET",
-        "/api",
-        &[("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")],
-        None,
-    );
-    assert_eq!(aggregated.status, 200, "{}", aggregated.text());
-    let aggregated = aggregated.json();
-    let items = aggregated["items"].as_array().unwrap();
-    assert_eq!(items.len(), 1, "{aggregated}");
-    assert!(items[0]["metadata"].get("name").is_none(), "the core group has no name");
-    assert_eq!(items[0]["versions"][0]["resources"][0]["resource"], CORE_PLURAL);
-    let index = server.get("/openapi/v3").json();
-    assert!(index["paths"].get("api/v1").is_some(), "{index}");
-    let v3 = server.get("/openapi/v3/api/v1");
-    assert_eq!(v3.status, 200, "{}", v3.text());
-    assert!(v3.json()["paths"].get("/api/v1/namespaces/{namespace}/configmaps").is_some());
-    let cms = format!("/api/v1/namespaces/pools/{CORE_PLURAL}");
-    let body = json!({"apiVersion": "v1", "kind": CORE_KIND, "metadata": {"name": "settings"},
-                      "data": {"color": "blue"}});
-    let created = server.post(&cms, &body);
-    assert_eq!(created.status, 201, "{}", created.text());
-    assert_eq!(created.json()["apiVersion"], "v1");
-    let got = server.get(&format!("{cms}/settings"));
-    assert_eq!(got.status, 200, "{}", got.text());
-    assert_eq!(got.json()["data"], body["data"]);
-    assert_eq!(names(&server.get(&format!("/api/v1/{CORE_PLURAL}")).json()), ["settings"]);
-    let listed = kubectl.ok(&["get", "cm", "-n", "pools", "-o", "name"]);
-    assert_eq!(listed.trim(), "configmap/settings", "{listed}");
-    // kubectl's typed client sends built-in kinds as protobuf (k8s\0 + runtime.Unknown).
-    kubectl.ok(&[
-        "create",
-        "configmap",
-        "from-kubectl",
-        "-n",
-        "pools",
-        "--from-literal=color=green",
-        "--from-literal=size=3",
-    ]);
-    let made = server.get(&format!("{cms}/from-kubectl")).json();
-    assert_eq!(made["data"], json!({"color": "green", "size": "3"}), "{made}");
-    assert_eq!(made["metadata"]["namespace"], "pools");
-    assert!(made["metadata"]["uid"].is_string(), "{made}");
-    let table = kubectl.ok(&["get", "cm", "-n", "pools"]);
-    let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
-    assert_eq!(rows[0], ["NAME", "DATA", "AGE"], "{table}");
-    assert!(rows.iter().any(|r| r[..2] == ["from-kubectl", "2"]), "{table}");
-    assert!(rows.iter().any(|r| r[..2] == ["settings", "1"]), "{table}");
-    let resources = kubectl.ok(&["api-resources", "--api-group="]);
-    assert!(
-        resources.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
-            == ["configmaps", "cm", "v1", "true", CORE_KIND]),
-        "{resources}"
-    );
-    let gone = server.delete(&format!("{cms}/settings"));
-    assert_eq!(gone.status, 200, "{}", gone.text());
-
-    // Deleting a namespace: it terminates, its content is deleted (finalizers honoured), its
-    // conditions say what holds it, and it goes once nothing does.
-    kubectl.ok(&["create", "namespace", "doomed"]);
-    let doomed_cms = format!("/api/v1/namespaces/doomed/{CORE_PLURAL}");
-    for (name, finalizers) in [("loose", json!([])), ("held", json!(["example.com/hold"]))] {
-        let body = json!({"apiVersion": "v1", "kind": CORE_KIND,
-                          "metadata": {"name": name, "finalizers": finalizers}});
-        let made = server.post(&doomed_cms, &body);
-        assert_eq!(made.status, 201, "{}", made.text());
-    }
-    let first = server.delete("/api/v1/namespaces/doomed");
-    assert_eq!(first.status, 200, "{}", first.text());
-    assert_eq!(first.json()["status"]["phase"], "Terminating", "{}", first.text());
-    let until = |what: &str, done: &dyn Fn() -> bool| {
-        for _ in 0..200 {
-            if done() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        panic!("{what} did not happen within 10 s");
-    };
-    until("the loose ConfigMap's deletion", &|| {
-        server.get(&format!("{doomed_cms}/loose")).status == 404
-    });
-    let held_message = "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances";
-    until("the conditions", &|| {
-        let ns = server.get("/api/v1/namespaces/doomed").json();
-        ns["status"]["conditions"].as_array().is_some_and(|c| {
-            c.iter().any(|c| {
-                c["type"] == "NamespaceFinalizersRemaining" && c["message"] == held_message
-            })
-        })
-    });
-    let again = server.delete("/api/v1/namespaces/doomed");
-    assert_eq!(again.status, 409, "{}", again.text());
-    assert_eq!(
-        again.json()["message"],
-        "Operation cannot be fulfilled on namespaces \"doomed\": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."
-    );
-    let late = json!({"apiVersion": "v1", "kind": CORE_KIND, "metadata": {"name": "late"}});
-    assert_eq!(server.post(&doomed_cms, &late).status, 403, "no new content while terminating");
-    let release = server.request(
-        "PATCH",
-        &format!("{doomed_cms}/held"),
-        &[],
-        Some(("application/merge-patch+json", br#"{"metadata":{"finalizers":null}}"#)),
-    );
-    assert_eq!(release.status, 200, "{}", release.text());
-    until("the namespace's removal", &|| server.get("/api/v1/namespaces/doomed").status == 404);
-    // `finalize` (update only) ends a namespace whatever it holds, as kube's does.
-    kubectl.ok(&["create", "namespace", "stuck"]);
-    let held = json!({"apiVersion": "v1", "kind": CORE_KIND,
-                      "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
-    let stuck_cms = format!("/api/v1/namespaces/stuck/{CORE_PLURAL}");
-    assert_eq!(server.post(&stuck_cms, &held).status, 201);
-    assert_eq!(server.delete("/api/v1/namespaces/stuck").status, 200);
-    until("the conditions", &|| {
-        let ns = server.get("/api/v1/namespaces/stuck").json();
-        ns["status"]["conditions"].as_array().is_some_and(|c| !c.is_empty())
-    });
-    let mut ns = server.get("/api/v1/namespaces/stuck").json();
-    ns["spec"]["finalizers"] = json!([]);
-    let finalized = server.put("/api/v1/namespaces/stuck/finalize", &ns);
-    assert_eq!(finalized.status, 200, "{}", finalized.text());
-    assert_eq!(server.get("/api/v1/namespaces/stuck").status, 404);
-    let get_finalize = server.get("/api/v1/namespaces/stuck/finalize");
-    assert_eq!(get_finalize.status, 405, "{}", get_finalize.text());
-    let v1 = server.get("/api/v1").json();
-    let fin = discovery_resource(&v1, "namespaces/finalize").unwrap_or_else(|| panic!("{v1}"));
-    assert_eq!(fin["verbs"], json!(["update"]));
-    // kubectl waits for the namespace to go, which it does promptly when nothing holds it.
-    kubectl.ok(&["create", "namespace", "quick"]);
-    kubectl.ok(&["create", "configmap", "inside", "-n", "quick", "--from-literal=a=b"]);
-    kubectl.ok(&["delete", "namespace", "quick", "--timeout=20s"]);
-    assert_eq!(server.get("/api/v1/namespaces/quick").status, 404);
-
     // A subresource served under another group than its kind's (x-virt-subresource-of): the
     // VirtualMachine's status, read and written under subresources.kubevirt.io.
     let vm = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
@@ -910,31 +501,22 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
     let group = server.get(&format!("/apis/{CROSS_GROUP}"));
     assert_eq!(group.status, 200, "{}", group.text());
 
-    // `--implicit-namespaces`: any namespace holds objects, and none is made or checked.
-    drop(server);
-    let implicit = TestServer::start_with(ServerOptions {
-        binary: Some(bin.clone()),
-        args: vec!["--implicit-namespaces".into()],
-        ..Default::default()
-    });
-    let body = json!({"apiVersion": "v1", "kind": CORE_KIND, "metadata": {"name": "c"}});
-    let made = implicit.post(&format!("/api/v1/namespaces/nowhere/{CORE_PLURAL}"), &body);
-    assert_eq!(made.status, 201, "{}", made.text());
-    assert_eq!(names(&implicit.get("/api/v1/namespaces").json()), Vec::<String>::new());
-
     // And the binary built from the checked-in document serves none of the edits.
     let plain = TestServer::start();
     assert_eq!(plain.get(&format!("{coll}/web")).status, 404);
     assert_eq!(plain.get(&format!("/apis/{NEW_VERSION_GROUP}/{NEW_VERSION}")).status, 404);
     assert_eq!(plain.get(REMOVED_PATH).status, 200);
-    assert_eq!(plain.get("/api").json()["versions"], json!([]));
-    assert_eq!(plain.get("/api/v1").status, 404);
 
-    // Upgrading: a database the checked-in document's binary wrote, with objects in namespaces
-    // no Namespace names, opens under the document that serves Namespaces with one for each.
-    let vm = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
-                    "metadata": {"name": "old"}, "spec": {}});
-    let made = plain.post("/apis/kubevirt.io/v1/namespaces/legacy/virtualmachines", &vm);
+    // A database the checked-in document's binary wrote opens under the edited document, its
+    // objects read through the new version.
+    let clone = json!({
+        "apiVersion": format!("{NEW_VERSION_GROUP}/{OLD_VERSION}"),
+        "kind": "VirtualMachineClone",
+        "metadata": {"name": "before-the-edit"},
+        "spec": {"source": {"apiGroup": "kubevirt.io", "kind": "VirtualMachine", "name": "vm"}}
+    });
+    let made = plain
+        .post(&format!("/apis/{NEW_VERSION_GROUP}/{OLD_VERSION}/virtualmachineclones"), &clone);
     assert_eq!(made.status, 201, "{}", made.text());
     let (db, dir) = plain.kill();
     let upgraded = TestServer::start_with(ServerOptions {
@@ -942,12 +524,12 @@ fn a_document_edit_alone_adds_a_version_and_a_kind_and_removes_a_path() {
         binary: Some(bin),
         ..Default::default()
     });
-    let legacy = upgraded.get("/api/v1/namespaces/legacy");
-    assert_eq!(legacy.status, 200, "{}", legacy.text());
-    assert_eq!(legacy.json()["status"]["phase"], "Active");
-    let old = upgraded.get("/apis/kubevirt.io/v1/namespaces/legacy/virtualmachines/old");
-    assert_eq!(old.status, 200, "{}", old.text());
-    assert_eq!(upgraded.get("/api/v1/namespaces/default").status, 200);
+    let read = upgraded.get(&format!("{clones}/before-the-edit"));
+    assert_eq!(read.status, 200, "{}", read.text());
+    let read = read.json();
+    assert_eq!(read["apiVersion"], format!("{NEW_VERSION_GROUP}/{NEW_VERSION}"));
+    assert_eq!(read["metadata"]["uid"], made.json()["metadata"]["uid"]);
+    assert_eq!(read["spec"], clone["spec"]);
     drop(upgraded);
     drop(dir);
 }

@@ -33,6 +33,7 @@ fn gone(s: &TestServer, path: &str) -> Option<()> {
 #[test]
 fn background_deletes_dependents_after_the_owner() {
     let s = TestServer::start_with(ServerOptions { memory: true, ..Default::default() });
+    s.namespace("gc");
     owner_and_dependent(&s, "bg", true);
     let r = s.delete(&format!("{VMS}/bg?propagationPolicy=Background"));
     assert_eq!(r.status, 200);
@@ -43,6 +44,7 @@ fn background_deletes_dependents_after_the_owner() {
 #[test]
 fn foreground_waits_for_dependents() {
     let s = TestServer::start_with(ServerOptions { memory: true, ..Default::default() });
+    s.namespace("gc");
     owner_and_dependent(&s, "fg", true);
     // A finalizer of its own keeps the dependent around, so the owner must wait.
     let hold = s.patch(
@@ -74,6 +76,7 @@ fn foreground_waits_for_dependents() {
 #[test]
 fn orphan_keeps_dependents_without_the_reference() {
     let s = TestServer::start_with(ServerOptions { memory: true, ..Default::default() });
+    s.namespace("gc");
     owner_and_dependent(&s, "or", true);
     let owned_refs = |vmi: &Value| {
         let entries = vmi["metadata"]["managedFields"].as_array().cloned().unwrap_or_default();
@@ -93,6 +96,7 @@ fn orphan_keeps_dependents_without_the_reference() {
 #[test]
 fn dependents_of_missing_owners_are_collected_and_dangling_refs_dropped() {
     let s = TestServer::start_with(ServerOptions { memory: true, ..Default::default() });
+    s.namespace("gc");
     let vm = s.post(VMS, &json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "alive"}}));
     let alive = vm.json()["metadata"]["uid"].as_str().unwrap().to_string();
     let orphaned = |name: &str, refs: Value| {
@@ -128,6 +132,7 @@ fn dependents_of_missing_owners_are_collected_and_dangling_refs_dropped() {
 fn collection_resumes_after_a_crash() {
     let off = vec!["--enable-garbage-collector".to_string(), "false".to_string()];
     let s = TestServer::start_with(ServerOptions { args: off.clone(), ..Default::default() });
+    s.namespace("gc");
     owner_and_dependent(&s, "fg", true);
     owner_and_dependent(&s, "or", true);
     assert_eq!(s.delete(&format!("{VMS}/fg?propagationPolicy=Foreground")).status, 200);

@@ -30,6 +30,7 @@ fn health_endpoints() {
 #[test]
 fn probe_fails_while_the_database_is_locked() {
     let s = TestServer::start();
+    s.namespace("after-lock");
     assert_eq!(s.get(PROBE).status, 200);
     let conn = rusqlite::Connection::open(&s.db).expect("open the database file");
     conn.busy_timeout(Duration::from_secs(5)).unwrap();
@@ -51,6 +52,7 @@ fn probe_fails_while_the_database_is_locked() {
 #[test]
 fn data_and_revisions_survive_a_restart() {
     let s = TestServer::start();
+    s.namespace("durable");
     let ns = "durable";
     let a = s.create(vm(), &labelled(vm(), ns, "a", json!({"k": "v"})));
     s.create(vm(), &object(vm(), ns, "b"));

@@ -124,13 +124,17 @@ fn api_versions_lists_every_group_version() {
     assert!(run.ok() && run.stderr().is_empty(), "{}", run.describe());
     let out = run.stdout();
     let actual: BTreeSet<&str> = out.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    // Every group version, and the core versions `/api` lists (it serves no core resources).
+    // Every group version; the core group's versions (`/api` lists them) have no group name.
     let core = server.get("/api").json();
-    let core = core["versions"].as_array().cloned().unwrap_or_default();
+    assert_eq!(core["versions"], serde_json::json!(["v1"]), "{core}");
     let expected: Vec<String> = GROUPS
         .iter()
-        .flat_map(|g| g.versions.iter().map(|v| format!("{}/{v}", g.name)))
-        .chain(core.iter().map(|v| v.as_str().expect("a version").to_string()))
+        .flat_map(|g| {
+            g.versions.iter().map(|v| match g.name {
+                "" => v.to_string(),
+                group => format!("{group}/{v}"),
+            })
+        })
         .collect();
     let expected: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
     assert_eq!(actual, expected, "kubectl api-versions:\n{out}");
@@ -142,6 +146,7 @@ fn apply_get_and_delete_a_virtual_machine() {
     let k = Kubectl::new(&server);
     let vm = manifest_path("vm.yaml");
     let want = manifest("vm.yaml");
+    k.ok(&["create", "namespace", "kubectl-apply"]);
 
     let out = k.ok(&["apply", "-n", "kubectl-apply", "-f", p(&vm)]);
     assert_eq!(out.trim(), "virtualmachine.kubevirt.io/fedora-vm created");
@@ -183,14 +188,15 @@ fn apply_get_and_delete_a_virtual_machine() {
     let new_rv: u64 = patched["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
     assert!(new_rv > rv.parse().unwrap());
 
-    // Delete (kubectl waits for the object to go), then it is not found. Outside `default`,
-    // kubectl follows a NotFound with `GET /api/v1/namespaces/<ns>` to say whether the namespace
-    // is missing; the core group is not served (A.10), so that answer is a bare 404 and kubectl
-    // prints its generic message. In `default` it prints the server's own.
+    // Delete (kubectl waits for the object to go), then it is not found: kubectl prints the
+    // server's own message.
     let out = k.ok(&["delete", "vm", "fedora-vm", "-n", "kubectl-apply"]);
     assert_eq!(out.trim(), "virtualmachine.kubevirt.io \"fedora-vm\" deleted");
     let err = k.fails(&["get", "vm", "fedora-vm", "-n", "kubectl-apply"]);
-    assert!(err.contains("Error from server (NotFound)"), "{err}");
+    assert_eq!(
+        err.trim(),
+        "Error from server (NotFound): virtualmachines.kubevirt.io \"fedora-vm\" not found"
+    );
     let err = k.fails(&["delete", "vm", "fedora-vm", "-n", "kubectl-apply"]);
     assert!(err.contains("(NotFound)"), "{err}");
     k.ok(&["apply", "-n", "default", "-f", p(&vm)]);
@@ -208,6 +214,7 @@ fn get_lists_across_and_within_namespaces() {
     let k = Kubectl::new(&server);
     let vm = manifest_path("vm.yaml");
     for ns in ["team-a", "team-b"] {
+        k.ok(&["create", "namespace", ns]);
         k.ok(&["apply", "-n", ns, "-f", p(&vm)]);
     }
     let mut second = manifest("vm.yaml");
@@ -269,6 +276,7 @@ fn create_a_data_volume() {
     let k = Kubectl::new(&server);
     let dv = manifest_path("dv.yaml");
     let want = manifest("dv.yaml");
+    k.ok(&["create", "namespace", "storage"]);
 
     let out = k.ok(&["create", "-n", "storage", "-f", p(&dv)]);
     assert_eq!(out.trim(), "datavolume.cdi.kubevirt.io/fedora-root created");
@@ -317,6 +325,7 @@ fn apply_an_instancetype() {
     let k = Kubectl::new(&server);
     let it = manifest_path("instancetype.yaml");
     let want = manifest("instancetype.yaml");
+    k.ok(&["create", "namespace", "types"]);
 
     let out = k.ok(&["apply", "-n", "types", "-f", p(&it)]);
     assert_eq!(out.trim(), "virtualmachineinstancetype.instancetype.kubevirt.io/u1-medium created");
@@ -351,6 +360,7 @@ fn label_annotate_patch_and_replace() {
     // Every command in one namespace.
     let ok = |args: &[&str]| k.ok(&[args, &["-n", "edits"]].concat());
     let fails = |args: &[&str]| k.fails(&[args, &["-n", "edits"]].concat());
+    k.ok(&["create", "namespace", "edits"]);
     ok(&["create", "-f", vm]);
 
     // label and annotate send merge patches for custom resources.
@@ -520,6 +530,7 @@ fn header(text: &str) -> Vec<&str> {
 fn get_prints_the_printer_columns() {
     let server = TestServer::start();
     let k = Kubectl::in_namespace(&server, "columns");
+    k.ok(&["create", "namespace", "columns"]);
     k.ok(&["apply", "-f", p(&manifest_path("vm.yaml"))]);
     set_vm_status(&server, "columns", "fedora-vm", "Running", "True");
 
@@ -552,6 +563,7 @@ fn get_prints_the_printer_columns() {
 #[test]
 fn get_with_chunk_size_pages_through_the_list() {
     let server = TestServer::start();
+    server.namespace("chunks");
     let k = Kubectl::in_namespace(&server, "chunks");
     let res = crate::common::preferred("kubevirt.io", "virtualmachines");
     let names: Vec<String> = (1..=5).map(|i| format!("vm-{i}")).collect();
@@ -580,6 +592,7 @@ fn get_with_chunk_size_pages_through_the_list() {
 fn describe_shows_the_virtual_machine() {
     let server = TestServer::start();
     let k = Kubectl::in_namespace(&server, "describe");
+    k.ok(&["create", "namespace", "describe"]);
     k.ok(&["apply", "-f", p(&manifest_path("vm.yaml"))]);
     let out = k.ok(&["describe", "vm", "fedora-vm"]);
     for want in [
@@ -606,6 +619,7 @@ fn get_watch_prints_the_printer_columns() {
 
     let server = TestServer::start();
     let k = Kubectl::in_namespace(&server, "watching");
+    k.ok(&["create", "namespace", "watching"]);
     k.ok(&["apply", "-f", p(&manifest_path("vm.yaml"))]);
     let mut child =
         k.command(&["get", "vm", "-w"]).stdout(Stdio::piped()).spawn().expect("start kubectl");

@@ -74,6 +74,9 @@ fn read_pages(s: &TestServer, path: &str, limit: usize) -> (Vec<(String, String)
 #[test]
 fn pages_in_key_order_at_one_revision() {
     let s = TestServer::start();
+    s.namespace("ns-a");
+    s.namespace("ns-b");
+    s.namespace("ns-ab");
     // Created out of order; names chosen so bytewise order differs from creation order.
     let objs = [
         ("ns-b", "a"),
@@ -115,6 +118,7 @@ fn pages_in_key_order_at_one_revision() {
 #[test]
 fn remaining_item_count() {
     let s = TestServer::start();
+    s.namespace("rc");
     for name in ["a", "b", "c", "d", "e"] {
         s.create(vm(), &labelled(vm(), "rc", name, json!({"k": "v"})));
     }
@@ -142,6 +146,7 @@ fn remaining_item_count() {
 #[test]
 fn later_pages_show_the_first_pages_snapshot() {
     let s = TestServer::start();
+    s.namespace("snap");
     let ns = "snap";
     for name in ["a", "b", "c", "d", "e"] {
         s.create(vm(), &object(vm(), ns, name));
@@ -186,6 +191,7 @@ fn later_pages_show_the_first_pages_snapshot() {
 #[test]
 fn list_at_an_exact_revision() {
     let s = TestServer::start();
+    s.namespace("exact");
     let ns = "exact";
     let a = s.create(vm(), &object(vm(), ns, "a"));
     s.create(vm(), &object(vm(), ns, "b"));
@@ -220,6 +226,7 @@ fn label_fixture(s: &TestServer) -> String {
 #[test]
 fn label_selector_grammar() {
     let s = TestServer::start();
+    s.namespace("labels");
     let path = label_fixture(&s);
     let cases: &[(&str, &[&str])] = &[
         ("", &["o1", "o2", "o3", "o4"]),
@@ -265,6 +272,7 @@ fn label_selector_grammar() {
 #[test]
 fn label_selector_errors_are_400() {
     let s = TestServer::start();
+    s.namespace("labels");
     let path = label_fixture(&s);
     for bad in
         ["env prod", "env in prod", "env in (prod", "=prod", "n>abc", "n>1,", "bad key=v", "k=-v-"]
@@ -286,6 +294,8 @@ fn label_selector_errors_are_400() {
 #[test]
 fn field_selectors() {
     let s = TestServer::start();
+    s.namespace("f2");
+    s.namespace("f1");
     for (ns, name) in [("f1", "a"), ("f1", "b"), ("f2", "a")] {
         s.create(vm(), &object(vm(), ns, name));
     }
@@ -330,6 +340,7 @@ fn field_selectors() {
 #[test]
 fn option_errors() {
     let s = TestServer::start();
+    s.namespace("opts");
     s.create(vm(), &object(vm(), "opts", "a"));
     s.create(vm(), &object(vm(), "opts", "b"));
     let path = collection_path(vm(), Some("opts"));
@@ -388,6 +399,7 @@ fn option_errors() {
 #[test]
 fn future_resource_version_is_504() {
     let s = TestServer::start();
+    s.namespace("future");
     let a = s.create(vm(), &object(vm(), "future", "a"));
     let ahead = rv(&a) + 100;
     let started = std::time::Instant::now();
@@ -408,6 +420,7 @@ fn future_resource_version_is_504() {
 #[test]
 fn harmless_parameters_are_accepted() {
     let s = TestServer::start();
+    s.namespace("params");
     s.create(vm(), &object(vm(), "params", "a"));
     let path = collection_path(vm(), Some("params"));
     for q in [
@@ -428,6 +441,7 @@ fn harmless_parameters_are_accepted() {
 #[test]
 fn list_items_are_full_objects() {
     let s = TestServer::start();
+    s.namespace("full");
     let created = s.create(vm(), &labelled(vm(), "full", "a", json!({"k": "v"})));
     let list = s.get_json(&collection_path(vm(), Some("full")));
     assert_eq!(list["items"][0], created);

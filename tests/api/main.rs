@@ -19,6 +19,7 @@ mod health;
 mod kubectl;
 mod lists;
 mod logging;
+mod namespaces;
 mod openapi;
 mod secrets;
 mod seed_ops;

@@ -138,6 +138,7 @@ fn v2_as_gnostic_protobuf() {
 fn large_answers_are_gzipped_when_asked_and_watches_still_stream() {
     use std::io::Read;
     let s = TestServer::start();
+    s.namespace("gz");
     let doc = document();
     let r = s.request("GET", "/openapi/v2", &[("Accept-Encoding", "gzip")], None);
     assert_eq!(r.status, 200);
@@ -169,6 +170,14 @@ fn index(s: &TestServer) -> Value {
     r.json()
 }
 
+/// A group version's key in the `/openapi/v3` index: the core group's is `api/<version>`.
+fn v3_key(group: &str, version: &str) -> String {
+    match group {
+        "" => format!("api/{version}"),
+        group => format!("apis/{group}/{version}"),
+    }
+}
+
 #[test]
 fn v3_index_lists_every_group_version() {
     let s = TestServer::start();
@@ -177,10 +186,11 @@ fn v3_index_lists_every_group_version() {
     let mut expected: Vec<String> = Vec::new();
     for g in GROUPS {
         for v in g.versions {
-            expected.push(format!("apis/{}/{v}", g.name));
+            expected.push(v3_key(g.name, v));
         }
     }
     assert!(expected.len() >= 12, "GROUPS is filled");
+    assert!(expected.contains(&"api/v1".to_string()), "the core group: {expected:?}");
     let mut got: Vec<String> = paths.keys().cloned().collect();
     got.sort();
     expected.sort();
@@ -288,7 +298,7 @@ fn patch_operations_declare_field_validation_and_no_strategic_merge() {
                     if (g, v, gvk["kind"].as_str()) == ("autoscaling", "v1", Some("Scale")) {
                         assert!(path.ends_with("/{name}/scale"), "{gv} PATCH {path}: {gvk}");
                     } else {
-                        assert_eq!(&format!("apis/{g}/{v}"), gv, "{path}");
+                        assert_eq!(&v3_key(g, v), gv, "{path}");
                     }
                     let content = resolve(&doc, &op["requestBody"])["content"].as_object().unwrap();
                     for ct in [

@@ -71,6 +71,7 @@ fn bind(path: &str, name: &str) -> String {
 #[test]
 fn every_seed_operation_succeeds() {
     let s = TestServer::start();
+    s.namespace(NS);
     let rows = rows();
     assert!(rows.len() > 200, "the table lists {} operations", rows.len());
     let mut failures = Vec::new();

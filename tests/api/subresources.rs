@@ -72,6 +72,7 @@ fn vm_with_status(s: &TestServer, name: &str) -> Value {
 #[test]
 fn create_drops_status_when_the_kind_has_a_status_subresource() {
     let s = TestServer::start();
+    s.namespace(NS);
     let mut body = object("VirtualMachine", "c", json!({"running": false}));
     body["status"] = json!({"printableStatus": "Running"});
     let created = create(&s, &collection("v1", "virtualmachines"), &body);
@@ -88,6 +89,7 @@ fn create_drops_status_when_the_kind_has_a_status_subresource() {
 #[test]
 fn status_endpoint_changes_only_status_and_never_generation() {
     let s = TestServer::start();
+    s.namespace(NS);
     let before = vm_with_status(&s, "a");
     let status_path = format!("{}/status", vm("a"));
     // GET answers the whole object.
@@ -135,6 +137,7 @@ fn status_endpoint_changes_only_status_and_never_generation() {
 #[test]
 fn status_put_needs_a_current_resource_version() {
     let s = TestServer::start();
+    s.namespace(NS);
     let before = vm_with_status(&s, "a");
     let status_path = format!("{}/status", vm("a"));
     let mut body = before.clone();
@@ -163,6 +166,7 @@ fn status_put_needs_a_current_resource_version() {
 #[test]
 fn main_endpoint_ignores_status_and_bumps_generation_on_spec_only() {
     let s = TestServer::start();
+    s.namespace(NS);
     let before = vm_with_status(&s, "a");
     let generation = before["metadata"]["generation"].as_i64().unwrap();
 
@@ -195,6 +199,7 @@ fn main_endpoint_ignores_status_and_bumps_generation_on_spec_only() {
 #[test]
 fn kinds_without_a_status_subresource_write_status_through_the_main_endpoint() {
     let s = TestServer::start();
+    s.namespace(NS);
     let path = item("v1", "virtualmachineinstances", "i");
     let mut body = object("VirtualMachineInstance", "i", json!({}));
     body["status"] = json!({"phase": "Pending"});
@@ -215,6 +220,7 @@ fn kinds_without_a_status_subresource_write_status_through_the_main_endpoint() {
 #[test]
 fn no_op_writes_keep_the_resource_version_and_send_no_event() {
     let s = TestServer::start();
+    s.namespace(NS);
     let before = vm_with_status(&s, "a");
     let w = s.watch(&format!(
         "{}?watch=true&resourceVersion={}",
@@ -246,6 +252,7 @@ fn replica_set(s: &TestServer, name: &str) -> Value {
 #[test]
 fn scale_reads_and_writes_spec_replicas() {
     let s = TestServer::start();
+    s.namespace(NS);
     let obj = replica_set(&s, "rs");
     let scale_path = format!("{}/scale", rs("rs"));
     let scale = ok(s.get(&scale_path), 200);
@@ -306,6 +313,7 @@ fn scale_reads_and_writes_spec_replicas() {
 #[test]
 fn scale_rejects_bad_replicas() {
     let s = TestServer::start();
+    s.namespace(NS);
     replica_set(&s, "rs");
     let scale_path = format!("{}/scale", rs("rs"));
     let st =
@@ -348,6 +356,7 @@ fn scale_rejects_bad_replicas() {
 #[test]
 fn scale_of_an_object_without_replicas() {
     let s = TestServer::start();
+    s.namespace(NS);
     let coll = collection("v1", "virtualmachineinstancereplicasets");
     create(&s, &coll, &object("VirtualMachineInstanceReplicaSet", "bare", json!({})));
     let scale_path = format!("{}/scale", rs("bare"));
@@ -486,6 +495,7 @@ fn kubectl() -> PathBuf {
 #[test]
 fn kubectl_scale_writes_spec_replicas() {
     let s = TestServer::start();
+    s.namespace(NS);
     replica_set(&s, "rs");
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
@@ -542,6 +552,7 @@ fn scale_config(name: &str, replicas: i64) -> Value {
 #[test]
 fn apply_on_scale_owns_the_replica_count() {
     let s = TestServer::start();
+    s.namespace(NS);
     replica_set(&s, "rs");
     // Its creator owns the count (an Update entry), so the first apply conflicts with it.
     let st = failure(&scale_apply(&s, "rs", "hpa", &scale_config("rs", 3)), 409, "Conflict");
@@ -582,6 +593,7 @@ fn apply_on_scale_owns_the_replica_count() {
 #[test]
 fn apply_on_scale_checks_its_body() {
     let s = TestServer::start();
+    s.namespace(NS);
     replica_set(&s, "rs");
     let mut wrong = scale_config("rs", 3);
     wrong["apiVersion"] = json!("kubevirt.io/v1");

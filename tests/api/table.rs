@@ -39,6 +39,7 @@ fn vm_with_status(s: &TestServer, ns: &str, name: &str, printable: &str) -> Valu
 #[test]
 fn list_as_table_has_name_printer_columns_and_metadata_rows() {
     let s = TestServer::start();
+    s.namespace("tables");
     let res = preferred("kubevirt.io", "virtualmachines");
     vm_with_status(&s, "tables", "vm-a", "Stopped");
     vm_with_status(&s, "tables", "vm-b", "Running");
@@ -83,6 +84,7 @@ fn list_as_table_has_name_printer_columns_and_metadata_rows() {
 #[test]
 fn include_object_no_headers_and_v1beta1() {
     let s = TestServer::start();
+    s.namespace("tables");
     let res = preferred("kubevirt.io", "virtualmachines");
     vm_with_status(&s, "tables", "vm-a", "Stopped");
     let list = collection_path(res, Some("tables"));
@@ -122,6 +124,7 @@ fn include_object_no_headers_and_v1beta1() {
 #[test]
 fn unknown_table_versions_are_not_acceptable() {
     let s = TestServer::start();
+    s.namespace("tables");
     let res = preferred("kubevirt.io", "virtualmachines");
     vm_with_status(&s, "tables", "vm-a", "Stopped");
     let list = collection_path(res, Some("tables"));
@@ -146,6 +149,7 @@ fn unknown_table_versions_are_not_acceptable() {
 #[test]
 fn paged_tables_keep_the_list_metadata_and_get_is_one_row() {
     let s = TestServer::start();
+    s.namespace("tables");
     let res = preferred("kubevirt.io", "virtualmachines");
     for n in ["vm-a", "vm-b", "vm-c"] {
         vm_with_status(&s, "tables", n, "Stopped");
@@ -173,6 +177,7 @@ fn paged_tables_keep_the_list_metadata_and_get_is_one_row() {
 #[test]
 fn integer_columns_are_numbers_and_missing_values_null() {
     let s = TestServer::start();
+    s.namespace("tables");
     // Columns of other types come out typed; a missing value is null.
     let rs = kind_with_integer_spec_column();
     let mut obj = object(rs, "tables", "rs-a");
@@ -208,6 +213,7 @@ fn kind_with_integer_spec_column() -> &'static virt_apiserver::resource::Resourc
 #[test]
 fn watch_events_are_one_row_tables_with_headers_once() {
     let s = TestServer::start();
+    s.namespace("tables");
     let res = preferred("kubevirt.io", "virtualmachines");
     let list = collection_path(res, Some("tables"));
     let start = get_with(&s, &list, KUBECTL_ACCEPT).json();

@@ -105,7 +105,16 @@ fn start(pki: &Pki) -> TestServer {
     .flat_map(|(flag, file)| [flag.to_string(), pki.arg(file)])
     .chain(["--authorization-mode".to_string(), "ABAC".to_string()])
     .collect();
-    TestServer::start_with(ServerOptions { memory: true, args, ..Default::default() })
+    let s = TestServer::start_with(ServerOptions { memory: true, args, ..Default::default() });
+    // The teams' namespaces, made by the admin as a cluster's are.
+    let admin = agent(pki, None);
+    for ns in ["team-a", "team-b"] {
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        let url = format!("{}/api/v1/namespaces", s.base);
+        let (code, st) = call(&admin, "POST", &url, Some("tok-admin"), Some(&body)).unwrap();
+        assert_eq!(code, 201, "create namespace {ns}: {st}");
+    }
+    s
 }
 
 /// An HTTPS client trusting the test CA, optionally presenting a client certificate.

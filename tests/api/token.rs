@@ -48,6 +48,8 @@ fn check_claims(claims: &Value, ns: &str, pvc: &str) {
 #[test]
 fn tokens_verify_with_the_stored_key_across_restarts() {
     let s = TestServer::start();
+    s.namespace("other-ns");
+    s.namespace("uploads");
     let token = request_token(&s, "uploads", "disk-1");
     let key = key_from_db(&s.db);
     assert_eq!(key.len(), 32);

@@ -27,6 +27,7 @@ const QUIET: Duration = Duration::from_millis(300);
 #[test]
 fn content_types() {
     let s = TestServer::start();
+    s.namespace(NS);
     let w = s.watch(&format!("{}?watch=true", vms()));
     assert_eq!(w.content_type, "application/json;stream=watch");
     let w = s.watch(&format!("{}?watch=true", collection_path(vm(), None)));
@@ -46,6 +47,8 @@ fn content_types() {
 #[test]
 fn initial_then_live_events() {
     let s = TestServer::start();
+    s.namespace("elsewhere");
+    s.namespace(NS);
     let a = s.create(vm(), &object(vm(), NS, "b-second"));
     let b = s.create(vm(), &object(vm(), NS, "a-first"));
     // Another namespace is not part of this collection.
@@ -92,6 +95,8 @@ fn initial_then_live_events() {
 #[test]
 fn all_namespaces_watch() {
     let s = TestServer::start();
+    s.namespace("ns-2");
+    s.namespace("ns-1");
     s.create(vm(), &object(vm(), "ns-1", "a"));
     let w = s.watch(&format!("{}?watch=true", collection_path(vm(), None)));
     next_event(&w, "ADDED", "a");
@@ -107,6 +112,7 @@ fn all_namespaces_watch() {
 #[test]
 fn single_item_watches() {
     let s = TestServer::start();
+    s.namespace(NS);
     s.create(vm(), &object(vm(), NS, "me"));
     s.create(vm(), &object(vm(), NS, "other"));
     let watches = [
@@ -144,6 +150,7 @@ fn single_item_watches() {
 #[test]
 fn resume_from_a_resource_version() {
     let s = TestServer::start();
+    s.namespace(NS);
     let created = s.create(vm(), &object(vm(), NS, "r"));
     let p = |n: i64| {
         let spec = json!({"spec": {"template": {"spec": {"terminationGracePeriodSeconds": n}}}});
@@ -182,6 +189,7 @@ fn resume_from_a_resource_version() {
 #[test]
 fn label_selector_transitions() {
     let s = TestServer::start();
+    s.namespace(NS);
     let w = s.watch(&format!("{}?watch=true&labelSelector=sel%3Dyes", vms()));
     s.create(vm(), &labelled(vm(), NS, "t", json!({"sel": "no"})));
     w.expect_none(QUIET);
@@ -221,6 +229,7 @@ fn label_selector_transitions() {
 #[test]
 fn watch_through_another_version() {
     let s = TestServer::start();
+    s.namespace(NS);
     let old = resource("kubevirt.io", "v1alpha3", "virtualmachines");
     s.create(vm(), &object(vm(), NS, "before"));
     let w = s.watch(&format!("{}?watch=true", collection_path(old, Some(NS))));
@@ -238,6 +247,7 @@ fn watch_through_another_version() {
 #[test]
 fn timeout_seconds_ends_the_stream() {
     let s = TestServer::start();
+    s.namespace(NS);
     s.create(vm(), &object(vm(), NS, "a"));
     let start = std::time::Instant::now();
     let w = s.watch(&format!("{}?watch=true&timeoutSeconds=1", vms()));
@@ -251,6 +261,7 @@ fn timeout_seconds_ends_the_stream() {
 #[test]
 fn watch_flag_spellings() {
     let s = TestServer::start();
+    s.namespace(NS);
     s.create(vm(), &object(vm(), NS, "a"));
     for flag in ["true", "True", "1", "yes", ""] {
         let w = s.watch(&format!("{}?watch={flag}", vms()));
@@ -269,6 +280,7 @@ fn watch_flag_spellings() {
 #[test]
 fn streaming_list_is_served_or_refused() {
     let s = TestServer::start();
+    s.namespace(NS);
     s.create(vm(), &object(vm(), NS, "a"));
     let q = "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=2";
     let r = s.get(&format!("{}?{q}", vms()));

@@ -262,6 +262,7 @@ fn has_team(obj: &Value, team: &str) -> bool {
 #[test]
 fn multiple_watchers_by_label() {
     let s = TestServer::start();
+    s.namespace("multi");
     let ns = "multi";
     let a = RawWatch::open(&s, &format!("{}?watch=true&labelSelector=watch-this%3DA", vms(ns)));
     let b = RawWatch::open(&s, &format!("{}?watch=true&labelSelector=watch-this%3DB", vms(ns)));
@@ -295,6 +296,7 @@ fn multiple_watchers_by_label() {
 #[test]
 fn watch_from_a_resource_version() {
     let s = TestServer::start();
+    s.namespace("from-rv");
     let ns = "from-rv";
     create(&s, ns, "cm", json!({}));
     let first = touch(&s, ns, "cm", "1");
@@ -311,6 +313,7 @@ fn watch_from_a_resource_version() {
 #[test]
 fn restart_from_the_last_observed_version() {
     let s = TestServer::start();
+    s.namespace("restart");
     let ns = "restart";
     let sel = "labelSelector=watch-this%3Dyes";
     let w = RawWatch::open(&s, &format!("{}?watch=true&{sel}", vms(ns)));
@@ -335,6 +338,7 @@ fn restart_from_the_last_observed_version() {
 #[test]
 fn leaving_the_selector_is_a_delete() {
     let s = TestServer::start();
+    s.namespace("label-change");
     let ns = "label-change";
     let w = RawWatch::open(&s, &format!("{}?watch=true&labelSelector=watch-this%3Dyes", vms(ns)));
     create(&s, ns, "cm", json!({"watch-this": "yes"}));
@@ -363,6 +367,7 @@ fn leaving_the_selector_is_a_delete() {
 #[test]
 fn concurrent_watches_from_various_versions_agree() {
     let s = TestServer::start();
+    s.namespace("consistency");
     let ns = "consistency";
     let start = rv(&create(&s, ns, "seed", json!({})));
     let mut watches = vec![(
@@ -409,6 +414,7 @@ fn concurrent_watches_from_various_versions_agree() {
 #[test]
 fn field_selector_watches_opened_before_the_objects() {
     let s = TestServer::start();
+    s.namespace("crd-watch");
     let ns = "crd-watch";
     let w1 =
         RawWatch::open(&s, &format!("{}?watch=true&fieldSelector=metadata.name%3Dname1", vms(ns)));
@@ -447,6 +453,7 @@ fn field_selector_watches_opened_before_the_objects() {
 #[test]
 fn synthetic_added_then_live_and_limit_continue_are_ignored() {
     let s = TestServer::start();
+    s.namespace("start");
     let ns = "start";
     let a = create(&s, ns, "a", json!({}));
     let b = create(&s, ns, "b", json!({}));
@@ -478,6 +485,7 @@ fn watch_through_every_version() {
     let s = server(&["--bookmark-interval", "300ms"]);
     for version in ["v1alpha3", "v1alpha2", "v1"] {
         let ns = &format!("versions-{version}");
+        s.namespace(ns);
         let path = format!(
             "/apis/kubevirt.io/{version}/namespaces/{ns}/virtualmachines?watch=true&allowWatchBookmarks=true"
         );
@@ -501,6 +509,7 @@ fn watch_through_every_version() {
 #[test]
 fn timeout_seconds_ends_the_stream_cleanly() {
     let s = TestServer::start();
+    s.namespace("timeout");
     let ns = "timeout";
     create(&s, ns, "a", json!({}));
     let started = Instant::now();
@@ -516,6 +525,8 @@ fn timeout_seconds_ends_the_stream_cleanly() {
 fn periodic_bookmarks_carry_a_delivered_revision() {
     let s = server(&["--bookmark-interval", "400ms"]);
     let ns = "bookmarks";
+    s.namespace(ns);
+    s.namespace("elsewhere");
     let a = create(&s, ns, "a", json!({}));
     // Without allowWatchBookmarks: never.
     let plain = RawWatch::open(&s, &format!("{}?watch=true", vms(ns)));
@@ -562,6 +573,7 @@ fn periodic_bookmarks_carry_a_delivered_revision() {
 #[test]
 fn a_bookmark_comes_shortly_before_the_deadline() {
     let s = TestServer::start();
+    s.namespace("deadline");
     let ns = "deadline";
     let a = create(&s, ns, "a", json!({}));
     let started = Instant::now();
@@ -582,6 +594,7 @@ fn a_bookmark_comes_shortly_before_the_deadline() {
 #[test]
 fn watch_list_stream() {
     let s = TestServer::start();
+    s.namespace("watch-list");
     let ns = "watch-list";
     create(&s, ns, "b", json!({"app": "x"}));
     create(&s, ns, "a", json!({"app": "x"}));
@@ -685,6 +698,7 @@ fn watch_from_a_compacted_version_is_one_410_error() {
         "100ms",
     ]);
     let ns = "expired";
+    s.namespace(ns);
     let first = create(&s, ns, "a", json!({}));
     for i in 0..20 {
         touch(&s, ns, "a", &i.to_string());
@@ -716,6 +730,7 @@ fn watch_from_a_compacted_version_is_one_410_error() {
 fn a_slow_watcher_is_ended_while_others_keep_going() {
     let s = server(&["--watch-queue-bytes", "1000000"]);
     let ns = "slow";
+    s.namespace(ns);
     let base = metric(&s, "apiserver_registered_watchers");
     let mut slow = RawWatch::open_paused(&s, &format!("{}?watch=true", vms(ns)));
     let fast = RawWatch::open(&s, &format!("{}?watch=true", vms(ns)));
@@ -765,6 +780,7 @@ fn a_slow_watcher_is_ended_while_others_keep_going() {
 #[test]
 fn dropped_watches_leave_nothing_behind() {
     let s = TestServer::start();
+    s.namespace("drops");
     let ns = "drops";
     create(&s, ns, "a", json!({}));
     let base = metric(&s, "apiserver_registered_watchers");
@@ -866,6 +882,7 @@ fn expected_events(
 #[test]
 fn concurrent_writers_and_watchers_match_the_revision_log() {
     let s = TestServer::start();
+    s.namespace("concurrent");
     let ns = "concurrent";
     let from = rv(&create(&s, ns, "seed", json!({"team": "a"})));
     type Matcher = Box<dyn Fn(&Value) -> bool>;
@@ -999,6 +1016,7 @@ fn line_with(rx: &mpsc::Receiver<String>, needle: &str) -> String {
 #[test]
 fn kubectl_get_watch_shows_later_changes() {
     let s = TestServer::start();
+    s.namespace("kubectl-watch");
     let ns = "kubectl-watch";
     create(&s, ns, "first", json!({}));
     let k = Kubectl::in_namespace(&s, ns);
@@ -1021,6 +1039,7 @@ fn kubectl_get_watch_shows_later_changes() {
 #[test]
 fn kubectl_wait_for_delete_returns_when_the_object_goes() {
     let s = TestServer::start();
+    s.namespace("kubectl-wait");
     let ns = "kubectl-wait";
     create(&s, ns, "doomed", json!({}));
     let k = Kubectl::in_namespace(&s, ns);

@@ -46,6 +46,15 @@ def virtclient(server):
 
 def test_generated_client_crud(server, virtclient):
     conf = virtclient.Configuration(host=server)
+    # The namespace first, through the generated core/v1 API, as against a real cluster.
+    core = virtclient.CoreV1Api(virtclient.ApiClient(conf))
+    ns = core.create_core_v1_namespace(
+        virtclient.IoK8sApiCoreV1Namespace.from_dict(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gen"}}
+        )
+    )
+    assert isinstance(ns, virtclient.IoK8sApiCoreV1Namespace)
+    assert ns.status.phase == "Active"
     api = virtclient.KubevirtIoV1Api(virtclient.ApiClient(conf))
     vm = virtclient.IoKubevirtV1VirtualMachine.from_dict(
         {

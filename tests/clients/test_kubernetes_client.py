@@ -14,6 +14,15 @@ def api(base):
     return client.ApiClient(conf)
 
 
+def create_namespace(base, name):
+    """Makes namespace `name`, as a client of a real cluster must before it puts anything there."""
+    made = client.CoreV1Api(api(base)).create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name))
+    )
+    assert made.status.phase == "Active"
+    assert made.spec.finalizers == ["kubernetes"]
+
+
 def vm(name, labels=None):
     return {
         "apiVersion": "kubevirt.io/v1",
@@ -24,6 +33,7 @@ def vm(name, labels=None):
 
 
 def test_dynamic_client_crud(server):
+    create_namespace(server, NS)
     dyn = dynamic.DynamicClient(api(server))
     vms = dyn.resources.get(api_version="kubevirt.io/v1", kind="VirtualMachine")
     assert vms.namespaced and vms.name == "virtualmachines"
@@ -65,6 +75,7 @@ def test_dynamic_client_crud(server):
 
 
 def test_watch_stream_from_a_resource_version(server):
+    create_namespace(server, NS)
     core = api(server)
     custom = client.CustomObjectsApi(core)
     first = custom.create_namespaced_custom_object("kubevirt.io", "v1", NS, "virtualmachines", vm("w1"))

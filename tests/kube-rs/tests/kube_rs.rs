@@ -5,6 +5,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Discovery, Scope};
@@ -46,6 +47,18 @@ async fn client(s: &Server) -> Client {
     Client::try_from(config).unwrap()
 }
 
+/// Makes namespace `name` through the typed core/v1 API, as a client of a real cluster must
+/// before it puts anything there.
+async fn namespace(c: &Client, name: &str) {
+    let api: Api<Namespace> = Api::all(c.clone());
+    let ns = Namespace {
+        metadata: kube::api::ObjectMeta { name: Some(name.into()), ..Default::default() },
+        ..Default::default()
+    };
+    let made = api.create(&PostParams::default(), &ns).await.unwrap();
+    assert_eq!(made.status.and_then(|s| s.phase).as_deref(), Some("Active"));
+}
+
 fn vm_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("kubevirt.io", "v1", "VirtualMachine"),
@@ -66,7 +79,9 @@ fn vm(name: &str) -> DynamicObject {
 #[tokio::test]
 async fn dynamic_object_crud() {
     let s = start().await;
-    let api: Api<DynamicObject> = Api::namespaced_with(client(&s).await, "krs", &vm_resource());
+    let c = client(&s).await;
+    namespace(&c, "krs").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(c, "krs", &vm_resource());
     let created = api.create(&PostParams::default(), &vm("a")).await.unwrap();
     assert!(created.metadata.uid.is_some());
     assert_eq!(created.metadata.generation, Some(1));
@@ -103,7 +118,9 @@ async fn dynamic_object_crud() {
 #[tokio::test]
 async fn list_pagination() {
     let s = start().await;
-    let api: Api<DynamicObject> = Api::namespaced_with(client(&s).await, "pages", &vm_resource());
+    let c = client(&s).await;
+    namespace(&c, "pages").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(c, "pages", &vm_resource());
     for i in 0..7 {
         api.create(&PostParams::default(), &vm(&format!("vm-{i}"))).await.unwrap();
     }
@@ -134,6 +151,7 @@ async fn list_pagination() {
 async fn runtime_watcher_follows_changes() {
     let s = start().await;
     let c = client(&s).await;
+    namespace(&c, "watched").await;
     let api: Api<DynamicObject> = Api::namespaced_with(c.clone(), "watched", &vm_resource());
     api.create(&PostParams::default(), &vm("before")).await.unwrap();
 
@@ -185,10 +203,8 @@ async fn runtime_watcher_follows_changes() {
 #[tokio::test]
 async fn discovery_finds_every_group() {
     let s = start().await;
-    // The server serves no core group (A.10): `/api` lists no versions, since client-go (kubectl)
-    // rejects a listed core version without resources. kube-rs's `run` refuses a core group without
-    // versions, so discovery here skips the core group, as a client of a core-less server must.
-    let discovery = Discovery::new(client(&s).await).exclude(&[""]).run().await.unwrap();
+    // `/api` lists core/v1 (Namespaces, ConfigMaps, Secrets, Events) beside the groups.
+    let discovery = Discovery::new(client(&s).await).run().await.unwrap();
     let groups: Vec<String> = discovery.groups().map(|g| g.name().to_string()).collect();
     for g in
         ["kubevirt.io", "cdi.kubevirt.io", "upload.cdi.kubevirt.io", "instancetype.kubevirt.io"]
@@ -205,8 +221,11 @@ async fn discovery_finds_every_group() {
     assert_eq!(ar.plural, "virtualmachines");
     assert_eq!(caps.scope, Scope::Namespaced);
     assert!(caps.supports_operation("watch"));
+    assert_core_group(&discovery);
     // The whole group is usable through what discovery returned.
-    let api: Api<DynamicObject> = Api::namespaced_with(client(&s).await, "disc", &ar);
+    let c = client(&s).await;
+    namespace(&c, "disc").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(c, "disc", &ar);
     api.create(&PostParams::default(), &vm("found")).await.unwrap();
     assert_eq!(api.list(&ListParams::default()).await.unwrap().items.len(), 1);
 }
@@ -214,8 +233,7 @@ async fn discovery_finds_every_group() {
 #[tokio::test]
 async fn aggregated_discovery_finds_every_group_in_one_round_trip() {
     let s = start().await;
-    // `/apis` and `/api` as apidiscovery.k8s.io/v2 (B.7); `/api` lists no groups (A.10), which
-    // the aggregated form expresses without excluding the core group.
+    // `/apis` and `/api` as apidiscovery.k8s.io/v2 (B.7); `/api` lists the core group.
     let discovery = Discovery::new(client(&s).await).run_aggregated().await.unwrap();
     let groups: Vec<String> = discovery.groups().map(|g| g.name().to_string()).collect();
     for g in
@@ -223,7 +241,7 @@ async fn aggregated_discovery_finds_every_group_in_one_round_trip() {
     {
         assert!(groups.iter().any(|x| x == g), "{g} missing from {groups:?}");
     }
-    assert!(!groups.iter().any(|g| g.is_empty()), "no core group: {groups:?}");
+    assert_core_group(&discovery);
     let kv = discovery.get("kubevirt.io").unwrap();
     assert_eq!(kv.preferred_version_or_latest(), "v1");
     assert_eq!(kv.versions().collect::<Vec<_>>(), ["v1", "v1alpha3", "v1alpha2"]);
@@ -240,7 +258,31 @@ async fn aggregated_discovery_finds_every_group_in_one_round_trip() {
         "the status subresource: {:?}",
         caps.subresources
     );
-    let api: Api<DynamicObject> = Api::namespaced_with(client(&s).await, "agg", &ar);
+    let c = client(&s).await;
+    namespace(&c, "agg").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(c, "agg", &ar);
     api.create(&PostParams::default(), &vm("found")).await.unwrap();
     assert_eq!(api.list(&ListParams::default()).await.unwrap().items.len(), 1);
+}
+
+/// The core group as discovery found it: v1 with the cluster-scoped Namespace (no
+/// deletecollection) and the namespaced ConfigMap.
+fn assert_core_group(discovery: &Discovery) {
+    let core = discovery.get("").expect("the core group is discovered");
+    assert_eq!(core.preferred_version_or_latest(), "v1");
+    let resources = core.recommended_resources();
+    let find = |kind: &str| {
+        resources
+            .iter()
+            .find(|(ar, _)| ar.kind == kind)
+            .unwrap_or_else(|| panic!("{kind} is discovered"))
+    };
+    let (ar, caps) = find("Namespace");
+    assert_eq!((ar.plural.as_str(), ar.api_version.as_str()), ("namespaces", "v1"));
+    assert_eq!(caps.scope, Scope::Cluster);
+    assert!(caps.supports_operation("watch"));
+    assert!(!caps.supports_operation("deletecollection"));
+    let (ar, caps) = find("ConfigMap");
+    assert_eq!(ar.plural, "configmaps");
+    assert_eq!(caps.scope, Scope::Namespaced);
 }
