@@ -103,7 +103,11 @@ fn cycle(s: &TestServer, res: &'static ResourceInfo) {
     assert_eq!(r.status, 200, "{what}: {}", r.text());
     let v1 = r.json();
     assert!(rv(&v1) > rv0, "{what}: RV moves on update");
-    assert_eq!(v1["metadata"]["generation"], generation(1), "{what}: labels do not bump generation");
+    assert_eq!(
+        v1["metadata"]["generation"],
+        generation(1),
+        "{what}: labels do not bump generation"
+    );
     assert_eq!(v1["metadata"]["uid"], created["metadata"]["uid"], "{what}");
 
     // merge patch of metadata: new RV, generation unchanged
@@ -138,7 +142,11 @@ fn cycle(s: &TestServer, res: &'static ResourceInfo) {
     assert_eq!(r.status, 200, "{what}: {}", r.text());
     let v2 = r.json();
     assert!(rv(&v2) > rv(&v1), "{what}");
-    assert_eq!(v2["metadata"]["generation"], generation(2), "{what}: a {content} change bumps generation");
+    assert_eq!(
+        v2["metadata"]["generation"],
+        generation(2),
+        "{what}: a {content} change bumps generation"
+    );
     assert_eq!(v2[content], sample, "{what}");
     assert_eq!(s.get_json(&path), v2, "{what}");
 

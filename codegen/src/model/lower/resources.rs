@@ -120,10 +120,15 @@ impl<'d> Lowering<'d> {
                         let msg = format!("no definition has GVK {}/{v} {list_kind}", d.group);
                         self.problem(&format!("definition {}", d.name), msg);
                     }
-                    let verbs = VERB_ORDER
+                    let mut verbs: Vec<&str> = VERB_ORDER
                         .into_iter()
                         .filter(|verb| acts.iter().any(|a| a.verb() == *verb))
                         .collect();
+                    // kube lists a built-in kind's verbs sorted, a custom resource's in
+                    // apiextensions' order.
+                    if g.name.is_empty() {
+                        verbs.sort_unstable();
+                    }
                     index.insert(i, resources.len());
                     resources.push(Resource {
                         group: g.name.clone(),
@@ -292,6 +297,11 @@ mod tests {
             api.resources.iter().map(|r| (r.group.as_str(), r.plural.as_str())).collect();
         assert_eq!(r, [("", "configmaps"), ("", "namespaces"), ("a.io", "things")]);
         assert!(api.resources[1].status_subresource);
+        // Built-in kinds list their verbs sorted, as kube's discovery does.
+        let verbs =
+            ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+        assert_eq!(api.resources[0].verbs, verbs);
+        assert_eq!(api.resources[2].verbs[..3], ["delete", "deletecollection", "get"]);
         let route = |p: &str| {
             api.routes.iter().find(|r| r.path == p).unwrap_or_else(|| panic!("no route {p}"))
         };
