@@ -22,6 +22,7 @@ mod logging;
 mod openapi;
 mod secrets;
 mod seed_ops;
+mod strategic_patch;
 mod subresources;
 mod table;
 mod tls;
