@@ -169,11 +169,10 @@ fn merge_map(
             original.remove(&key);
             continue;
         }
-        let same_shape = match (original.get(&key), &patch_v) {
-            (Some(Value::Object(_)), Value::Object(_))
-            | (Some(Value::Array(_)), Value::Array(_)) => true,
-            _ => false,
-        };
+        let same_shape = matches!(
+            (original.get(&key), &patch_v),
+            (Some(Value::Object(_)), Value::Object(_)) | (Some(Value::Array(_)), Value::Array(_))
+        );
         if !same_shape {
             // Absent, a scalar, or of another type: the patch's value, without its nulls.
             if !delete_list {
@@ -685,7 +684,7 @@ fn go_float(f: f64) -> String {
     let sci = format!("{f:e}");
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{mantissa}e{sign}{:02}", exp.abs())
     } else {
