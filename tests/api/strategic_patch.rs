@@ -124,6 +124,15 @@ fn kubectl_apply_twice_removes_what_the_configuration_dropped() {
     let out = k.ok(&["apply", "-f", f2.to_str().unwrap()]);
     assert!(out.contains("configmap/app unchanged"), "{out}");
 
+    // A merge list in the configuration: kubectl sends `$setElementOrder/finalizers` and
+    // `$deleteFromPrimitiveList/finalizers`, and the result follows the configuration's order.
+    let f1 = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fin\n  finalizers: [example.com/a, example.com/b]\n";
+    let f2 = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fin\n  finalizers: [example.com/c, example.com/b]\n";
+    k.ok(&["apply", "-f", k.file("f1.yaml", f1).to_str().unwrap()]);
+    k.ok(&["apply", "-f", k.file("f2.yaml", f2).to_str().unwrap()]);
+    let cm = s.get_json(&format!("{CM}/fin"));
+    assert_eq!(cm["metadata"]["finalizers"], json!(["example.com/c", "example.com/b"]), "{cm}");
+
     let s1 = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\ntype: Opaque\ndata:\n  user: YWRtaW4=\n  pass: c2VjcmV0\n";
     let s2 = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\ntype: Opaque\nstringData:\n  token: abc\ndata:\n  user: cm9vdA==\n";
     k.ok(&["apply", "-f", k.file("s1.yaml", s1).to_str().unwrap()]);
