@@ -59,6 +59,9 @@ pub struct ResourceInfo {
     /// Whether objects carry `metadata.generation`, set to 1 on create and bumped by changes
     /// outside metadata (custom resources do; kube's ConfigMap and Secret strategies do not).
     pub generation: bool,
+    /// Whether PATCH takes strategic merge patches (`object::strategic_patch`), as
+    /// kube-apiserver does for its built-in kinds; custom resources answer 415 for them.
+    pub strategic_merge_patch: bool,
 }
 
 /// How a built-in kind's data maps are validated and written, as kube's ConfigMap and Secret

@@ -103,6 +103,7 @@ fn resource(r: &Resource) -> TokenStream {
         dns_subdomain_names,
         data_rules,
         generation,
+        strategic_merge_patch,
         definition: _,
     } = r;
     let columns = printer_columns.iter().map(|c| {
@@ -174,6 +175,7 @@ fn resource(r: &Resource) -> TokenStream {
             dns_subdomain_names: #dns_subdomain_names,
             data_rules: #data_rules,
             generation: #generation,
+            strategic_merge_patch: #strategic_merge_patch,
         }
     }
 }

@@ -265,6 +265,11 @@ pub struct VirtResource {
     /// `false` for built-in kinds whose strategies never set it.
     #[serde(default = "yes")]
     pub generation: bool,
+    /// Whether PATCH takes `application/strategic-merge-patch+json`, as kube-apiserver takes it
+    /// for its built-in kinds (never for custom resources): its PATCH operations must then list
+    /// it in `consumes`, and others must not.
+    #[serde(default)]
+    pub strategic_merge_patch: bool,
 }
 
 fn yes() -> bool {

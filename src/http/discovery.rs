@@ -445,6 +445,7 @@ mod tests {
             dns_subdomain_names: false,
             data_rules: None,
             generation: true,
+            strategic_merge_patch: false,
         };
         assert_eq!(storage_version_hash(&res), "8aSe+NMegvE=");
     }

@@ -126,6 +126,12 @@ pub enum ApiError {
     TooManyRequests,
     /// 422 `Invalid` with only a message, as kube answers a failing JSON patch operation.
     PatchRejected,
+    /// 422 `Invalid` of a strategic merge patch kube finds unprocessable (lists of lists,
+    /// content outside `$retainKeys`): its generic message, the reason as the one cause.
+    PatchUnprocessable(String),
+    /// 500 with no reason: an error kube does not classify (most of a strategic merge patch's),
+    /// answered with its own message.
+    Unknown(String),
     BadRequest(String),
     MethodNotAllowed(String),
     NotAcceptable(String),
@@ -295,6 +301,21 @@ impl ApiError {
             PatchRejected => {
                 (code::UNPROCESSABLE_ENTITY, "Invalid", PATCH_REJECTED_MSG.to_string(), None)
             }
+            PatchUnprocessable(m) => {
+                let cause = Cause {
+                    reason: "UnexpectedServerResponse",
+                    message: m.clone(),
+                    field: String::new(),
+                };
+                let details = Details { causes: vec![cause], ..Details::default() };
+                (
+                    code::UNPROCESSABLE_ENTITY,
+                    "Invalid",
+                    PATCH_REJECTED_MSG.to_string(),
+                    Some(details),
+                )
+            }
+            Unknown(m) => (code::INTERNAL_SERVER_ERROR, "", m.clone(), None),
             BadRequest(m) => (code::BAD_REQUEST, "BadRequest", m.clone(), None),
             MethodNotAllowed(m) => (code::METHOD_NOT_ALLOWED, "MethodNotAllowed", m.clone(), None),
             NotAcceptable(m) => (code::NOT_ACCEPTABLE, "NotAcceptable", m.clone(), None),
@@ -344,7 +365,8 @@ impl ApiError {
             metadata: ListMetaOut { continue_token },
             status: "Failure",
             message: Some(message),
-            reason: Some(reason),
+            // `StatusReasonUnknown` is empty, and omitted.
+            reason: (!reason.is_empty()).then_some(reason),
             details,
             code: Some(code),
         }

@@ -12,6 +12,7 @@ pub mod patch;
 pub mod protobuf;
 pub mod schema;
 pub mod selector;
+pub mod strategic_patch;
 pub mod strict_decoding;
 pub mod subresource;
 pub mod table;

@@ -9,6 +9,7 @@ use crate::object::error::ApiError;
 use crate::object::limits::{
     depth, encoded_len, MAX_BODY_BYTES, MAX_OBJECT_BYTES, MAX_OBJECT_DEPTH,
 };
+use crate::object::strategic_patch;
 
 /// Most operations in one JSON patch (kube-apiserver's `maxJSONPatchOperations`).
 pub const MAX_PATCH_OPS: usize = 10_000;
@@ -87,36 +88,59 @@ pub fn apply_merge_patch(doc: &mut Value, patch: &Value) {
     json_patch::merge(doc, patch);
 }
 
-/// kube's 415 text for a PATCH whose media type no endpoint accepts.
+/// kube's 415 text for a PATCH whose media type a custom resource's endpoint does not accept.
 pub const UNKNOWN_PATCH_TYPE_MSG: &str = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
 
-/// A JSON patch or a merge patch, decoded by its media type.
+/// The same for a built-in kind's endpoint, which accepts strategic merge patches too
+/// (installer.go's `supportedTypes`, in its order).
+pub const UNKNOWN_PATCH_TYPE_BUILT_IN_MSG: &str = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml";
+
+/// The media type of strategic merge patches.
+pub const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
+
+/// A JSON patch, a merge patch or a strategic merge patch, decoded by its media type.
 pub enum NonApplyPatch {
     Json(json_patch::Patch),
     Merge(Value),
+    /// Its decoded object.
+    Strategic(Value),
 }
 
 impl NonApplyPatch {
-    /// Decodes `body` by `content_type`; `None` for an apply patch, which the caller routes;
-    /// any other type is a 415.
-    pub fn decode(content_type: &str, body: &[u8]) -> Result<Option<NonApplyPatch>, ApiError> {
+    /// Decodes `body` by `content_type`; `None` for an apply patch, which the caller routes.
+    /// A strategic merge patch when `strategic` (the kind takes them), or any other type, is a
+    /// 415.
+    pub fn decode(
+        content_type: &str,
+        body: &[u8],
+        strategic: bool,
+    ) -> Result<Option<NonApplyPatch>, ApiError> {
         match content_type {
             "application/json-patch+json" => Ok(Some(NonApplyPatch::Json(parse_json_patch(body)?))),
             "application/merge-patch+json" => {
                 Ok(Some(NonApplyPatch::Merge(parse_merge_patch(body)?)))
             }
+            STRATEGIC_MERGE_PATCH if strategic => {
+                Ok(Some(NonApplyPatch::Strategic(strategic_patch::parse(body)?)))
+            }
             "application/apply-patch+yaml" => Ok(None),
+            _ if strategic => {
+                Err(ApiError::UnsupportedMediaType(UNKNOWN_PATCH_TYPE_BUILT_IN_MSG.into()))
+            }
             _ => Err(ApiError::UnsupportedMediaType(UNKNOWN_PATCH_TYPE_MSG.into())),
         }
     }
 
-    pub fn apply(&self, doc: &mut Value) -> Result<(), ApiError> {
+    /// Applies the patch to `doc`; a strategic merge patch follows the patch strategies of
+    /// `schema`, the definition of what `doc` is.
+    pub fn apply(&self, doc: &mut Value, schema: Option<&Value>) -> Result<(), ApiError> {
         match self {
             NonApplyPatch::Json(ops) => apply_json_patch(doc, ops),
             NonApplyPatch::Merge(p) => {
                 apply_merge_patch(doc, p);
                 Ok(())
             }
+            NonApplyPatch::Strategic(p) => strategic_patch::apply(doc, p, schema),
         }
     }
 }

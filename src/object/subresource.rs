@@ -356,6 +356,7 @@ mod tests {
             dns_subdomain_names: false,
             data_rules: None,
             generation: true,
+            strategic_merge_patch: false,
         }
     }
 

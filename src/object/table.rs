@@ -501,6 +501,7 @@ mod tests {
             dns_subdomain_names: false,
             data_rules: None,
             generation: false,
+            strategic_merge_patch: false,
         }
     }
 

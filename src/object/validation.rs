@@ -61,6 +61,9 @@ pub enum Via<'a> {
     MergePatch(&'a [u8]),
     /// The stored object with this JSON patch applied (its operations are decoded strictly).
     JsonPatch(&'a [u8]),
+    /// The stored object with this strategic merge patch applied: its text, and the object it
+    /// decoded to, which kube quotes (as Go prints it) in a strict rejection.
+    StrategicMergePatch(&'a [u8], &'a Value),
 }
 
 fn duplicate_field(path: &str) -> String {
@@ -79,6 +82,10 @@ pub fn admit(
     // kube quotes the patched object, before pruning, in a strict patch rejection.
     let patched = match (via, mode) {
         (Via::MergePatch(_) | Via::JsonPatch(_), FieldValidation::Strict) => Some(obj.to_string()),
+        // handlers/patch.go `applyPatchToObject` quotes `fmt.Sprintf("%+v", patchMap)`.
+        (Via::StrategicMergePatch(_, patch), FieldValidation::Strict) => {
+            Some(crate::object::strategic_patch::go_v(patch))
+        }
         _ => None,
     };
     let mut warnings: Vec<String> = Vec::new();
@@ -86,7 +93,7 @@ pub fn admit(
     if mode != FieldValidation::Ignore {
         match via {
             Via::Body(found) => errs.extend(found.iter().map(|p| duplicate_field(p))),
-            Via::MergePatch(raw) => {
+            Via::MergePatch(raw) | Via::StrategicMergePatch(raw, _) => {
                 errs.extend(strict::duplicate_fields(raw).iter().map(|p| duplicate_field(p)))
             }
             Via::JsonPatch(raw) => errs.extend(strict::json_patch_field_errors(raw)),

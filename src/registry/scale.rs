@@ -58,7 +58,9 @@ impl Registry {
                     if spec_replicas.is_none() {
                         scale["spec"]["replicas"] = Value::from(UNSET_REPLICAS);
                     }
-                    patch.apply(&mut scale)?;
+                    // kube's Scale declares no patch strategies: a strategic merge patch
+                    // of it merges maps and replaces lists, as it does without a schema.
+                    patch.apply(&mut scale, None)?;
                     if !scale.is_object() {
                         return Err(ApiError::PatchRejected);
                     }

@@ -10,6 +10,7 @@ use super::strategy::{
 use super::{Change, Object, Outcome, Registry, Target, WriteOptions};
 use crate::object::error::{ApiError, Cause};
 use crate::object::patch::NonApplyPatch;
+use crate::object::schema::kind_definition;
 use crate::object::subresource::Part;
 use crate::object::validation::{self, Via};
 use crate::object::{for_version, managed_fields, meta, meta_str};
@@ -157,8 +158,9 @@ impl Registry {
         Ok(outcome)
     }
 
-    /// Applies a JSON patch or a JSON merge patch (`body` is its text) to the object `target`
-    /// names: unconditional unless the patch sets `metadata.resourceVersion`.
+    /// Applies a JSON patch, a JSON merge patch or a strategic merge patch (`body` is its text)
+    /// to the object `target` names: unconditional unless the patch sets
+    /// `metadata.resourceVersion`.
     pub async fn patch(
         &self,
         res: &'static ResourceInfo,
@@ -172,13 +174,14 @@ impl Registry {
         let via = match patch {
             NonApplyPatch::Json(_) => Via::JsonPatch(body),
             NonApplyPatch::Merge(_) => Via::MergePatch(body),
+            NonApplyPatch::Strategic(p) => Via::StrategicMergePatch(body, p),
         };
         let mut warnings = Vec::new();
         let mut outcome = self
             .guaranteed_update(res, &key, name, opts.dry_run, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
                 let mut patched = for_version(res, current);
-                patch.apply(&mut patched)?;
+                patch.apply(&mut patched, kind_definition(res))?;
                 if !patched.is_object() {
                     return Err(ApiError::PatchRejected);
                 }

@@ -95,6 +95,8 @@ pub struct Resource {
     pub data_rules: Option<DataRules>,
     /// `x-virt-resource.generation`: whether objects carry `metadata.generation`.
     pub generation: bool,
+    /// `x-virt-resource.strategicMergePatch`: whether PATCH takes strategic merge patches.
+    pub strategic_merge_patch: bool,
     /// Name of the kind's definition.
     pub definition: String,
 }

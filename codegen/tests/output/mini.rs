@@ -62,6 +62,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         dns_subdomain_names: false,
         data_rules: ::std::option::Option::None,
         generation: true,
+        strategic_merge_patch: false,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -188,6 +189,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
             },
         ),
         generation: true,
+        strategic_merge_patch: true,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -240,6 +242,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         dns_subdomain_names: false,
         data_rules: ::std::option::Option::None,
         generation: true,
+        strategic_merge_patch: false,
     },
     self::rt::ResourceInfo {
         group: "tickets.example.io",
@@ -264,6 +267,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         dns_subdomain_names: false,
         data_rules: ::std::option::Option::None,
         generation: false,
+        strategic_merge_patch: false,
     },
 ];
 /// The OpenAPI v2 document, byte for byte as checked in.

@@ -115,7 +115,8 @@ pub async fn patch_scale(
 ) -> Result<HttpResponse, ApiError> {
     let request = PatchRequest::extract(req)?;
     let format = request.format;
-    let Some(patch) = NonApplyPatch::decode(&content_type(req), &body)? else {
+    let Some(patch) = NonApplyPatch::decode(&content_type(req), &body, res.strategic_merge_patch)?
+    else {
         let info = scale_info(res)?;
         let opts = apply_options(req)?;
         let format = negotiate(req, true)?;

@@ -58,7 +58,8 @@ pub async fn patch(
 ) -> Result<HttpResponse, ApiError> {
     let request = PatchRequest::extract(req)?;
     let format = request.format;
-    let Some(patch) = NonApplyPatch::decode(&content_type(req), &body)? else {
+    let Some(patch) = NonApplyPatch::decode(&content_type(req), &body, res.strategic_merge_patch)?
+    else {
         let opts = apply_options(req)?;
         let config = decode_config(&body)?;
         let request = ApplyRequest { config: &config, text: &body };

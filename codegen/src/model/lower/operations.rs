@@ -68,6 +68,14 @@ impl<'d> Lowering<'d> {
                 DraftKind::Handler(self.handler_op(&ctx, path, params, handler)?)
             }
         };
+        let takes_smp = match &kind {
+            DraftKind::Resource { def, .. } => {
+                method == Method::Patch
+                    && defs[*def].resource.as_ref().is_some_and(|r| r.strategic_merge_patch)
+            }
+            DraftKind::Handler(_) => false,
+        };
+        self.check_strategic_merge_patch(&ctx, method, op, takes_smp);
         Some(OpDraft { method, operation_id: id.to_string(), fn_name, ctx, kind })
     }
 

@@ -81,6 +81,34 @@ impl<'d> Lowering<'d> {
         }
     }
 
+    /// `consumes` lists strategic merge patches exactly on the PATCH operations of kinds marked
+    /// `x-virt-resource.strategicMergePatch`: kubectl sends them to whatever lists them, and
+    /// custom resources cannot take them (B.3); a built-in kind must list them, as kube's do.
+    pub(super) fn check_strategic_merge_patch(
+        &mut self,
+        ctx: &str,
+        method: Method,
+        op: &swagger::Operation,
+        takes_it: bool,
+    ) {
+        let consumes = op.consumes.as_ref().unwrap_or(&self.doc.consumes);
+        let listed = consumes.iter().any(|c| c == STRATEGIC_MERGE_PATCH);
+        let method = method.as_str();
+        if listed && !takes_it {
+            let why = if method == "PATCH" {
+                " (its kind is not marked x-virt-resource.strategicMergePatch)"
+            } else {
+                ""
+            };
+            self.problem(ctx, format!("{method} must not consume {STRATEGIC_MERGE_PATCH}{why}"));
+        } else if !listed && takes_it {
+            let msg = format!(
+                "PATCH must consume {STRATEGIC_MERGE_PATCH} (its kind is marked x-virt-resource.strategicMergePatch)"
+            );
+            self.problem(ctx, msg);
+        }
+    }
+
     pub(super) fn check_consumes(
         &mut self,
         ctx: &str,
@@ -89,13 +117,6 @@ impl<'d> Lowering<'d> {
         params: &[&Parameter],
     ) {
         let consumes = op.consumes.as_ref().unwrap_or(&self.doc.consumes);
-        if consumes.iter().any(|c| c == STRATEGIC_MERGE_PATCH) {
-            // kubectl would then send strategic merge patches, which CRs cannot take (B.3).
-            self.problem(
-                ctx,
-                format!("{} must not consume {STRATEGIC_MERGE_PATCH}", method.as_str()),
-            );
-        }
         if method != Method::Patch {
             return;
         }

@@ -184,6 +184,7 @@ impl<'d> Lowering<'d> {
                         dns_subdomain_names: r.dns_subdomain_names,
                         data_rules: d.data_rules.clone(),
                         generation: r.generation,
+                        strategic_merge_patch: r.strategic_merge_patch,
                         definition: d.name.to_string(),
                     });
                 }
@@ -234,11 +235,12 @@ impl<'d> Lowering<'d> {
                         || other.events != r.events
                         || other.dns_subdomain_names != r.dns_subdomain_names
                         || other.generation != r.generation
+                        || other.strategic_merge_patch != r.strategic_merge_patch
                         || other.data_rules != r.data_rules
                         || other.token_field != r.token_field)
                 {
                     let msg = format!(
-                        "plural, singular, scope, tokenRequest, generation and dataRules must match {} (same kind)",
+                        "plural, singular, scope, tokenRequest, generation, strategicMergePatch and dataRules must match {} (same kind)",
                         other.definition
                     );
                     self.problem(&ctx, msg);
@@ -493,6 +495,37 @@ mod tests {
     }
 
     #[test]
+    fn strategic_merge_patch_is_consumed_exactly_by_the_kinds_marked_for_it() {
+        use serde_json::json;
+        const SMP: &str = "application/strategic-merge-patch+json";
+        let mut d = TestDoc::new(&["", "a.io"]);
+        d.kind("", "v1", "ConfigMap", "configmaps", true);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        let cm = "/api/v1/namespaces/{namespace}/configmaps/{name}";
+        let mut doc = d.build();
+        doc["definitions"]["io.k8s.api.core.v1.ConfigMap"]["x-virt-resource"]
+            ["strategicMergePatch"] = json!(true);
+        assert_problem(
+            &lower_json(doc.clone()).unwrap_err(),
+            "PATCH must consume application/strategic-merge-patch+json (its kind is marked",
+        );
+        doc["paths"][cm]["patch"]["consumes"] = json!(["application/merge-patch+json", SMP]);
+        let api = lower_json(doc.clone()).unwrap();
+        let marked: Vec<_> = api
+            .resources
+            .iter()
+            .filter(|r| r.strategic_merge_patch)
+            .map(|r| r.kind.as_str())
+            .collect();
+        assert_eq!(marked, ["ConfigMap"]);
+        doc["paths"][cm]["get"]["consumes"] = json!([SMP]);
+        assert_problem(
+            &lower_json(doc).unwrap_err(),
+            "GET must not consume application/strategic-merge-patch+json",
+        );
+    }
+
+    #[test]
     fn one_namespaced_kind_with_an_events_fields_may_be_the_events() {
         use serde_json::json;
         let mut d = TestDoc::new(&["", "a.io"]);
@@ -592,7 +625,7 @@ mod tests {
             "definition io.a.v1.Orphan: has x-virt-resource but no path serves it",
             "group b.io: no resource path serves any version of it",
             "group b.io: no path has x-virt-handler `apiGroup` for it",
-            "definition io.a.v1alpha1.Thing: plural, singular, scope, tokenRequest, generation and dataRules must match io.a.v1.Thing (same kind)",
+            "definition io.a.v1alpha1.Thing: plural, singular, scope, tokenRequest, generation, strategicMergePatch and dataRules must match io.a.v1.Thing (same kind)",
             "definition io.a.v1alpha1.Gizmo: plural `gizmos` is also used by io.a.v1.Widget",
             "definition io.a.v1alpha1.Gizmo: Gizmo is not served in a.io/v1, the group's preferred (storage) version",
             "definition io.a.v1alpha1.Gizmo: no definition has GVK a.io/v1alpha1 GizmoList",
