@@ -202,6 +202,35 @@ pub struct OpenApiV3Doc {
 }
 
 impl ResourceInfo {
+    /// A namespaced custom resource with nothing optional, for unit tests to vary with
+    /// `..ResourceInfo::EXAMPLE`, so a new field changes one literal.
+    #[cfg(test)]
+    pub const EXAMPLE: ResourceInfo = ResourceInfo {
+        group: "g.io",
+        version: "v1",
+        storage_version: "v1",
+        kind: "Thing",
+        list_kind: "ThingList",
+        plural: "things",
+        singular: "thing",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        verbs: &[],
+        printer_columns: &[],
+        token_field: None,
+        status_subresource: false,
+        scale: None,
+        finalize_subresource: false,
+        selectable_fields: &[],
+        namespaces: false,
+        events: false,
+        dns_subdomain_names: false,
+        data_rules: None,
+        generation: true,
+        strategic_merge_patch: false,
+    };
+
     /// `<plural>.<group>`, the name kube-apiserver uses in messages.
     pub fn group_resource(&self) -> String {
         if self.group.is_empty() {

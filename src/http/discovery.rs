@@ -424,28 +424,11 @@ mod tests {
         // kube-apiserver's hash for apps/v1 Deployment, as a real cluster serves it.
         let res = ResourceInfo {
             group: "apps",
-            version: "v1",
-            storage_version: "v1",
             kind: "Deployment",
             list_kind: "DeploymentList",
             plural: "deployments",
             singular: "deployment",
-            namespaced: true,
-            short_names: &[],
-            categories: &[],
-            verbs: &[],
-            printer_columns: &[],
-            token_field: None,
-            status_subresource: false,
-            scale: None,
-            finalize_subresource: false,
-            selectable_fields: &[],
-            namespaces: false,
-            events: false,
-            dns_subdomain_names: false,
-            data_rules: None,
-            generation: true,
-            strategic_merge_patch: false,
+            ..ResourceInfo::EXAMPLE
         };
         assert_eq!(storage_version_hash(&res), "8aSe+NMegvE=");
     }

@@ -333,31 +333,7 @@ mod tests {
     use super::*;
 
     fn res(status: bool, scale: Option<ScaleInfo>) -> ResourceInfo {
-        ResourceInfo {
-            group: "g.io",
-            version: "v1",
-            storage_version: "v1",
-            kind: "Thing",
-            list_kind: "ThingList",
-            plural: "things",
-            singular: "thing",
-            namespaced: true,
-            short_names: &[],
-            categories: &[],
-            verbs: &[],
-            printer_columns: &[],
-            token_field: None,
-            status_subresource: status,
-            scale,
-            finalize_subresource: false,
-            selectable_fields: &[],
-            namespaces: false,
-            events: false,
-            dns_subdomain_names: false,
-            data_rules: None,
-            generation: true,
-            strategic_merge_patch: false,
-        }
+        ResourceInfo { status_subresource: status, scale, ..ResourceInfo::EXAMPLE }
     }
 
     #[test]

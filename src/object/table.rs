@@ -480,28 +480,14 @@ mod tests {
     fn kind(columns: &'static [PrinterColumn]) -> ResourceInfo {
         ResourceInfo {
             group: "",
-            version: "v1",
-            storage_version: "v1",
             kind: "Event",
             list_kind: "EventList",
             plural: "events",
             singular: "event",
-            namespaced: true,
-            short_names: &[],
-            categories: &[],
-            verbs: &[],
             printer_columns: columns,
-            token_field: None,
-            status_subresource: false,
-            scale: None,
-            finalize_subresource: false,
-            selectable_fields: &[],
-            namespaces: false,
             events: true,
-            dns_subdomain_names: false,
-            data_rules: None,
             generation: false,
-            strategic_merge_patch: false,
+            ..ResourceInfo::EXAMPLE
         }
     }
 

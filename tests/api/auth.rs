@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::{binary, ServerOptions, TestServer};
+use crate::common::{abac_args, binary, ServerOptions, TestServer};
 
 const TOKENS: &str =
     "tok-alice,alice,1001\ntok-bob,bob,1002,\"viewers\"\ntok-root,root,0,\"admins\"\n";
@@ -22,14 +22,7 @@ fn secured() -> (TestServer, tempfile::TempDir) {
     let policy = dir.path().join("policy.jsonl");
     std::fs::write(&tokens, TOKENS).unwrap();
     std::fs::write(&policy, POLICY).unwrap();
-    let args = vec![
-        "--token-auth-file".into(),
-        tokens.display().to_string(),
-        "--authorization-mode".into(),
-        "ABAC".into(),
-        "--authorization-policy-file".into(),
-        policy.display().to_string(),
-    ];
+    let args = abac_args(&tokens, &policy);
     (TestServer::start_with(ServerOptions { memory: true, args, ..Default::default() }), dir)
 }
 
@@ -152,8 +145,15 @@ fn requests_in_flight_are_bounded_per_user() {
             _ => 0,
         })
     });
-    std::thread::sleep(Duration::from_millis(500));
-    let r = s.get("/apis/kubevirt.io/v1/virtualmachines");
+    // Until the slow read holds the slot (on a loaded machine it may take a while to arrive).
+    let started = std::time::Instant::now();
+    let r = loop {
+        let r = s.get("/apis/kubevirt.io/v1/virtualmachines");
+        if r.status != 200 || started.elapsed() > Duration::from_millis(2500) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(r.status, 429, "{}", r.text());
     assert_eq!(r.header("Retry-After"), Some("1"));
     assert_eq!(r.json()["reason"], "TooManyRequests");

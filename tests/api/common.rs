@@ -60,6 +60,18 @@ impl Resp {
     }
 }
 
+/// The flags of a server with bearer tokens and ABAC, as kube-apiserver takes them.
+pub fn abac_args(tokens: &Path, policy: &Path) -> Vec<String> {
+    vec![
+        "--token-auth-file".into(),
+        tokens.display().to_string(),
+        "--authorization-mode".into(),
+        "ABAC".into(),
+        "--authorization-policy-file".into(),
+        policy.display().to_string(),
+    ]
+}
+
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_virt-apiserver"))
 }

@@ -6,7 +6,7 @@
 use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::common::{assert_status, Kubectl, TestServer};
+use crate::common::{abac_args, assert_status, Kubectl, TestServer};
 
 const SECRETS: &str = "/api/v1/namespaces/s/secrets";
 const CONFIGMAPS: &str = "/api/v1/namespaces/s/configmaps";
@@ -430,14 +430,7 @@ fn abac_authorizes_config_maps_and_secrets_by_resource() {
                     "readonly": true})),
     ];
     std::fs::write(&policy, rules.join("\n") + "\n").unwrap();
-    let args = vec![
-        "--token-auth-file".into(),
-        tokens.display().to_string(),
-        "--authorization-mode".into(),
-        "ABAC".into(),
-        "--authorization-policy-file".into(),
-        policy.display().to_string(),
-    ];
+    let args = abac_args(&tokens, &policy);
     let s = TestServer::start_with(ServerOptions { memory: true, args, ..Default::default() });
     let as_user = |token: &str, method: &str, path: &str, body: Option<&Value>| {
         let auth = format!("Bearer {token}");
