@@ -100,6 +100,8 @@ pub fn spawn(registry: Registry, cfg: Config) {
         cfg,
         kinds,
         pending: RefCell::default(),
+        running: RefCell::default(),
+        again: RefCell::default(),
         fired: RefCell::default(),
         recorders: RefCell::default(),
         tx,
@@ -117,8 +119,13 @@ struct Engine {
     cfg: Config,
     /// Lifecycle kinds (index into `cfg.lifecycles.kinds`) with their served kind.
     kinds: Vec<(usize, &'static ResourceInfo)>,
-    /// Stages scheduled and not yet fired: (kind, stage, key).
+    /// Stages scheduled and not yet done: (kind, stage, key). A stage never runs twice at once
+    /// for one object.
     pending: RefCell<HashSet<(usize, usize, String)>>,
+    /// Of those, the ones running, and the ones whose object changed meanwhile (evaluated
+    /// again once the run ends).
+    running: RefCell<HashSet<(usize, usize, String)>>,
+    again: RefCell<HashSet<(usize, usize, String)>>,
     /// How often a stage fired for an object, mixed into its generator.
     fired: RefCell<HashMap<(usize, usize, String), u64>>,
     recorders: RefCell<BTreeMap<String, Recorder>>,
@@ -253,6 +260,10 @@ impl Engine {
         ctx.named = self.related(kind, res, &obj).await;
         for (s, stage) in kind.stages.iter().enumerate() {
             let id = (k, s, key.to_string());
+            if self.running.borrow().contains(&id) {
+                self.again.borrow_mut().insert(id);
+                continue;
+            }
             if self.pending.borrow().contains(&id) || !ctx.matches(&stage.selector) {
                 continue;
             }
@@ -285,17 +296,27 @@ impl Engine {
     /// Runs stage `s` on object `key` if its selector still holds.
     async fn fire(&self, k: usize, s: usize, key: String) {
         let id = (k, s, key.clone());
+        self.running.borrow_mut().insert(id.clone());
+        self.run_stage(k, s, &key).await;
+        self.running.borrow_mut().remove(&id);
         self.pending.borrow_mut().remove(&id);
+        if self.again.borrow_mut().remove(&id) {
+            let _ = self.tx.send(Msg::Evaluate(k, key));
+        }
+    }
+
+    async fn run_stage(&self, k: usize, s: usize, key: &str) {
+        let id = (k, s, key.to_string());
         let (kind, res) = self.kind(k);
         let stage = &kind.stages[s];
-        let Ok(Some(obj)) = self.registry.store().get(&key).await else { return };
-        let rng = self.rng(k, s, &key, "values");
+        let Ok(Some(obj)) = self.registry.store().get(key).await else { return };
+        let rng = self.rng(k, s, key, "values");
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, rng);
         ctx.named = self.related(kind, res, &obj).await;
         if !ctx.matches(&stage.selector) {
             return;
         }
-        *self.fired.borrow_mut().entry(id).or_default() += 1;
+        *self.fired.borrow_mut().entry(id.clone()).or_default() += 1;
         ctx.bind_vars(&stage.vars);
         // The revision each written object must still be at: the one this plan read.
         let mut revisions: HashMap<String, u64> = HashMap::new();
@@ -322,7 +343,7 @@ impl Engine {
                 Ok(Written::Nothing) => {}
                 // The state moved on: decide again from the new one.
                 Ok(Written::Stale) => {
-                    let _ = self.tx.send(Msg::Evaluate(k, key.clone()));
+                    self.again.borrow_mut().insert(id);
                     return;
                 }
                 // Not retried at once: the object's next change evaluates it again.
