@@ -251,11 +251,11 @@ impl Rng {
             }
         }
         let mut r = Rng(seed ^ h);
-        r.next();
+        r.next_u64();
         r
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -268,7 +268,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            self.next() % n
+            self.next_u64() % n
         }
     }
 }
@@ -322,19 +322,19 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             Value::String(node_name(i))
         }
         "ip" => {
-            let r = env.rng().next();
+            let r = env.rng().next_u64();
             Value::String(format!("10.244.{}.{}", (r >> 8) % 256, 2 + (r % 250)))
         }
         "mac" => {
-            let r = env.rng().next().to_be_bytes();
+            let r = env.rng().next_u64().to_be_bytes();
             Value::String(format!(
                 "02:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
                 r[0], r[1], r[2], r[3], r[4]
             ))
         }
         "uid" => {
-            let a = env.rng().next();
-            let b = env.rng().next();
+            let a = env.rng().next_u64();
+            let b = env.rng().next_u64();
             let b = (b & 0x0fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
             let a = (a & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
             Value::String(format!(
@@ -489,7 +489,7 @@ mod tests {
         );
         let mut a = Rng::derived(1, &["stage", "ns", "a"]);
         let mut b = Rng::derived(1, &["stage", "ns", "b"]);
-        assert_ne!(a.next(), b.next());
+        assert_ne!(a.next_u64(), b.next_u64());
     }
 
     #[test]
