@@ -18,4 +18,29 @@ fn main() {
         eprintln!("{e}");
         panic!("codegen failed for {}", doc.display());
     }
+    lifecycles(&doc, &out);
+}
+
+/// The simulated runtime's lifecycles beside the document (none when it has no such file, as a
+/// fixture document has not): checked against the document, every problem at once, and copied
+/// into `OUT_DIR` for `generated::LIFECYCLES`.
+fn lifecycles(doc: &std::path::Path, out: &std::path::Path) {
+    let file = doc.with_file_name("lifecycles.yaml");
+    println!("cargo:rerun-if-changed={}", file.display());
+    println!("cargo:rerun-if-changed=lifecycle/src");
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let parsed = lifecycle::parse(&text).map_err(|e| vec![e]);
+    let checked = parsed.and_then(|lc| {
+        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(doc).expect("document"))
+            .map_err(|e| vec![e.to_string()])?;
+        lifecycle::check::check(&doc, &lc)
+    });
+    if let Err(problems) = checked {
+        eprintln!("{} has {} problem(s):", file.display(), problems.len());
+        for p in &problems {
+            eprintln!("  - {p}");
+        }
+        panic!("lifecycle check failed for {}", file.display());
+    }
+    std::fs::write(out.join("lifecycles.yaml"), text).expect("write lifecycles.yaml");
 }

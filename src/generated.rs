@@ -4,6 +4,10 @@
 
 include!(concat!(env!("OUT_DIR"), "/generated.rs"));
 
+/// The simulated runtime's built-in lifecycles (`openapi/lifecycles.yaml`), checked by build.rs
+/// against the document.
+pub const LIFECYCLES: &str = include_str!(concat!(env!("OUT_DIR"), "/lifecycles.yaml"));
+
 /// The only paths the generated code names: it says `self::rt::create`, `self::rt::AppState`, and
 /// never a module of this crate, so moving a hand-written item changes its line here, not codegen.
 /// The list is exactly what codegen emits (`codegen/tests/typecheck.rs` holds it to that).

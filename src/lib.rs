@@ -23,7 +23,7 @@ pub use object::{limits, meta, patch, selector, strict_decoding, validation};
 /// Create-only token requests' signed answers.
 pub use registry::token;
 /// Background work the binary starts once it is listening.
-pub use runtime::{event_ttl, gc, namespaces as namespace_controller, recorder};
+pub use runtime::{event_ttl, gc, namespaces as namespace_controller, recorder, simulate};
 /// The store the binary opens.
 pub mod storage {
     pub use crate::store::{QueueLimits, RetentionConfig, Store, StoreConfig};

@@ -95,6 +95,23 @@ struct Args {
     /// Test hook: GET of this path panics in its handler (proves panics become 500 Status).
     #[arg(long, hide = true)]
     debug_panic_path: Option<String>,
+
+    /// Run the simulated KubeVirt runtime: objects move through their lifecycles
+    /// (openapi/lifecycles.yaml). Off: a pure API server.
+    #[arg(long)]
+    simulate: bool,
+    /// A lifecycle file that extends (or, with `mode: replace`, replaces) the built-in ones.
+    #[arg(long, requires = "simulate")]
+    simulate_config: Option<String>,
+    /// A factor on every simulated delay (0: each step as soon as the previous one is written).
+    #[arg(long, default_value_t = 1.0)]
+    simulate_speed: f64,
+    /// Seeds jitter, names, addresses and node choice, so runs repeat them.
+    #[arg(long)]
+    simulate_seed: Option<u64>,
+    /// How many simulated nodes VMIs are scheduled on (sim-node-1 … sim-node-N).
+    #[arg(long, default_value_t = 2)]
+    simulate_nodes: usize,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -179,6 +196,34 @@ fn filters(args: &Args, addr: &std::net::SocketAddr) -> Filters {
     filters
 }
 
+/// The simulation's configuration; a bad `--simulate-config` ends the process listing every
+/// problem.
+fn simulation(args: &Args) -> virt_apiserver::simulate::Config {
+    let extra = args
+        .simulate_config
+        .as_deref()
+        .map(|path| std::fs::read_to_string(path).unwrap_or_else(|e| fail(format!("{path}: {e}"))));
+    let lifecycles = virt_apiserver::simulate::load(extra.as_deref()).unwrap_or_else(|problems| {
+        let file = args.simulate_config.as_deref().unwrap_or("the built-in lifecycles");
+        let list: Vec<String> = problems.iter().map(|p| format!("\n  - {p}")).collect();
+        fail(format!("{file} has {} problem(s):{}", problems.len(), list.concat()))
+    });
+    if !(args.simulate_speed >= 0.0 && args.simulate_speed.is_finite()) {
+        fail("--simulate-speed must be a number >= 0");
+    }
+    let seed = args.simulate_seed.unwrap_or_else(|| {
+        let mut bytes = [0u8; 8];
+        getrandom::getrandom(&mut bytes).expect("system randomness");
+        u64::from_le_bytes(bytes)
+    });
+    virt_apiserver::simulate::Config {
+        lifecycles,
+        speed: args.simulate_speed,
+        seed,
+        nodes: args.simulate_nodes.max(1),
+    }
+}
+
 fn main() -> std::io::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args = Args::parse();
@@ -203,6 +248,7 @@ fn main() -> std::io::Result<()> {
             std::process::exit(1);
         }
     };
+    let simulation = args.simulate.then(|| simulation(&args));
     let listener = TcpListener::bind(&args.listen)?;
     let addr = listener.local_addr()?;
     let filters = filters(&args, &addr);
@@ -243,6 +289,9 @@ fn main() -> std::io::Result<()> {
             state.registry.clone(),
             std::time::Duration::from_secs(args.gc_interval.max(1)),
         );
+        if let Some(cfg) = simulation {
+            virt_apiserver::simulate::spawn(state.registry.clone(), cfg);
+        }
         if args.enable_garbage_collector {
             virt_apiserver::gc::spawn(
                 state.registry.clone(),

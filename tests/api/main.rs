@@ -23,6 +23,7 @@ mod namespaces;
 mod openapi;
 mod secrets;
 mod seed_ops;
+mod simulate;
 mod strategic_patch;
 mod subresources;
 mod table;

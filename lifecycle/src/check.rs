@@ -1,0 +1,571 @@
+//! Checks lifecycles against the OpenAPI document: kinds exist, every path read or written is
+//! declared in the schema of the object it reads (stopping where a schema preserves unknown
+//! fields or is a map), every function exists with its arity, every `$name` is a related object
+//! or a stage variable, every `computed('x')` names one of the kind's computed values, managers
+//! are declared, `of` names a related object. Every problem is reported, not the first.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::expr::{self, Expr, Seg, FUNCTIONS};
+use crate::pred::{self, Pred};
+use crate::template::{self, SPREAD};
+use crate::{Kind, Lifecycles, ResourceRef, Step};
+
+/// The document's kinds: `(group, kind)` → the schema of its storage (highest-priority)
+/// version.
+struct Schemas<'a> {
+    defs: &'a serde_json::Map<String, Value>,
+    kinds: BTreeMap<(String, String), (String, String)>,
+}
+
+/// Kube's version priority: GA before beta before alpha, higher numbers first.
+fn version_rank(v: &str) -> (u8, u64, u64) {
+    let rest = v.strip_prefix('v').unwrap_or(v);
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let major = digits.parse().unwrap_or(0);
+    let tail = &rest[digits.len()..];
+    let (level, minor) = if tail.is_empty() {
+        (3, 0)
+    } else if let Some(n) = tail.strip_prefix("beta") {
+        (2, n.parse().unwrap_or(0))
+    } else if let Some(n) = tail.strip_prefix("alpha") {
+        (1, n.parse().unwrap_or(0))
+    } else {
+        (0, 0)
+    };
+    (level, major, minor)
+}
+
+impl<'a> Schemas<'a> {
+    fn new(doc: &'a Value) -> Result<Schemas<'a>, String> {
+        let defs = doc
+            .get("definitions")
+            .and_then(Value::as_object)
+            .ok_or("the document has no definitions")?;
+        let mut kinds: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
+        for (name, d) in defs.iter().filter(|(_, d)| d.get("x-virt-resource").is_some()) {
+            let gvks = d.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
+            for gvk in gvks.into_iter().flatten() {
+                let f = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                let key = (f("group"), f("kind"));
+                let better = kinds
+                    .get(&key)
+                    .is_none_or(|(v, _)| version_rank(&f("version")) > version_rank(v));
+                if better {
+                    kinds.insert(key, (f("version"), name.clone()));
+                }
+            }
+        }
+        Ok(Schemas { defs, kinds })
+    }
+
+    fn kind(&self, r: &ResourceRef) -> Option<(&str, &'a Value)> {
+        let (_, name) = self.kinds.get(&(r.group.clone(), r.kind.clone()))?;
+        Some((name.as_str(), self.defs.get(name)?))
+    }
+
+    fn resolve(&self, mut s: &'a Value) -> &'a Value {
+        for _ in 0..32 {
+            match s.get("$ref").and_then(Value::as_str) {
+                Some(r) => match self.defs.get(r.rsplit('/').next().unwrap_or("")) {
+                    Some(d) => s = d,
+                    None => return s,
+                },
+                None => return s,
+            }
+        }
+        s
+    }
+
+    /// The schema of `key` inside `s`: `Ok(None)` when anything goes there (unknown fields
+    /// preserved, or no schema given).
+    fn field(&self, s: &'a Value, key: &str) -> Result<Option<&'a Value>, String> {
+        let s = self.resolve(s);
+        if let Some(p) = s.get("properties").and_then(|p| p.get(key)) {
+            return Ok(Some(p));
+        }
+        match s.get("additionalProperties") {
+            Some(Value::Object(a)) if !a.is_empty() => return Ok(s.get("additionalProperties")),
+            Some(Value::Bool(true)) | Some(Value::Object(_)) => return Ok(None),
+            _ => {}
+        }
+        let open = s.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true))
+            || (s.get("properties").is_none()
+                && s.get("items").is_none()
+                && s.get("type").is_none());
+        if open {
+            Ok(None)
+        } else {
+            Err(format!("field {key:?} is not declared"))
+        }
+    }
+
+    fn items(&self, s: &'a Value) -> Result<Option<&'a Value>, String> {
+        let s = self.resolve(s);
+        match s.get("items") {
+            Some(i) => Ok(Some(i)),
+            None if s.get("type").and_then(Value::as_str) == Some("array") => Ok(None),
+            None if s.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true))
+                || s.get("type").is_none() =>
+            {
+                Ok(None)
+            }
+            None => Err("is not a list".into()),
+        }
+    }
+
+    /// Checks that `segs` are declared from `s`.
+    fn path(&self, s: &'a Value, segs: &[Seg]) -> Result<(), String> {
+        let mut cur = Some(s);
+        let mut at = String::new();
+        for seg in segs {
+            let Some(s) = cur else { return Ok(()) };
+            let step = match seg {
+                Seg::Key(k) => {
+                    at.push('.');
+                    at.push_str(k);
+                    self.field(s, k)
+                }
+                Seg::Index(_) => self.items(s),
+                Seg::Filter(f, _) => self.items(s).and_then(|items| match items {
+                    Some(i) => self.field(i, f).map(|_| Some(i)),
+                    None => Ok(None),
+                }),
+            };
+            cur = step.map_err(|e| format!("{} {e}", if at.is_empty() { "." } else { &at }))?;
+        }
+        Ok(())
+    }
+}
+
+/// What an expression may read in one place.
+struct Scope<'s, 'a> {
+    schemas: &'s Schemas<'a>,
+    lc: &'s Lifecycles,
+    kind: &'s Kind,
+    /// The schema `.` reads.
+    this: &'a Value,
+    /// Stage variables in scope.
+    vars: &'s [String],
+    at: String,
+}
+
+impl Scope<'_, '_> {
+    fn expr(&self, e: &Expr, errors: &mut Vec<String>) {
+        expr::visit(e, &mut |e| match e {
+            Expr::Path { root: None, segs } => {
+                if let Err(err) = self.schemas.path(self.this, segs) {
+                    errors.push(format!("{}: {err}", self.at));
+                }
+            }
+            Expr::Path { root: Some(name), segs } => {
+                if let Some(r) = self.kind.related.get(name) {
+                    if let Some((_, s)) = self.schemas.kind(&r.resource) {
+                        if let Err(err) = self.schemas.path(s, segs) {
+                            errors.push(format!("{}: ${name}{err}", self.at));
+                        }
+                    }
+                } else if !self.vars.contains(name) {
+                    errors.push(format!(
+                        "{}: ${name} is neither a related object nor a variable",
+                        self.at
+                    ));
+                }
+            }
+            Expr::Call(f, args) => match FUNCTIONS.iter().find(|(n, ..)| n == f) {
+                None => errors.push(format!("{}: no function {f}()", self.at)),
+                Some((_, min, max, _)) if args.len() < *min || args.len() > *max => {
+                    errors.push(format!("{}: {f}() takes {min} to {max} arguments", self.at))
+                }
+                Some(_) if f == "computed" => match args.first() {
+                    Some(Expr::Lit(Value::String(n))) if self.kind.computed.contains_key(n) => {}
+                    _ => errors.push(format!(
+                        "{}: computed() needs the quoted name of one of the kind's computed values",
+                        self.at
+                    )),
+                },
+                Some(_) => {}
+            },
+            Expr::Lit(_) => {}
+        });
+        let _ = self.lc;
+    }
+
+    fn text(&self, s: &str, errors: &mut Vec<String>) {
+        match template::expressions(s) {
+            Ok(es) => es.iter().for_each(|e| match e {
+                Ok(e) => self.expr(e, errors),
+                Err(e) => errors.push(format!("{}: {e}", self.at)),
+            }),
+            Err(e) => errors.push(format!("{}: {e}", self.at)),
+        }
+    }
+
+    fn path_expr(&self, s: &str, errors: &mut Vec<String>) {
+        match expr::parse(s) {
+            Ok(e) => self.expr(&e, errors),
+            Err(e) => errors.push(format!("{}: {e}", self.at)),
+        }
+    }
+
+    /// A template's reads (every string's expressions) and, when `written` is a schema, its
+    /// keys against that schema.
+    fn template<'a>(
+        &self,
+        t: &Value,
+        written: Option<&'a Value>,
+        where_: &str,
+        errors: &mut Vec<String>,
+    ) where
+        Self: 'a,
+    {
+        match t {
+            Value::String(s) => self.text(s, errors),
+            Value::Array(items) => {
+                let item_schema = match written.map(|s| self.schemas.items(s)) {
+                    Some(Ok(i)) => i,
+                    Some(Err(e)) => {
+                        errors.push(format!("{}: {where_} {e}", self.at));
+                        None
+                    }
+                    None => None,
+                };
+                for i in items {
+                    self.template(i, item_schema, where_, errors);
+                }
+            }
+            Value::Object(members) => {
+                for (k, v) in members {
+                    if k == SPREAD || k.contains("{{") {
+                        self.text(k, errors);
+                        if k == SPREAD {
+                            self.template(v, None, where_, errors);
+                            continue;
+                        }
+                    }
+                    let below = format!("{where_}.{k}");
+                    let field = match written {
+                        Some(s) if !k.contains("{{") => match self.schemas.field(s, k) {
+                            Ok(f) => f,
+                            Err(e) => {
+                                errors.push(format!("{}: {where_} {e}", self.at));
+                                None
+                            }
+                        },
+                        _ => None,
+                    };
+                    self.template(v, field, &below, errors);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn pred(&self, p: &Pred, errors: &mut Vec<String>) {
+        pred::walk(p, None, &mut |p, related| {
+            // Inside `related.where`, `.` is the related object.
+            let this = match related {
+                None => Some(self.this),
+                Some(name) => self
+                    .kind
+                    .related
+                    .get(name)
+                    .and_then(|r| self.schemas.kind(&r.resource))
+                    .map(|(_, s)| s),
+            };
+            let scope = Scope { this: this.unwrap_or(self.this), at: self.at.clone(), ..*self };
+            match p {
+                Pred::Equals { path, value } => {
+                    scope.path_expr(path, errors);
+                    scope.template(value, None, "", errors);
+                }
+                Pred::In { path, values } | Pred::NotIn { path, values } => {
+                    scope.path_expr(path, errors);
+                    values.iter().for_each(|v| scope.template(v, None, "", errors));
+                }
+                Pred::Exists(path) | Pred::DoesNotExist(path) => scope.path_expr(path, errors),
+                Pred::Condition(c) => scope.path_expr(c.path(), errors),
+                Pred::Related(r) if !self.kind.related.contains_key(&r.name) => {
+                    errors.push(format!("{}: no related object {:?}", self.at, r.name))
+                }
+                _ => {}
+            }
+        });
+    }
+}
+
+fn scope<'s, 'a>(
+    schemas: &'s Schemas<'a>,
+    lc: &'s Lifecycles,
+    kind: &'s Kind,
+    this: &'a Value,
+    vars: &'s [String],
+    at: String,
+) -> Scope<'s, 'a> {
+    Scope { schemas, lc, kind, this, vars, at }
+}
+
+/// Checks `lc` against the document; every problem, one per line.
+pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
+    let schemas = Schemas::new(doc).map_err(|e| vec![e])?;
+    let mut errors = Vec::new();
+    let mut seen: Vec<&ResourceRef> = Vec::new();
+    for kind in &lc.kinds {
+        let k = &kind.resource;
+        if seen.contains(&k) {
+            errors.push(format!("kind {k}: listed twice"));
+        }
+        seen.push(k);
+        let Some((_, this)) = schemas.kind(k) else {
+            errors.push(format!("kind {k}: the document serves no such kind"));
+            continue;
+        };
+        for (name, r) in &kind.related {
+            if schemas.kind(&r.resource).is_none() {
+                errors.push(format!(
+                    "kind {k}, related {name}: the document serves no kind {}",
+                    r.resource
+                ));
+            }
+            if FUNCTIONS.iter().any(|(f, ..)| f == name) {
+                errors.push(format!("kind {k}, related {name}: the name of a function"));
+            }
+        }
+        for (name, cases) in &kind.computed {
+            for (i, c) in cases.iter().enumerate() {
+                let scope = Scope {
+                    schemas: &schemas,
+                    lc,
+                    kind,
+                    this,
+                    vars: &[],
+                    at: format!("kind {k}, computed {name}, case {}", i + 1),
+                };
+                if let Some(w) = &c.when {
+                    scope.pred(w, &mut errors);
+                }
+                scope.template(&c.value, None, "", &mut errors);
+            }
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for stage in &kind.stages {
+            let at = format!("kind {k}, stage {}", stage.name);
+            if names.contains(&stage.name.as_str()) {
+                errors.push(format!("{at}: a second stage of that name"));
+            }
+            names.push(&stage.name);
+            if !lc.managers.contains_key(&stage.manager) {
+                errors.push(format!(
+                    "{at}: manager {:?} is not declared under managers",
+                    stage.manager
+                ));
+            }
+            let mut vars: Vec<String> = Vec::new();
+            scope(&schemas, lc, kind, this, &vars, format!("{at}, selector"))
+                .pred(&stage.selector, &mut errors);
+            for v in &stage.vars {
+                if kind.related.contains_key(&v.name) {
+                    errors.push(format!("{at}, var {}: the name of a related object", v.name));
+                }
+                scope(&schemas, lc, kind, this, &vars, format!("{at}, var {}", v.name)).template(
+                    &v.value,
+                    None,
+                    "",
+                    &mut errors,
+                );
+                vars.push(v.name.clone());
+            }
+            for (i, step) in stage.steps.iter().enumerate() {
+                let at = format!("{at}, step {} ({})", i + 1, step.verb());
+                let mut target = this;
+                if let Some(of) = step.of() {
+                    match kind.related.get(of).map(|r| schemas.kind(&r.resource)) {
+                        Some(Some((_, s))) => target = s,
+                        Some(None) => {}
+                        None => errors.push(format!("{at}: no related object {of:?}")),
+                    }
+                }
+                let scope = scope(&schemas, lc, kind, this, &vars, at.clone());
+                match step {
+                    Step::Patch { subresource, merge, .. } => {
+                        match subresource.as_deref() {
+                            None | Some("") => {}
+                            Some("status") => {
+                                let only_status = merge
+                                    .as_object()
+                                    .is_some_and(|m| m.keys().all(|k| k == "status"));
+                                if !only_status {
+                                    errors
+                                        .push(format!("{at}: a status patch may only hold status"));
+                                }
+                            }
+                            Some(other) => {
+                                errors.push(format!("{at}: no subresource {other:?} (only status)"))
+                            }
+                        }
+                        scope.template(merge, Some(target), "", &mut errors);
+                    }
+                    Step::Finalizers { add, remove, .. } => {
+                        if add.is_empty() && remove.is_empty() {
+                            errors.push(format!("{at}: neither add nor remove"));
+                        }
+                    }
+                    Step::Create { resource, template } => match schemas.kind(resource) {
+                        Some((_, s)) => scope.template(template, Some(s), "", &mut errors),
+                        None => {
+                            errors.push(format!("{at}: the document serves no kind {resource}"))
+                        }
+                    },
+                    Step::Event { type_, message, reason, .. } => {
+                        if type_ != "Normal" && type_ != "Warning" {
+                            errors.push(format!(
+                                "{at}: type {type_:?} is neither Normal nor Warning"
+                            ));
+                        }
+                        if reason.is_empty() {
+                            errors.push(format!("{at}: no reason"));
+                        }
+                        scope.text(message, &mut errors);
+                    }
+                    Step::Delete { .. } => {}
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn doc() -> Value {
+        let meta = json!({"type": "object", "properties": {
+            "name": {"type": "string"}, "namespace": {"type": "string"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "finalizers": {"type": "array", "items": {"type": "string"}}}});
+        let kind = |g: &str, v: &str, k: &str, status: Value| {
+            json!({"type": "object", "x-virt-resource": {"plural": "x"},
+                   "x-kubernetes-group-version-kind": [{"group": g, "version": v, "kind": k}],
+                   "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                                  "metadata": {"$ref": "#/definitions/meta"},
+                                  "spec": {"type": "object", "properties": {"run": {"type": "boolean"},
+                                           "template": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                                  "status": status}})
+        };
+        let status = json!({"type": "object", "properties": {
+            "phase": {"type": "string"},
+            "conditions": {"type": "array", "items": {"type": "object", "properties": {
+                "type": {"type": "string"}, "status": {"type": "string"}}}}}});
+        json!({"definitions": {
+            "meta": meta,
+            "g.v1.Thing": kind("g.io", "v1", "Thing", status.clone()),
+            "g.v1alpha1.Thing": kind("g.io", "v1alpha1", "Thing", json!({"type": "object"})),
+            "g.v1.Peer": kind("g.io", "v1", "Peer", status),
+        }})
+    }
+
+    #[test]
+    fn the_storage_version_is_the_highest_priority_one() {
+        assert!(version_rank("v1") > version_rank("v1beta1"));
+        assert!(version_rank("v1beta2") > version_rank("v1beta1"));
+        assert!(version_rank("v1beta1") > version_rank("v1alpha3"));
+        assert!(version_rank("v2") > version_rank("v1"));
+    }
+
+    #[test]
+    fn a_good_file_passes() {
+        let lc = crate::parse(
+            r#"
+managers: {ctl: {component: c}}
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    related: {peer: {resource: {group: g.io, kind: Peer}, by: name}}
+    computed:
+      phase:
+        - when: {related: {name: peer, where: {condition: {type: Ready, status: "True"}}}}
+          value: "{{ $peer.status.phase }}"
+        - value: Stopped
+    stages:
+      - name: s
+        manager: ctl
+        selector: {all: [{equals: {path: .spec.run, value: true}}, {related: {name: peer, exists: false}}]}
+        vars: [{name: n, value: "{{ node() }}"}]
+        steps:
+          - create:
+              resource: {group: g.io, kind: Peer}
+              template:
+                metadata: {name: "{{ .metadata.name }}", labels: {"...": "{{ .metadata.labels }}", "{{ $n }}": x}}
+                spec: {template: "{{ .spec.template }}"}
+          - patch: {subresource: status, merge: {status: {phase: "{{ computed('phase') }}", conditions: [{type: Ready}]}}}
+          - patch: {of: peer, merge: {spec: {run: false}, metadata: {finalizers: []}}}
+          - event: {type: Normal, reason: R, message: "on {{ $n }} {{ .spec.template.anything.goes }}"}
+          - finalizers: {add: [x]}
+          - delete: {of: peer}
+"#,
+        )
+        .unwrap();
+        assert_eq!(check(&doc(), &lc), Ok(()));
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let lc = crate::parse(
+            r#"
+managers: {ctl: {component: c}}
+kinds:
+  - resource: {group: g.io, kind: Nope}
+  - resource: {group: g.io, kind: Thing}
+    related: {peer: {resource: {group: g.io, kind: Missing}, by: controller}}
+    computed:
+      phase: [{value: "{{ .status.nope }}"}]
+    stages:
+      - name: s
+        manager: other
+        selector: {all: [{equals: {path: .spec.walk, value: true}}, {related: {name: ghost, exists: false}}, {exists: ".status.conditions[kind=x]"}]}
+        steps:
+          - patch: {subresource: status, merge: {status: {phse: x}, spec: {}}}
+          - patch: {subresource: scale, merge: {}}
+          - create: {resource: {group: g.io, kind: Thing}, template: {metadata: {nam: x}}}
+          - event: {type: Info, reason: R, message: "{{ bogus() }} {{ $who.x }} {{ computed('none') }} {{ now(1) }} {{ .a[ }}"}
+          - delete: {of: ghost}
+          - finalizers: {}
+      - {name: s, manager: ctl, selector: {deleting: true}, steps: []}
+"#,
+        )
+        .unwrap();
+        let errors = check(&doc(), &lc).unwrap_err();
+        let all = errors.join("\n");
+        for want in [
+            "kind g.io/Nope: the document serves no such kind",
+            "related peer: the document serves no kind g.io/Missing",
+            "computed phase, case 1: .status.nope field \"nope\" is not declared",
+            "manager \"other\" is not declared",
+            ".spec.walk field \"walk\" is not declared",
+            "no related object \"ghost\"",
+            "field \"kind\" is not declared",
+            "a status patch may only hold status",
+            ".status field \"phse\" is not declared",
+            "no subresource \"scale\"",
+            ".metadata field \"nam\" is not declared",
+            "type \"Info\" is neither Normal nor Warning",
+            "no function bogus()",
+            "$who is neither a related object nor a variable",
+            "computed() needs the quoted name",
+            "now() takes 0 to 0 arguments",
+            "expected [n]",
+            "step 5 (delete): no related object \"ghost\"",
+            "neither add nor remove",
+            "stage s: a second stage of that name",
+        ] {
+            assert!(all.contains(want), "missing {want:?} in:\n{all}");
+        }
+    }
+}

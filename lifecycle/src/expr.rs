@@ -1,0 +1,508 @@
+//! The expression language inside `{{ … }}` and in predicates' `path`s. Deliberately small:
+//!
+//! - `.a.b[0].c` reads the object (`.` alone is the whole object); `['kubevirt.io/x']` reads a
+//!   key with dots or slashes; `[type=Ready]` picks the first list element whose field equals the
+//!   value (bare word or quoted string). A missing step reads `null`.
+//! - `$name.a.b` reads a related object or a stage variable (`null` when absent).
+//! - Literals: `'text'`, `"text"`, numbers, `true`, `false`, `null`.
+//! - Calls `f(arg, …)`, from [`FUNCTIONS`]. Random values come from the caller's seeded
+//!   generator, so a seed repeats them.
+
+use serde_json::{json, Value};
+
+/// Every function, with its arity range and what it does (the checker rejects the others).
+pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
+    ("now", 0, 0, "the current time, RFC 3339 at seconds"),
+    ("node", 0, 0, "one of the simulated nodes, at random"),
+    ("ip", 0, 0, "an address from the simulated pod network 10.244.0.0/16"),
+    ("mac", 0, 0, "a locally administered MAC address"),
+    ("uid", 0, 0, "a random UUID"),
+    ("name", 1, 1, "the prefix plus five random characters, as generateName"),
+    ("str", 1, 1, "the value as text (null stays null)"),
+    ("int", 1, 1, "the value as an integer (null when it is not one)"),
+    ("default", 1, 8, "the first argument that is not null"),
+    ("concat", 1, 8, "the arguments' texts joined"),
+    ("controllerRef", 0, 0, "an ownerReference to the object: controller, blocking deletion"),
+    ("computed", 1, 1, "the kind's computed value of that name: its first matching case"),
+    (
+        "transitionTime",
+        2,
+        2,
+        "the condition's lastTransitionTime if its status is the second argument, else now",
+    ),
+];
+
+/// A parsed expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A read: of the object (`root: None`) or of `$name`.
+    Path {
+        root: Option<String>,
+        segs: Vec<Seg>,
+    },
+    Lit(Value),
+    Call(String, Vec<Expr>),
+}
+
+/// One step of a path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seg {
+    Key(String),
+    Index(usize),
+    /// The first element whose field equals the value.
+    Filter(String, Value),
+}
+
+/// Parses one expression.
+pub fn parse(text: &str) -> Result<Expr, String> {
+    let mut p = Parser { s: text.as_bytes(), i: 0 };
+    let e = p.expr()?;
+    p.ws();
+    if p.i != p.s.len() {
+        return Err(format!("unexpected {:?} in expression {text:?}", &text[p.i..]));
+    }
+    Ok(e)
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn ident(&mut self) -> String {
+        let start = self.i;
+        while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
+            self.i += 1;
+        }
+        String::from_utf8_lossy(&self.s[start..self.i]).into_owned()
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let quote = self.s[self.i];
+        self.i += 1;
+        let start = self.i;
+        while self.peek().is_some_and(|c| c != quote) {
+            self.i += 1;
+        }
+        if self.peek().is_none() {
+            return Err("unterminated string".into());
+        }
+        let out = String::from_utf8_lossy(&self.s[start..self.i]).into_owned();
+        self.i += 1;
+        Ok(out)
+    }
+
+    fn expr(&mut self) -> Result<Expr, String> {
+        self.ws();
+        match self.peek() {
+            None => Err("empty expression".into()),
+            Some(b'.') => Ok(Expr::Path { root: None, segs: self.segs()? }),
+            Some(b'$') => {
+                self.i += 1;
+                let name = self.ident();
+                if name.is_empty() {
+                    return Err("`$` needs a name".into());
+                }
+                Ok(Expr::Path { root: Some(name), segs: self.segs()? })
+            }
+            Some(b'\'' | b'"') => Ok(Expr::Lit(Value::String(self.string()?))),
+            Some(c) if c.is_ascii_digit() || c == b'-' => {
+                let start = self.i;
+                self.i += 1;
+                while self.peek().is_some_and(|c| c.is_ascii_digit() || c == b'.') {
+                    self.i += 1;
+                }
+                let text = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
+                serde_json::from_str(text)
+                    .map(Expr::Lit)
+                    .map_err(|_| format!("bad number {text:?}"))
+            }
+            Some(c) if c.is_ascii_alphabetic() => {
+                let word = self.ident();
+                match word.as_str() {
+                    "true" => return Ok(Expr::Lit(Value::Bool(true))),
+                    "false" => return Ok(Expr::Lit(Value::Bool(false))),
+                    "null" => return Ok(Expr::Lit(Value::Null)),
+                    _ => {}
+                }
+                self.ws();
+                if self.peek() != Some(b'(') {
+                    return Err(format!("{word:?} is neither a literal nor a call"));
+                }
+                self.i += 1;
+                let mut args = Vec::new();
+                self.ws();
+                if self.peek() == Some(b')') {
+                    self.i += 1;
+                    return Ok(Expr::Call(word, args));
+                }
+                loop {
+                    args.push(self.expr()?);
+                    self.ws();
+                    match self.peek() {
+                        Some(b',') => self.i += 1,
+                        Some(b')') => {
+                            self.i += 1;
+                            return Ok(Expr::Call(word, args));
+                        }
+                        _ => return Err(format!("expected `,` or `)` in the call of {word}")),
+                    }
+                }
+            }
+            Some(c) => Err(format!("unexpected {:?}", c as char)),
+        }
+    }
+
+    fn segs(&mut self) -> Result<Vec<Seg>, String> {
+        let mut segs = Vec::new();
+        loop {
+            match self.peek() {
+                Some(b'.') => {
+                    self.i += 1;
+                    let key = self.ident();
+                    if !key.is_empty() {
+                        segs.push(Seg::Key(key));
+                    } else if self.peek() == Some(b'.') || !segs.is_empty() {
+                        return Err("empty path step".into());
+                    }
+                }
+                Some(b'[') => {
+                    self.i += 1;
+                    self.ws();
+                    let seg = match self.peek() {
+                        Some(b'\'' | b'"') => Seg::Key(self.string()?),
+                        Some(c) if c.is_ascii_digit() => {
+                            let n = self.ident();
+                            Seg::Index(n.parse().map_err(|_| format!("bad index {n:?}"))?)
+                        }
+                        _ => {
+                            let field = self.ident();
+                            self.ws();
+                            if field.is_empty() || self.peek() != Some(b'=') {
+                                return Err("expected [n], ['key'] or [field=value]".into());
+                            }
+                            self.i += 1;
+                            self.ws();
+                            let value = match self.peek() {
+                                Some(b'\'' | b'"') => self.string()?,
+                                _ => self.ident(),
+                            };
+                            Seg::Filter(field, Value::String(value))
+                        }
+                    };
+                    self.ws();
+                    if self.peek() != Some(b']') {
+                        return Err("expected `]`".into());
+                    }
+                    self.i += 1;
+                    segs.push(seg);
+                }
+                _ => return Ok(segs),
+            }
+        }
+    }
+}
+
+/// Reads `segs` from `v`; `Null` where a step is missing.
+pub fn read<'a>(v: &'a Value, segs: &[Seg]) -> &'a Value {
+    static NULL: Value = Value::Null;
+    let mut cur = v;
+    for s in segs {
+        cur = match s {
+            Seg::Key(k) => cur.get(k.as_str()).unwrap_or(&NULL),
+            Seg::Index(i) => cur.get(*i).unwrap_or(&NULL),
+            Seg::Filter(f, want) => cur
+                .as_array()
+                .and_then(|items| items.iter().find(|e| e.get(f.as_str()) == Some(want)))
+                .unwrap_or(&NULL),
+        };
+    }
+    cur
+}
+
+/// A small seeded generator (splitmix64): the same seed gives the same names, addresses, nodes
+/// and jitter.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// A generator for one purpose (a stage firing for one object), from a seed and labels.
+    pub fn derived(seed: u64, labels: &[&str]) -> Rng {
+        // FNV-1a over the labels, mixed into the seed.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for l in labels {
+            for b in l.bytes().chain([0]) {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        let mut r = Rng(seed ^ h);
+        r.next_u64();
+        r
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+}
+
+/// What an evaluation reads besides the expression's root object.
+pub trait Env {
+    /// `$name`: a related object or a stage variable; `None` when absent.
+    fn named(&self, name: &str) -> Option<&Value>;
+    /// The object the stage acts on (for `controllerRef()`, `computed()`).
+    fn object(&self) -> &Value;
+    /// `computed(name)`.
+    fn computed(&self, name: &str) -> Value;
+    fn now(&self) -> String;
+    fn nodes(&self) -> usize;
+    fn rng(&self) -> std::cell::RefMut<'_, Rng>;
+}
+
+/// The name of simulated node `i` (0-based).
+pub fn node_name(i: usize) -> String {
+    format!("sim-node-{}", i + 1)
+}
+
+/// Evaluates `e` with `.` reading `this`.
+pub fn eval(e: &Expr, this: &Value, env: &dyn Env) -> Value {
+    match e {
+        Expr::Lit(v) => v.clone(),
+        Expr::Path { root: None, segs } => read(this, segs).clone(),
+        Expr::Path { root: Some(name), segs } => {
+            env.named(name).map_or(Value::Null, |v| read(v, segs).clone())
+        }
+        Expr::Call(f, args) => {
+            let arg = |i: usize| args.get(i).map_or(Value::Null, |a| eval(a, this, env));
+            call(f, args.len(), &arg, env)
+        }
+    }
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value {
+    match f {
+        "now" => Value::String(env.now()),
+        "node" => {
+            let i = env.rng().below(env.nodes().max(1) as u64) as usize;
+            Value::String(node_name(i))
+        }
+        "ip" => {
+            let r = env.rng().next_u64();
+            Value::String(format!("10.244.{}.{}", (r >> 8) % 256, 2 + (r % 250)))
+        }
+        "mac" => {
+            let r = env.rng().next_u64().to_be_bytes();
+            Value::String(format!(
+                "02:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+                r[0], r[1], r[2], r[3], r[4]
+            ))
+        }
+        "uid" => {
+            let a = env.rng().next_u64();
+            let b = env.rng().next_u64();
+            let b = (b & 0x0fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+            let a = (a & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
+            Value::String(format!(
+                "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+                a >> 32,
+                (a >> 16) & 0xffff,
+                a & 0xffff,
+                b >> 48,
+                b & 0xffff_ffff_ffff
+            ))
+        }
+        "name" => {
+            const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+            let mut out = text(&arg(0)).unwrap_or_default();
+            for _ in 0..5 {
+                out.push(ALPHABET[env.rng().below(ALPHABET.len() as u64) as usize] as char);
+            }
+            Value::String(out)
+        }
+        "str" => text(&arg(0)).map_or(Value::Null, Value::String),
+        "int" => match arg(0) {
+            Value::Number(n) if n.is_i64() => Value::Number(n),
+            Value::String(s) => s.parse::<i64>().map_or(Value::Null, |i| json!(i)),
+            _ => Value::Null,
+        },
+        "default" => (0..n).map(arg).find(|v| !v.is_null()).unwrap_or(Value::Null),
+        "concat" => Value::String((0..n).filter_map(|i| text(&arg(i))).collect()),
+        "controllerRef" => {
+            let o = env.object();
+            let field = |p: &str| o.pointer(p).cloned().unwrap_or(Value::Null);
+            json!({
+                "apiVersion": field("/apiVersion"),
+                "kind": field("/kind"),
+                "name": field("/metadata/name"),
+                "uid": field("/metadata/uid"),
+                "controller": true,
+                "blockOwnerDeletion": true,
+            })
+        }
+        "computed" => env.computed(&text(&arg(0)).unwrap_or_default()),
+        "transitionTime" => {
+            let cond = arg(0);
+            let same = cond.get("status").and_then(Value::as_str) == arg(1).as_str();
+            match cond.get("lastTransitionTime") {
+                Some(t) if same && !t.is_null() => t.clone(),
+                _ => Value::String(env.now()),
+            }
+        }
+        _ => Value::Null,
+    }
+}
+
+/// The function calls and `$` names an expression uses, for the checker.
+pub fn visit<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+    f(e);
+    if let Expr::Call(_, args) = e {
+        for a in args {
+            visit(a, f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    struct T {
+        obj: Value,
+        rng: RefCell<Rng>,
+    }
+
+    impl Env for T {
+        fn named(&self, name: &str) -> Option<&Value> {
+            (name == "me").then_some(&self.obj)
+        }
+        fn object(&self) -> &Value {
+            &self.obj
+        }
+        fn computed(&self, name: &str) -> Value {
+            json!(format!("computed {name}"))
+        }
+        fn now(&self) -> String {
+            "2026-01-01T00:00:00Z".into()
+        }
+        fn nodes(&self) -> usize {
+            3
+        }
+        fn rng(&self) -> std::cell::RefMut<'_, Rng> {
+            self.rng.borrow_mut()
+        }
+    }
+
+    fn env() -> T {
+        let obj = json!({
+            "apiVersion": "g/v1", "kind": "K",
+            "metadata": {"name": "a", "uid": "u1", "annotations": {"x.io/gen": "3"}},
+            "status": {"conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": "then"},
+                {"type": "Paused", "status": "False"}
+            ]}
+        });
+        T { obj, rng: RefCell::new(Rng::new(7)) }
+    }
+
+    fn ev(text: &str) -> Value {
+        let t = env();
+        eval(&parse(text).unwrap(), &t.obj, &t)
+    }
+
+    #[test]
+    fn paths_read_keys_indexes_filters_and_quoted_keys() {
+        assert_eq!(ev(".metadata.name"), json!("a"));
+        assert_eq!(ev(".status.conditions[1].type"), json!("Paused"));
+        assert_eq!(ev(".status.conditions[type=Paused].status"), json!("False"));
+        assert_eq!(ev(".status.conditions[type='Ready'].status"), json!("True"));
+        assert_eq!(ev(".metadata.annotations['x.io/gen']"), json!("3"));
+        assert_eq!(ev(".metadata.missing.deeper"), Value::Null);
+        assert_eq!(ev(".status.conditions[type=Gone].status"), Value::Null);
+        assert_eq!(ev("$me.metadata.uid"), json!("u1"));
+        assert_eq!(ev("$other.metadata.uid"), Value::Null);
+        assert_eq!(ev(".")["metadata"]["name"], json!("a"));
+    }
+
+    #[test]
+    fn functions() {
+        assert_eq!(ev("int(.metadata.annotations['x.io/gen'])"), json!(3));
+        assert_eq!(ev("str(3)"), json!("3"));
+        assert_eq!(ev("default(.nope, null, 'x')"), json!("x"));
+        assert_eq!(ev("concat('virt-launcher-', .metadata.name, '-')"), json!("virt-launcher-a-"));
+        assert_eq!(ev("computed('printableStatus')"), json!("computed printableStatus"));
+        assert_eq!(ev("controllerRef()")["uid"], json!("u1"));
+        assert_eq!(ev("controllerRef()")["controller"], json!(true));
+        assert_eq!(ev("transitionTime(.status.conditions[type=Ready], 'True')"), json!("then"));
+        assert_eq!(
+            ev("transitionTime(.status.conditions[type=Ready], 'False')"),
+            json!("2026-01-01T00:00:00Z")
+        );
+        let node = ev("node()");
+        assert!(["sim-node-1", "sim-node-2", "sim-node-3"].contains(&node.as_str().unwrap()));
+        assert!(ev("ip()").as_str().unwrap().starts_with("10.244."));
+        assert_eq!(ev("mac()").as_str().unwrap().len(), 17);
+        assert_eq!(ev("uid()").as_str().unwrap().len(), 36);
+        assert_eq!(ev("name('p-')").as_str().unwrap().len(), 7);
+    }
+
+    #[test]
+    fn a_seed_repeats_its_values() {
+        assert_eq!(
+            ev("concat(ip(), mac(), node(), uid())"),
+            ev("concat(ip(), mac(), node(), uid())")
+        );
+        let mut a = Rng::derived(1, &["stage", "ns", "a"]);
+        let mut b = Rng::derived(1, &["stage", "ns", "b"]);
+        assert_ne!(a.next_u64(), b.next_u64());
+    }
+
+    #[test]
+    fn parse_errors_say_what() {
+        assert!(parse("").is_err());
+        assert!(parse("foo").unwrap_err().contains("neither"));
+        assert!(parse(".a[").is_err());
+        assert!(parse("f(1,").is_err());
+        assert!(parse("'open").is_err());
+        assert!(parse(".a b").unwrap_err().contains("unexpected"));
+        assert_eq!(
+            parse(" .a ").unwrap(),
+            Expr::Path { root: None, segs: vec![Seg::Key("a".into())] }
+        );
+    }
+}

@@ -1,0 +1,407 @@
+//! Lifecycles as data: what the simulated runtime (`--simulate`) does to objects, in the spirit
+//! of KWOK's Stages. A lifecycle file (`openapi/lifecycles.yaml` beside the document, or
+//! `--simulate-config FILE`) lists, per kind:
+//!
+//! - `related`: objects a stage reads and acts on besides its own, by name (same name and
+//!   namespace) or as the object's controller (its `controller: true` ownerReference);
+//! - `computed`: named values as ordered cases, `{when: predicate, value: template}`, first
+//!   match wins (how KubeVirt computes `printableStatus` and mirrors conditions);
+//! - `stages`: a selector (a [`Pred`]), a delay with jitter, stage variables, and steps: merge
+//!   patches of the object or a related one (its main resource or `status`), finalizers added or
+//!   removed, an object created from a template, an Event, a delete. Each step is one write by
+//!   the stage's field manager.
+//!
+//! Order is implicit, as in KWOK: a stage's selector matches what earlier stages wrote.
+//! [`expr`] is the expression language, [`template`] the templates, [`pred`] the predicates
+//! (shared with the action API's preconditions), [`check`] the checker build.rs runs on the
+//! built-in file and the server on `--simulate-config` (every error at once).
+//!
+//! This crate has no syn/quote: both build.rs and the server link it.
+
+pub mod check;
+pub mod expr;
+pub mod pred;
+pub mod template;
+
+use std::cell::{RefCell, RefMut};
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use expr::Rng;
+pub use pred::Pred;
+
+/// A lifecycle file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Lifecycles {
+    /// For `--simulate-config`: `replace` the built-in lifecycles, or `extend` them (the
+    /// default: kinds merge, a stage or computed value of the same name replaces the built-in
+    /// one).
+    #[serde(default)]
+    pub mode: Mode,
+    /// The field managers stages write as, with the `source.component` of their Events.
+    #[serde(default)]
+    pub managers: BTreeMap<String, Manager>,
+    #[serde(default)]
+    pub kinds: Vec<Kind>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Mode {
+    #[default]
+    Extend,
+    Replace,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Manager {
+    pub component: String,
+}
+
+/// A kind by group (`""` for core) and kind name.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceRef {
+    pub group: String,
+    pub kind: String,
+}
+
+impl std::fmt::Display for ResourceRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            write!(f, "{}", self.kind)
+        } else {
+            write!(f, "{}/{}", self.group, self.kind)
+        }
+    }
+}
+
+/// One kind's lifecycle.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Kind {
+    pub resource: ResourceRef,
+    #[serde(default)]
+    pub related: BTreeMap<String, Related>,
+    #[serde(default)]
+    pub computed: BTreeMap<String, Vec<Case>>,
+    #[serde(default)]
+    pub stages: Vec<Stage>,
+}
+
+/// How a related object is found from the object.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Related {
+    pub resource: ResourceRef,
+    pub by: By,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum By {
+    /// The object of the same name, in the same namespace.
+    Name,
+    /// The object's controller (its ownerReference with `controller: true`).
+    Controller,
+}
+
+/// One case of a computed value: no `when` always matches.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Case {
+    #[serde(default)]
+    pub when: Option<Pred>,
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Stage {
+    pub name: String,
+    pub manager: String,
+    pub selector: Pred,
+    #[serde(default)]
+    pub delay: Delay,
+    /// Evaluated once, in order, when the stage fires; read as `$name`.
+    #[serde(default)]
+    pub vars: Vec<Var>,
+    pub steps: Vec<Step>,
+}
+
+/// `ms` plus a uniform share of `jitterMs`, scaled by `--simulate-speed`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Delay {
+    #[serde(default)]
+    pub ms: u64,
+    #[serde(default)]
+    pub jitter_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Var {
+    pub name: String,
+    pub value: Value,
+}
+
+/// One write. `of` names a related object to act on instead of the stage's own.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Step {
+    /// A JSON merge patch (a template); `subresource: status` writes through `/status` where
+    /// the kind has one.
+    #[serde(rename_all = "camelCase")]
+    Patch {
+        #[serde(default)]
+        of: Option<String>,
+        #[serde(default)]
+        subresource: Option<String>,
+        merge: Value,
+    },
+    Finalizers {
+        #[serde(default)]
+        of: Option<String>,
+        #[serde(default)]
+        add: Vec<String>,
+        #[serde(default)]
+        remove: Vec<String>,
+    },
+    /// Creates an object of `resource` from `template` (nulls dropped); one that exists is
+    /// left alone.
+    Create { resource: ResourceRef, template: Value },
+    /// Records an Event (`message` is a template string) about the object or `of`.
+    Event {
+        #[serde(default)]
+        of: Option<String>,
+        #[serde(rename = "type")]
+        type_: String,
+        reason: String,
+        message: String,
+    },
+    Delete {
+        #[serde(default)]
+        of: Option<String>,
+    },
+}
+
+impl Step {
+    pub fn of(&self) -> Option<&str> {
+        match self {
+            Step::Patch { of, .. }
+            | Step::Finalizers { of, .. }
+            | Step::Event { of, .. }
+            | Step::Delete { of } => of.as_deref(),
+            Step::Create { .. } => None,
+        }
+    }
+
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Step::Patch { .. } => "patch",
+            Step::Finalizers { .. } => "finalizers",
+            Step::Create { .. } => "create",
+            Step::Event { .. } => "event",
+            Step::Delete { .. } => "delete",
+        }
+    }
+}
+
+/// Parses a lifecycle file (YAML or JSON); shape errors name the first problem.
+pub fn parse(text: &str) -> Result<Lifecycles, String> {
+    // Through JSON values: serde_json reads `{variant: value}` maps as enum variants.
+    let value: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    if value.is_null() {
+        return Ok(Lifecycles::default());
+    }
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+impl Lifecycles {
+    /// `extra` on top of `self`, as its `mode` says.
+    pub fn merged(mut self, extra: Lifecycles) -> Lifecycles {
+        if extra.mode == Mode::Replace {
+            return extra;
+        }
+        self.managers.extend(extra.managers);
+        for kind in extra.kinds {
+            match self.kinds.iter_mut().find(|k| k.resource == kind.resource) {
+                None => self.kinds.push(kind),
+                Some(mine) => {
+                    mine.related.extend(kind.related);
+                    mine.computed.extend(kind.computed);
+                    for stage in kind.stages {
+                        match mine.stages.iter_mut().find(|s| s.name == stage.name) {
+                            Some(old) => *old = stage,
+                            None => mine.stages.push(stage),
+                        }
+                    }
+                }
+            }
+        }
+        self
+    }
+
+    pub fn kind(&self, r: &ResourceRef) -> Option<&Kind> {
+        self.kinds.iter().find(|k| &k.resource == r)
+    }
+}
+
+/// Everything an evaluation reads: the object, its related objects and stage variables, the
+/// kind's computed values, the time, the nodes and the seeded generator.
+pub struct Ctx<'a> {
+    pub kind: &'a Kind,
+    pub object: &'a Value,
+    /// Related objects present, then stage variables once evaluated.
+    pub named: BTreeMap<String, Value>,
+    pub now: String,
+    pub nodes: usize,
+    pub rng: RefCell<Rng>,
+    /// Computed values being evaluated (a computed value that reads itself is `null`).
+    computing: RefCell<Vec<String>>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(kind: &'a Kind, object: &'a Value, now: String, nodes: usize, rng: Rng) -> Self {
+        Ctx {
+            kind,
+            object,
+            named: BTreeMap::new(),
+            now,
+            nodes,
+            rng: RefCell::new(rng),
+            computing: RefCell::default(),
+        }
+    }
+
+    /// Whether `p` holds of the object.
+    pub fn matches(&self, p: &Pred) -> bool {
+        pred::matches(p, self.object, self)
+    }
+
+    pub fn render(&self, t: &Value) -> Value {
+        template::render(t, self.object, self)
+    }
+
+    /// Evaluates the stage's variables into `named`.
+    pub fn bind_vars(&mut self, vars: &[Var]) {
+        for v in vars {
+            let value = template::render(&v.value, self.object, self);
+            self.named.insert(v.name.clone(), value);
+        }
+    }
+}
+
+impl expr::Env for Ctx<'_> {
+    fn named(&self, name: &str) -> Option<&Value> {
+        self.named.get(name)
+    }
+    fn object(&self) -> &Value {
+        self.object
+    }
+    fn computed(&self, name: &str) -> Value {
+        if self.computing.borrow().iter().any(|n| n == name) {
+            return Value::Null;
+        }
+        let Some(cases) = self.kind.computed.get(name) else { return Value::Null };
+        self.computing.borrow_mut().push(name.to_string());
+        let value = cases
+            .iter()
+            .find(|c| c.when.as_ref().is_none_or(|w| pred::matches(w, self.object, self)))
+            .map_or(Value::Null, |c| template::render(&c.value, self.object, self));
+        self.computing.borrow_mut().pop();
+        value
+    }
+    fn now(&self) -> String {
+        self.now.clone()
+    }
+    fn nodes(&self) -> usize {
+        self.nodes
+    }
+    fn rng(&self) -> RefMut<'_, Rng> {
+        self.rng.borrow_mut()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const FILE: &str = r#"
+managers:
+  ctl: {component: the-controller}
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    related:
+      peer: {resource: {group: g.io, kind: Peer}, by: name}
+    computed:
+      phase:
+        - when: {deleting: true}
+          value: Terminating
+        - when: {related: {name: peer, where: {equals: {path: .status.phase, value: Running}}}}
+          value: "{{ $peer.status.phase }}"
+        - value: Stopped
+    stages:
+      - name: start
+        manager: ctl
+        selector:
+          all:
+            - {equals: {path: .spec.run, value: true}}
+            - {related: {name: peer, exists: false}}
+        delay: {ms: 10, jitterMs: 5}
+        vars: [{name: node, value: "{{ node() }}"}]
+        steps:
+          - create: {resource: {group: g.io, kind: Peer}, template: {metadata: {name: "{{ .metadata.name }}"}}}
+          - event: {type: Normal, reason: Started, message: "on {{ $node }}"}
+          - patch: {subresource: status, merge: {status: {phase: "{{ computed('phase') }}"}}}
+          - finalizers: {add: [x.io/f]}
+          - delete: {of: peer}
+"#;
+
+    #[test]
+    fn a_file_parses_and_computed_values_take_the_first_match() {
+        let lc = parse(FILE).unwrap();
+        let kind = &lc.kinds[0];
+        assert_eq!(kind.stages[0].steps.len(), 5);
+        assert_eq!(kind.stages[0].steps[4].of(), Some("peer"));
+        let obj = json!({"metadata": {"name": "a"}, "spec": {"run": true}});
+        let mut ctx = Ctx::new(kind, &obj, "now".into(), 2, Rng::new(1));
+        assert!(ctx.matches(&kind.stages[0].selector));
+        assert_eq!(expr::Env::computed(&ctx, "phase"), json!("Stopped"));
+        ctx.named.insert("peer".into(), json!({"status": {"phase": "Running"}}));
+        assert!(!ctx.matches(&kind.stages[0].selector));
+        assert_eq!(expr::Env::computed(&ctx, "phase"), json!("Running"));
+        let deleting = json!({"metadata": {"name": "a", "deletionTimestamp": "t"}});
+        let ctx = Ctx::new(kind, &deleting, "now".into(), 2, Rng::new(1));
+        assert_eq!(expr::Env::computed(&ctx, "phase"), json!("Terminating"));
+    }
+
+    #[test]
+    fn extending_replaces_stages_by_name_and_replacing_drops_the_rest() {
+        let base = parse(FILE).unwrap();
+        let extra = parse(
+            "kinds:\n- resource: {group: g.io, kind: Thing}\n  stages:\n  - {name: start, manager: ctl, selector: {deleting: true}, steps: []}\n  - {name: more, manager: ctl, selector: {deleting: true}, steps: []}\n",
+        )
+        .unwrap();
+        let merged = base.clone().merged(extra);
+        let stages = &merged.kinds[0].stages;
+        assert_eq!(stages.len(), 2);
+        assert!(stages[0].steps.is_empty());
+        assert_eq!(merged.kinds[0].computed.len(), 1);
+        let replaced = base.merged(parse("mode: replace\nkinds: []\n").unwrap());
+        assert!(replaced.kinds.is_empty());
+    }
+
+    #[test]
+    fn shape_errors_are_reported() {
+        assert!(parse("kinds: [{resource: {group: g, kind: K}, stages: [{name: s}]}]").is_err());
+        assert!(parse("bogus: 1").unwrap_err().contains("bogus"));
+        assert!(parse("").unwrap().kinds.is_empty());
+    }
+}

@@ -1,0 +1,494 @@
+//! The simulated runtime (`--simulate`): KubeVirt's controllers as data. It runs the stages of
+//! the lifecycles (the built-in `openapi/lifecycles.yaml`, extended or replaced by
+//! `--simulate-config`; format and language in the `lifecycle` crate) against stored objects.
+//!
+//! It keeps no state that matters: on start, and whenever the event hub says it lagged, it
+//! evaluates every stored object of the kinds with stages, so a restart resumes each lifecycle
+//! from what is stored. Each committed change of such a kind (or of a kind their stages relate
+//! to) re-evaluates the objects it concerns; a matching stage is scheduled after its delay
+//! (`--simulate-speed` scales it), its selector checked again when it fires, and its steps
+//! written through the registry as its field manager, each on the condition that the object is
+//! still at the revision the stage read (a stale plan stops and the object is evaluated again).
+//! Jitter, names, addresses and nodes come from a generator seeded by `--simulate-seed`, the
+//! stage and the object, so two runs with one seed repeat them.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use lifecycle::{By, Ctx, Kind, Lifecycles, ResourceRef, Rng, Step};
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+
+use crate::generated::{LIFECYCLES, OPENAPI_V2, RESOURCES};
+use crate::object::error::ApiError;
+use crate::object::meta::now_rfc3339;
+use crate::object::subresource::Part;
+use crate::object::validation::{FieldValidation, Via};
+use crate::object::{meta_str, stored_revision};
+use crate::registry::keys::{self, collection_prefix, object_key};
+use crate::registry::{Change, DeleteOptions, Registry, Target, WriteOptions};
+use crate::resource::ResourceInfo;
+use crate::runtime::recorder::{ObjectRef, Recorder, Severity};
+use crate::store::{Event, ListRequest};
+
+/// How the simulation runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub lifecycles: Lifecycles,
+    /// A factor on every delay (0: each stage as soon as it matches).
+    pub speed: f64,
+    pub seed: u64,
+    pub nodes: usize,
+}
+
+/// The built-in lifecycles with `extra` (a `--simulate-config` file's text) on top, checked
+/// against the served document: every problem, one per entry.
+pub fn load(extra: Option<&str>) -> Result<Lifecycles, Vec<String>> {
+    let builtin = lifecycle::parse(LIFECYCLES).map_err(|e| vec![e])?;
+    let lc = match extra {
+        Some(text) => builtin.merged(lifecycle::parse(text).map_err(|e| vec![e])?),
+        None => builtin,
+    };
+    let doc: Value = serde_json::from_slice(OPENAPI_V2).map_err(|e| vec![e.to_string()])?;
+    lifecycle::check::check(&doc, &lc)?;
+    Ok(lc)
+}
+
+/// The served kind (storage version) a lifecycle names.
+fn resource(r: &ResourceRef) -> Option<&'static ResourceInfo> {
+    RESOURCES.iter().find(|res| {
+        res.group == r.group && res.kind == r.kind && res.version == res.storage_version
+    })
+}
+
+/// The key prefixes of the kinds the engine reacts to, for the subscription's filter (a plain
+/// function, run on the committing thread).
+static WATCHED: OnceLock<Vec<String>> = OnceLock::new();
+
+fn relevant(ev: &Event) -> bool {
+    WATCHED.get().is_some_and(|w| w.iter().any(|p| ev.key.starts_with(p.as_str())))
+}
+
+/// Starts the engine on the current (single-threaded) runtime.
+pub fn spawn(registry: Registry, cfg: Config) {
+    let mut kinds = Vec::new();
+    for (i, k) in cfg.lifecycles.kinds.iter().enumerate() {
+        if let Some(res) = resource(&k.resource) {
+            kinds.push((i, res));
+        }
+    }
+    let mut watched: Vec<String> = Vec::new();
+    for (i, res) in &kinds {
+        watched.push(collection_prefix(res, None));
+        for r in cfg.lifecycles.kinds[*i].related.values() {
+            if let Some(res) = resource(&r.resource) {
+                watched.push(collection_prefix(res, None));
+            }
+        }
+    }
+    if WATCHED.set(watched).is_err() {
+        log::warn!("the simulated runtime runs once per process");
+        return;
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let engine = Rc::new(Engine {
+        registry,
+        cfg,
+        kinds,
+        pending: RefCell::default(),
+        running: RefCell::default(),
+        again: RefCell::default(),
+        fired: RefCell::default(),
+        recorders: RefCell::default(),
+        tx,
+    });
+    tokio::task::spawn_local(run(engine, rx));
+}
+
+enum Msg {
+    Evaluate(usize, String),
+    Fire(usize, usize, String),
+}
+
+struct Engine {
+    registry: Registry,
+    cfg: Config,
+    /// Lifecycle kinds (index into `cfg.lifecycles.kinds`) with their served kind.
+    kinds: Vec<(usize, &'static ResourceInfo)>,
+    /// Stages scheduled and not yet done: (kind, stage, key). A stage never runs twice at once
+    /// for one object.
+    pending: RefCell<HashSet<(usize, usize, String)>>,
+    /// Of those, the ones running, and the ones whose object changed meanwhile (evaluated
+    /// again once the run ends).
+    running: RefCell<HashSet<(usize, usize, String)>>,
+    again: RefCell<HashSet<(usize, usize, String)>>,
+    /// How often a stage fired for an object, mixed into its generator.
+    fired: RefCell<HashMap<(usize, usize, String), u64>>,
+    recorders: RefCell<BTreeMap<String, Recorder>>,
+    tx: mpsc::UnboundedSender<Msg>,
+}
+
+async fn run(engine: Rc<Engine>, mut rx: mpsc::UnboundedReceiver<Msg>) {
+    let mut events = engine.registry.store().subscribe(relevant);
+    engine.rescan().await;
+    loop {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(ev) => engine.changed(&ev).await,
+                Err(RecvError::Lagged(_)) => engine.rescan().await,
+                Err(RecvError::Closed) => return,
+            },
+            msg = rx.recv() => match msg {
+                Some(Msg::Evaluate(k, key)) => engine.evaluate(k, &key).await,
+                Some(Msg::Fire(k, s, key)) => {
+                    let engine = engine.clone();
+                    tokio::task::spawn_local(async move { engine.fire(k, s, key).await });
+                }
+                None => return,
+            },
+        }
+    }
+}
+
+impl Engine {
+    fn kind(&self, k: usize) -> (&Kind, &'static ResourceInfo) {
+        let (i, res) = self.kinds[k];
+        (&self.cfg.lifecycles.kinds[i], res)
+    }
+
+    /// Every stored object of every kind with stages.
+    async fn rescan(&self) {
+        for k in 0..self.kinds.len() {
+            let res = self.kinds[k].1;
+            let all =
+                ListRequest { prefix: collection_prefix(res, None), ..ListRequest::default() };
+            match self.registry.store().list_raw(all).await {
+                Ok(list) => {
+                    for (key, _) in list.items {
+                        self.evaluate(k, &key).await;
+                    }
+                }
+                Err(e) => log::warn!("simulation: listing {} failed: {e}", res.plural),
+            }
+        }
+    }
+
+    /// A committed change: its own object, and the objects whose stages relate to it.
+    async fn changed(&self, ev: &Event) {
+        let Some((group, plural, ns, name)) = keys::split(&ev.key) else { return };
+        for k in 0..self.kinds.len() {
+            let (kind, res) = self.kind(k);
+            if res.group == group && res.plural == plural {
+                self.evaluate(k, &ev.key).await;
+            }
+            for rel in kind.related.values() {
+                let Some(rel_res) = resource(&rel.resource) else { continue };
+                if rel_res.group != group || rel_res.plural != plural {
+                    continue;
+                }
+                match rel.by {
+                    By::Name => self.evaluate(k, &object_key(res, ns, name)).await,
+                    By::Controller => {
+                        // The objects this one controls.
+                        let uid = meta_str(&ev.object, "uid");
+                        let mine = ListRequest {
+                            prefix: collection_prefix(res, Some(ns)),
+                            ..ListRequest::default()
+                        };
+                        let Ok(list) = self.registry.store().list_raw(mine).await else { continue };
+                        for (key, bytes) in list.items {
+                            if memchr::memmem::find(&bytes, uid.as_bytes()).is_some() {
+                                self.evaluate(k, &key).await;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The related objects of `obj` that exist, by name.
+    async fn related(
+        &self,
+        kind: &Kind,
+        res: &ResourceInfo,
+        obj: &Value,
+    ) -> BTreeMap<String, Value> {
+        let mut out = BTreeMap::new();
+        let ns = if res.namespaced { meta_str(obj, "namespace") } else { "" };
+        for (name, rel) in &kind.related {
+            let Some(rel_res) = resource(&rel.resource) else { continue };
+            let ns = if rel_res.namespaced { ns } else { "" };
+            let (key, uid) = match rel.by {
+                By::Name => (object_key(rel_res, ns, meta_str(obj, "name")), None),
+                By::Controller => {
+                    let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+                    let owner = refs.into_iter().flatten().find(|r| {
+                        r.get("controller") == Some(&Value::Bool(true))
+                            && r.get("kind").and_then(Value::as_str) == Some(rel_res.kind)
+                    });
+                    let Some(owner) = owner else { continue };
+                    let field = |f: &str| owner.get(f).and_then(Value::as_str).unwrap_or("");
+                    (object_key(rel_res, ns, field("name")), Some(field("uid").to_string()))
+                }
+            };
+            if let Ok(Some(found)) = self.registry.store().get(&key).await {
+                if uid.is_none_or(|u| u == meta_str(&found, "uid")) {
+                    out.insert(name.clone(), (*found).clone());
+                }
+            }
+        }
+        out
+    }
+
+    fn rng(&self, k: usize, s: usize, key: &str, purpose: &str) -> Rng {
+        let (kind, _) = self.kind(k);
+        let count = self.fired.borrow().get(&(k, s, key.to_string())).copied().unwrap_or(0);
+        let stage = &kind.stages[s].name;
+        Rng::derived(self.cfg.seed, &[stage, key, &count.to_string(), purpose])
+    }
+
+    /// Schedules every stage of object `key` whose selector holds and is not already scheduled.
+    async fn evaluate(&self, k: usize, key: &str) {
+        let (kind, res) = self.kind(k);
+        let Ok(Some(obj)) = self.registry.store().get(key).await else { return };
+        let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
+        ctx.named = self.related(kind, res, &obj).await;
+        for (s, stage) in kind.stages.iter().enumerate() {
+            let id = (k, s, key.to_string());
+            if self.running.borrow().contains(&id) {
+                self.again.borrow_mut().insert(id);
+                continue;
+            }
+            if self.pending.borrow().contains(&id) || !ctx.matches(&stage.selector) {
+                continue;
+            }
+            let mut rng = self.rng(k, s, key, "delay");
+            let ms = stage.delay.ms + rng.below(stage.delay.jitter_ms);
+            let delay = Duration::from_secs_f64(ms as f64 / 1000.0 * self.cfg.speed.max(0.0));
+            self.pending.borrow_mut().insert(id.clone());
+            let tx = self.tx.clone();
+            tokio::task::spawn_local(async move {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                let _ = tx.send(Msg::Fire(id.0, id.1, id.2));
+            });
+        }
+    }
+
+    fn recorder(&self, manager: &str) -> Recorder {
+        let mut recorders = self.recorders.borrow_mut();
+        recorders
+            .entry(manager.to_string())
+            .or_insert_with(|| {
+                let component = self.cfg.lifecycles.managers.get(manager);
+                let component = component.map_or(manager, |m| m.component.as_str());
+                Recorder::new(self.registry.clone(), manager, component, "")
+            })
+            .clone()
+    }
+
+    /// Runs stage `s` on object `key` if its selector still holds.
+    async fn fire(&self, k: usize, s: usize, key: String) {
+        let id = (k, s, key.clone());
+        self.running.borrow_mut().insert(id.clone());
+        self.run_stage(k, s, &key).await;
+        self.running.borrow_mut().remove(&id);
+        self.pending.borrow_mut().remove(&id);
+        if self.again.borrow_mut().remove(&id) {
+            let _ = self.tx.send(Msg::Evaluate(k, key));
+        }
+    }
+
+    async fn run_stage(&self, k: usize, s: usize, key: &str) {
+        let id = (k, s, key.to_string());
+        let (kind, res) = self.kind(k);
+        let stage = &kind.stages[s];
+        let Ok(Some(obj)) = self.registry.store().get(key).await else { return };
+        let rng = self.rng(k, s, key, "values");
+        let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, rng);
+        ctx.named = self.related(kind, res, &obj).await;
+        if !ctx.matches(&stage.selector) {
+            return;
+        }
+        *self.fired.borrow_mut().entry(id.clone()).or_default() += 1;
+        ctx.bind_vars(&stage.vars);
+        // The revision each written object must still be at: the one this plan read.
+        let mut revisions: HashMap<String, u64> = HashMap::new();
+        for step in &stage.steps {
+            let (target, target_res): (&Value, &'static ResourceInfo) = match step.of() {
+                None => (&obj, res),
+                Some(name) => {
+                    let rel = kind.related.get(name).and_then(|r| resource(&r.resource));
+                    match (ctx.named.get(name), rel) {
+                        (Some(o), Some(r)) => (o, r),
+                        // Not there (any more): nothing to do to it.
+                        _ => continue,
+                    }
+                }
+            };
+            let ns = meta_str(target, "namespace").to_string();
+            let name = meta_str(target, "name").to_string();
+            let target_key = object_key(target_res, &ns, &name);
+            let expected = *revisions.entry(target_key.clone()).or_insert(stored_revision(target));
+            match self.step(step, &ctx, &stage.manager, target_res, target, expected).await {
+                Ok(Written::Rev(rev)) => {
+                    revisions.insert(target_key, rev);
+                }
+                Ok(Written::Nothing) => {}
+                // The state moved on: decide again from the new one.
+                Ok(Written::Stale) => {
+                    self.again.borrow_mut().insert(id);
+                    return;
+                }
+                // Not retried at once: the object's next change evaluates it again.
+                Err(e) => {
+                    log::warn!("simulation: stage {} on {key}: {e}", stage.name);
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn step(
+        &self,
+        step: &Step,
+        ctx: &Ctx<'_>,
+        manager: &str,
+        res: &'static ResourceInfo,
+        target: &Value,
+        expected: u64,
+    ) -> Result<Written, ApiError> {
+        let ns = meta_str(target, "namespace");
+        let name = meta_str(target, "name");
+        match step {
+            Step::Patch { subresource, merge, .. } => {
+                let patch = ctx.render(merge);
+                let part = match subresource.as_deref() {
+                    Some("status") if res.status_subresource => Part::Status,
+                    _ => Part::Main,
+                };
+                self.update(res, (ns, name, part), manager, expected, |obj| {
+                    json_patch::merge(obj, &patch);
+                })
+                .await
+            }
+            Step::Finalizers { add, remove, .. } => {
+                self.update(res, (ns, name, Part::Main), manager, expected, |obj| {
+                    let meta = obj.as_object_mut().and_then(|o| o.get_mut("metadata"));
+                    let Some(meta) = meta.and_then(Value::as_object_mut) else { return };
+                    let mut fins: Vec<Value> = meta
+                        .get("finalizers")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    fins.retain(|f| !f.as_str().is_some_and(|f| remove.iter().any(|r| r == f)));
+                    for a in add {
+                        if !fins.iter().any(|f| f.as_str() == Some(a)) {
+                            fins.push(Value::String(a.clone()));
+                        }
+                    }
+                    if fins.is_empty() {
+                        meta.remove("finalizers");
+                    } else {
+                        meta.insert("finalizers".into(), Value::Array(fins));
+                    }
+                })
+                .await
+            }
+            Step::Create { resource: r, template } => {
+                let Some(new_res) = resource(r) else { return Ok(Written::Nothing) };
+                // Only while the object the plan read is still there as read.
+                let current = self.registry.store().get(&object_key(res, ns, name)).await?;
+                if current.is_none_or(|c| stored_revision(&c) != expected) {
+                    return Ok(Written::Stale);
+                }
+                let mut obj = ctx.render(template);
+                lifecycle::template::strip_nulls(&mut obj);
+                let new_ns = meta_str(&obj, "namespace").to_string();
+                let target = Target::new((!new_ns.is_empty()).then_some(new_ns), None);
+                let opts = WriteOptions {
+                    dry_run: false,
+                    field_validation: FieldValidation::Strict,
+                    manager: manager.to_string(),
+                };
+                match self.registry.create(new_res, &target, obj, Via::Body(&[]), &opts).await {
+                    Ok(_) | Err(ApiError::AlreadyExists { .. }) => Ok(Written::Nothing),
+                    Err(e) => Err(e),
+                }
+            }
+            Step::Event { type_, reason, message, .. } => {
+                let message = match lifecycle::template::render_str(message, ctx.object, ctx) {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                let severity =
+                    if type_ == "Warning" { Severity::Warning } else { Severity::Normal };
+                let about = ObjectRef::to(res, target);
+                if let Err(e) =
+                    self.recorder(manager).record(&about, severity, reason, &message).await
+                {
+                    log::warn!("simulation: recording {reason} failed: {e}");
+                }
+                Ok(Written::Nothing)
+            }
+            Step::Delete { .. } => {
+                let opts = DeleteOptions {
+                    precondition_uid: Some(meta_str(target, "uid").to_string()),
+                    ..DeleteOptions::default()
+                };
+                match self.registry.delete(res, ns, name, &opts).await {
+                    Ok(_) | Err(ApiError::NotFound { .. }) => Ok(Written::Nothing),
+                    Err(ApiError::Conflict { .. }) => Ok(Written::Stale),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// One update of `target` by `manager`, only while it is at revision `expected`.
+    async fn update(
+        &self,
+        res: &'static ResourceInfo,
+        target: (&str, &str, Part),
+        manager: &str,
+        expected: u64,
+        mut edit: impl FnMut(&mut Value),
+    ) -> Result<Written, ApiError> {
+        let stale = Cell::new(false);
+        let outcome = self
+            .registry
+            .update_with(res, target, manager, |obj| {
+                if stored_revision(obj) != expected {
+                    stale.set(true);
+                    return None;
+                }
+                let before = obj.clone();
+                edit(obj);
+                (*obj != before).then_some(())
+            })
+            .await;
+        match outcome {
+            _ if stale.get() => Ok(Written::Stale),
+            Ok(o) if o.change == Change::Unchanged => Ok(Written::Nothing),
+            Ok(o) => Ok(Written::Rev(stored_revision(o.object.value()))),
+            Err(ApiError::NotFound { .. }) => Ok(Written::Stale),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What one step did to its target.
+enum Written {
+    /// Wrote it: its new revision.
+    Rev(u64),
+    /// Nothing to write, or a write to another object.
+    Nothing,
+    /// The target moved on since the plan read it.
+    Stale,
+}
