@@ -27,7 +27,7 @@ fn main() {
 fn lifecycles(doc: &std::path::Path, out: &std::path::Path) {
     let file = doc.with_file_name("lifecycles.yaml");
     println!("cargo:rerun-if-changed={}", file.display());
-    println!("cargo:rerun-if-changed=lifecycle/src");
+    println!("cargo:rerun-if-changed=codegen/lifecycle/src");
     let text = std::fs::read_to_string(&file).unwrap_or_default();
     let parsed = lifecycle::parse(&text).map_err(|e| vec![e]);
     let checked = parsed.and_then(|lc| {
