@@ -23,6 +23,7 @@ mod namespaces;
 mod openapi;
 mod secrets;
 mod seed_ops;
+mod storage_files;
 mod strategic_patch;
 mod subresources;
 mod table;
