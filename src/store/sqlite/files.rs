@@ -323,6 +323,62 @@ pub fn restore(path: &Path, from: &Path, bump: u64) -> Result<Restored, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{Store, StoreConfig, StoreError};
+    use serde_json::json;
+
+    fn store(path: &Path) -> Store {
+        Store::open(StoreConfig::new(path.to_str().unwrap())).unwrap()
+    }
+
+    /// The restored history is compacted away and marked compacted one above the newest
+    /// revision either database had; the revision counter continues from there.
+    #[tokio::test]
+    async fn restore_compacts_the_copy_above_both_databases() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, copy) = (dir.path().join("db"), dir.path().join("copy"));
+        let s = store(&db);
+        let a = s.create("g/p/ns/a", json!({"metadata": {"name": "a"}})).await.unwrap();
+        let rev_a: u64 = a["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+        s.update("g/p/ns/a", rev_a, json!({"metadata": {"name": "a"}, "v": 2})).await.unwrap();
+        s.create("g/p/ns/b", json!({"metadata": {"name": "b"}})).await.unwrap();
+        s.delete("g/p/ns/b", 3).await.unwrap();
+        assert_eq!(backup(&db, &copy).unwrap().revision, 4);
+        for n in 0..3 {
+            s.create(&format!("g/p/ns/later-{n}"), json!({"metadata": {}})).await.unwrap();
+        }
+        drop(s);
+
+        let done = restore(&db, &copy, 0).unwrap();
+        assert_eq!((done.backup_revision, done.replaced_revision, done.compacted), (4, 7, 8));
+        let conn = Connection::open(&db).unwrap();
+        let revs: Vec<u64> = conn
+            .prepare("SELECT rev FROM log ORDER BY rev")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(revs, [2], "only the live row is left");
+        drop(conn);
+
+        let s = store(&db);
+        assert_eq!(s.current_revision().await.unwrap(), 8);
+        assert!(matches!(s.events_after("g/", 7).await, Err(StoreError::Expired { compacted: 8 })));
+        assert_eq!(s.get("g/p/ns/a").await.unwrap().unwrap()["v"], 2);
+        assert!(s.get("g/p/ns/later-0").await.unwrap().is_none());
+        let c = s.create("g/p/ns/c", json!({"metadata": {}})).await.unwrap();
+        assert_eq!(c["metadata"]["resourceVersion"], "9");
+    }
+
+    #[test]
+    fn restore_refuses_a_copy_that_is_not_a_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, copy) = (dir.path().join("db"), dir.path().join("copy"));
+        fs::write(&copy, "not sqlite").unwrap();
+        let err = restore(&db, &copy, 0).unwrap_err();
+        assert!(err.contains("not a SQLite database"), "{err}");
+        assert!(!db.exists());
+    }
 
     #[test]
     fn a_file_without_the_header_is_refused_by_name() {
