@@ -24,7 +24,8 @@ pub use object::{limits, meta, patch, selector, strict_decoding, validation};
 pub use registry::token;
 /// Background work the binary starts once it is listening.
 pub use runtime::{event_ttl, gc, namespaces as namespace_controller, recorder, simulate};
-/// The store the binary opens.
+/// The store the binary opens, and its file's maintenance (`check`, `backup`, `restore`).
 pub mod storage {
+    pub use crate::store::sqlite::files;
     pub use crate::store::{QueueLimits, RetentionConfig, Store, StoreConfig};
 }

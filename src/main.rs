@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
@@ -15,7 +16,7 @@ use virt_apiserver::authz::Abac;
 use virt_apiserver::filters::Filters;
 use virt_apiserver::kubeconfig::KubeconfigArgs;
 use virt_apiserver::server::{self, AppState, ServeOptions, WatchConfig};
-use virt_apiserver::storage::{QueueLimits, RetentionConfig, Store, StoreConfig};
+use virt_apiserver::storage::{files, QueueLimits, RetentionConfig, Store, StoreConfig};
 use virt_apiserver::tls::TlsFiles;
 
 /// A Kubernetes-style API server for the KubeVirt family of resources, on embedded SQLite.
@@ -118,6 +119,76 @@ struct Args {
 enum Subcommand {
     /// Print a kubeconfig for one user to stdout (embedding the given PEM files).
     Kubeconfig(KubeconfigArgs),
+    /// Run SQLite's integrity check over every page of the database (read-only; the server may
+    /// be running). Exits 1 and lists the damage if there is any.
+    Check {
+        /// The database file.
+        #[arg(long)]
+        database: PathBuf,
+    },
+    /// Copy the database, consistent at one revision, to OUT while the server runs.
+    Backup {
+        /// The database file.
+        #[arg(long)]
+        database: PathBuf,
+        /// Where the copy goes (replaced if it exists).
+        out: PathBuf,
+    },
+    /// Replace the database with the copy IN (the server stopped). Revisions continue above
+    /// every revision the replaced database served and older history counts as compacted, so
+    /// clients relist.
+    Restore {
+        /// The database file to replace (or create).
+        #[arg(long)]
+        database: PathBuf,
+        /// A copy `backup` wrote.
+        input: PathBuf,
+        /// Revisions to skip beyond the newest known one: needed when the replaced database
+        /// is gone or unreadable but clients saw its revisions.
+        #[arg(long, default_value_t = 0)]
+        bump_revision: u64,
+    },
+}
+
+/// Runs a subcommand to its end.
+fn subcommand(command: &Subcommand) {
+    match command {
+        Subcommand::Kubeconfig(k) => {
+            let yaml = virt_apiserver::kubeconfig::render(k).unwrap_or_else(|e| fail(e));
+            print!("{yaml}");
+        }
+        Subcommand::Check { database } => {
+            let ok = files::check(database).unwrap_or_else(|e| fail(e));
+            println!(
+                "{}: ok (schema version {}, revision {}, compacted {})",
+                database.display(),
+                ok.schema_version,
+                ok.revision,
+                ok.compacted
+            );
+        }
+        Subcommand::Backup { database, out } => {
+            let done = files::backup(database, out).unwrap_or_else(|e| fail(e));
+            println!(
+                "{}: copied at revision {} to {}",
+                database.display(),
+                done.revision,
+                out.display()
+            );
+        }
+        Subcommand::Restore { database, input, bump_revision } => {
+            let done = files::restore(database, input, *bump_revision).unwrap_or_else(|e| fail(e));
+            println!(
+                "{}: restored from {} (revision {}; the replaced database was at {}); history up \
+                 to {} counts as compacted",
+                database.display(),
+                input.display(),
+                done.backup_revision,
+                done.replaced_revision,
+                done.compacted
+            );
+        }
+    }
 }
 
 /// The TLS configuration the flags ask for, if any.
@@ -227,9 +298,8 @@ fn simulation(args: &Args) -> virt_apiserver::simulate::Config {
 fn main() -> std::io::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args = Args::parse();
-    if let Some(Subcommand::Kubeconfig(k)) = &args.command {
-        let yaml = virt_apiserver::kubeconfig::render(k).unwrap_or_else(|e| fail(e));
-        print!("{yaml}");
+    if let Some(command) = &args.command {
+        subcommand(command);
         return Ok(());
     }
     let cfg = StoreConfig {
@@ -243,10 +313,8 @@ fn main() -> std::io::Result<()> {
     };
     let store = match Store::open(cfg) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot open database {}: {e:?}", args.database);
-            std::process::exit(1);
-        }
+        // One line naming the file and the cause.
+        Err(e) => fail(e.detail()),
     };
     let simulation = args.simulate.then(|| simulation(&args));
     let listener = TcpListener::bind(&args.listen)?;

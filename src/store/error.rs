@@ -51,6 +51,17 @@ impl fmt::Display for StoreError {
     }
 }
 
+impl StoreError {
+    /// The message alone, without the category `Display` puts before it: what an operator
+    /// reads when the store cannot open (its messages name the file and the cause).
+    pub fn detail(&self) -> String {
+        match self {
+            StoreError::Unavailable(m) | StoreError::Internal(m) => m.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
 impl std::error::Error for StoreError {}
 
 impl From<serde_json::Error> for StoreError {

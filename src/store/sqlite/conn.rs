@@ -1,14 +1,13 @@
 //! Opening the SQLite connection with every setting the engine relies on, and the one place
 //! rusqlite errors are translated into `StoreError` (kine's `translateErr`).
 
+use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
-use rusqlite::{
-    params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior,
-};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::sql;
+use super::{files, sql};
 use crate::store::StoreError;
 
 type Result<T> = std::result::Result<T, StoreError>;
@@ -19,39 +18,94 @@ pub const MEMORY: &str = ":memory:";
 /// SQLite waits this long for a lock held by another connection before reporting busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Opens the database file with the settings every open needs, the schema created if missing
-/// and its version checked.
+/// Opens the database file with the settings every open needs, the schema created or upgraded.
 pub fn connect(path: &str) -> Result<Connection> {
-    let conn = Connection::open(path)?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    open(path).map_err(StoreError::Unavailable)
+}
+
+/// `connect`, its failure one line naming the file and the cause. Nothing is written before the
+/// file is known to be a database of a schema this build knows, so a refused file is left as
+/// it was.
+pub fn open(path: &str) -> std::result::Result<Connection, String> {
+    let file = Path::new(path);
+    if path != MEMORY {
+        files::preflight(file)?;
+    }
+    let sqlite = |e: rusqlite::Error| files::describe(file, &e);
+    let mut conn = Connection::open(path).map_err(sqlite)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
     // The bundled SQLite is built with STAT4, which marks statements whose WHERE compares an
     // indexed column with a parameter to be re-prepared (parsed and planned again) on every
     // new binding: every create's LATEST_REV was. There are no statistics to plan with, so
     // the stable plan loses nothing.
-    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).map_err(sqlite)?;
+    let version = schema_version(&conn).map_err(sqlite)?;
+    known_version(file, version)?;
     // WAL lets readers of the file (backups, sqlite3) run beside our writer; an in-memory
     // database answers "memory" and keeps its own journal.
     let want = if path == MEMORY { "memory" } else { "wal" };
-    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(sqlite)?;
     if !mode.eq_ignore_ascii_case(want) {
-        return Err(StoreError::Unavailable(format!("cannot enable WAL (journal_mode={mode})")));
+        return Err(format!("{path}: cannot enable WAL (journal_mode={mode})"));
     }
     // FULL: the commit (and so the answer) waits for fsync of the WAL (A.6 durability).
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    conn.execute_batch(sql::SCHEMA)?;
-    match meta_get::<i64>(&conn, sql::META_SCHEMA)? {
-        None => {
-            conn.execute(sql::META_INSERT, params![sql::META_SCHEMA, sql::SCHEMA_VERSION])?;
-        }
-        Some(v) if v == sql::SCHEMA_VERSION => {}
-        Some(v) => {
-            return Err(StoreError::Internal(format!(
-                "database schema version {v}, this build knows {}",
-                sql::SCHEMA_VERSION
-            )))
-        }
-    }
+    conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
+    migrate(&mut conn, version).map_err(sqlite)?;
     Ok(conn)
+}
+
+/// `schema_version`'s answer for a SQLite database that is not this server's.
+const FOREIGN: i64 = -1;
+
+/// The schema version: SQLite's `user_version` in the file's header since version 2; before,
+/// the `meta` table's `schema_version` row (version 1); 0 for a database with no tables yet.
+/// Reads only.
+pub fn schema_version(conn: &Connection) -> rusqlite::Result<i64> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version != 0 {
+        return Ok(version);
+    }
+    if conn.query_row(sql::TABLE_COUNT, [], |r| r.get::<_, i64>(0))? == 0 {
+        return Ok(0);
+    }
+    if conn.query_row(sql::META_TABLE_EXISTS, [], |r| r.get::<_, bool>(0))? {
+        let v1: Option<i64> =
+            conn.query_row(sql::META_GET, [sql::META_SCHEMA_V1], |r| r.get(0)).optional()?;
+        return Ok(v1.unwrap_or(FOREIGN));
+    }
+    Ok(FOREIGN)
+}
+
+/// Refuses a database this build cannot read: another program's, or a newer release's.
+pub fn known_version(path: &Path, version: i64) -> std::result::Result<(), String> {
+    let shown = path.display();
+    if version == FOREIGN {
+        return Err(format!("{shown}: a SQLite database, but not virt-apiserver's"));
+    }
+    if version > sql::SCHEMA_VERSION {
+        return Err(format!(
+            "{shown}: database schema version {version} is newer than this build's {}: it was \
+             written by a newer virt-apiserver",
+            sql::SCHEMA_VERSION
+        ));
+    }
+    Ok(())
+}
+
+/// Brings a database of schema `from` (0: new) to `SCHEMA_VERSION` in one transaction.
+fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
+    if from == sql::SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if from == 0 {
+        tx.execute_batch(sql::SCHEMA)?;
+    }
+    // 1 → 2: the version moves into the header, readable before any table (and by `sqlite3`).
+    tx.execute(sql::META_DELETE, [sql::META_SCHEMA_V1])?;
+    tx.pragma_update(None, "user_version", sql::SCHEMA_VERSION)?;
+    tx.commit()
 }
 
 /// IMMEDIATE takes the write lock up front, so a busy database fails before any work is done.

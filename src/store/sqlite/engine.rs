@@ -12,17 +12,19 @@
 //! waits behind more than one batch.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use rusqlite::types::Type;
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
 use super::conn::{begin, connect, meta_get};
-use super::{sql, Counters};
+use super::{files, sql, Counters};
 use crate::store::backend::{Change, Commit, Feed, KeyValue, Op, Range, Snapshot, Write};
 use crate::store::retention::{Retention, RetentionConfig};
 use crate::store::{served, EventType, ListRequest, StoreError};
@@ -172,12 +174,18 @@ impl Engine {
         counters: Arc<Counters>,
     ) -> Result<Engine> {
         let conn = connect(path)?;
-        let compacted = meta_get::<u64>(&conn, sql::META_COMPACTED)?.unwrap_or(0);
-        let max_rev: u64 = conn.query_row(sql::MAX_REV, [], |r| r.get(0))?;
+        // Reading the live state reads the pages it is on: a damaged one is named here.
+        let (compacted, max_rev, live) = (|| {
+            let compacted: Option<u64> =
+                conn.query_row(sql::META_GET, [sql::META_COMPACTED], |r| r.get(0)).optional()?;
+            let max_rev: u64 = conn.query_row(sql::MAX_REV, [], |r| r.get(0))?;
+            Ok((compacted.unwrap_or(0), max_rev, load_current(&conn)?))
+        })()
+        .map_err(|e| StoreError::Unavailable(files::describe(Path::new(path), &e)))?;
         let rev = max_rev.max(compacted);
         counters.revision.store(rev, Ordering::Relaxed);
         counters.compacted.store(compacted, Ordering::Relaxed);
-        feed.load(rev, load_current(&conn)?);
+        feed.load(rev, live);
         Ok(Engine {
             conn,
             rev,
@@ -540,13 +548,14 @@ impl Engine {
 
 /// Every live row, for the cache at start-up: one pass over `current` and the rows it names,
 /// each value copied once, into the served bytes.
-fn load_current(conn: &Connection) -> Result<Snapshot> {
+fn load_current(conn: &Connection) -> rusqlite::Result<Snapshot> {
+    let column = |i, ty, e| rusqlite::Error::FromSqlConversionFailure(i, ty, Box::new(e));
     let mut stmt = conn.prepare(sql::LOAD_CURRENT)?;
     let mut rows = stmt.query([])?;
     let mut snapshot = Snapshot::default();
     while let Some(row) = rows.next()? {
-        let key = row.get_ref(0)?.as_str()?;
-        let value = row.get_ref(3)?.as_blob()?;
+        let key = row.get_ref(0)?.as_str().map_err(|e| column(0, Type::Text, e))?;
+        let value = row.get_ref(3)?.as_blob().map_err(|e| column(3, Type::Blob, e))?;
         snapshot.insert(key, row.get(1)?, row.get(2)?, value);
     }
     Ok(snapshot)

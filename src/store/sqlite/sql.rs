@@ -7,8 +7,15 @@
 //! Keys are TEXT with SQLite's default BINARY collation, i.e. `memcmp` on UTF-8, which is the
 //! bytewise key order etcd (and so kube's list order) uses.
 
-/// Bumped when the schema changes incompatibly; `open` refuses any other value.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema's version, kept in SQLite's `user_version` (the file's header). Bumped with every
+/// change to the schema; `conn::migrate` upgrades older databases in place and `open` refuses
+/// newer ones. 1: the version in `meta`; 2: in the header.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// How many tables, indexes and views the database has: none in a new database.
+pub const TABLE_COUNT: &str = "SELECT COUNT(*) FROM sqlite_master";
+pub const META_TABLE_EXISTS: &str =
+    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta')";
 
 /// Idempotent: run on every open.
 pub const SCHEMA: &str = "
@@ -33,8 +40,8 @@ CREATE TABLE IF NOT EXISTS meta (
 ) WITHOUT ROWID;
 ";
 
-/// `meta` row holding `SCHEMA_VERSION`.
-pub const META_SCHEMA: &str = "schema_version";
+/// `meta` row that held the schema version in version 1.
+pub const META_SCHEMA_V1: &str = "schema_version";
 /// `meta` row holding the compacted revision: history at or below it is gone.
 pub const META_COMPACTED: &str = "compacted";
 /// `meta` row the health probe rewrites.
@@ -43,6 +50,7 @@ pub const META_PROBE: &str = "probe";
 pub const META_SECRET_PREFIX: &str = "secret:";
 
 pub const META_GET: &str = "SELECT value FROM meta WHERE name = ?1";
+pub const META_DELETE: &str = "DELETE FROM meta WHERE name = ?1";
 pub const META_INSERT: &str = "INSERT INTO meta (name, value) VALUES (?1, ?2)";
 pub const META_SET: &str = "INSERT INTO meta (name, value) VALUES (?1, ?2)
     ON CONFLICT (name) DO UPDATE SET value = excluded.value";

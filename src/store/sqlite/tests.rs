@@ -241,9 +241,9 @@ async fn a_newer_schema_is_refused() {
     let path = dir.path().join("store.db").to_str().unwrap().to_owned();
     drop(Store::open(StoreConfig::new(path.clone())).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute("UPDATE meta SET value = 99 WHERE name = 'schema_version'", []).unwrap();
+    conn.pragma_update(None, "user_version", 99).unwrap();
     drop(conn);
-    assert!(matches!(Store::open(StoreConfig::new(path)), Err(StoreError::Internal(_))));
+    assert!(matches!(Store::open(StoreConfig::new(path)), Err(StoreError::Unavailable(_))));
 }
 
 #[test]
