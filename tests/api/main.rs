@@ -23,6 +23,7 @@ mod namespaces;
 mod openapi;
 mod secrets;
 mod seed_ops;
+mod shutdown;
 mod strategic_patch;
 mod subresources;
 mod table;
