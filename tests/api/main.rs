@@ -14,6 +14,7 @@ mod discovery;
 mod events;
 mod explain;
 mod fixture_build;
+mod full_disk;
 mod gc;
 mod health;
 mod kubectl;
