@@ -37,6 +37,8 @@ pub struct ServerOptions {
     pub binary: Option<PathBuf>,
     /// Write the server's stderr (its log) to this file instead of the test's stderr.
     pub stderr: Option<PathBuf>,
+    /// Extra environment variables for the process.
+    pub env: Vec<(String, String)>,
 }
 
 /// One HTTP answer.
@@ -87,6 +89,7 @@ impl TestServer {
             .arg("--database")
             .arg(&db)
             .args(&opts.args)
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(match &opts.stderr {
                 Some(path) => Stdio::from(std::fs::File::create(path).expect("stderr file")),

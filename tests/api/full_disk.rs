@@ -155,3 +155,80 @@ fn a_full_disk_answers_500_keeps_reads_and_watches_loses_nothing_and_recovers() 
     assert_eq!(names, acked);
     drop(s);
 }
+
+/// An fsync that fails (here EIO, injected by an `LD_PRELOAD` shim once a marker file exists)
+/// is not retried or answered as if it had worked: the server stops with a clear message, and
+/// what was acknowledged before is there after a restart.
+#[test]
+fn a_failed_fsync_stops_the_server_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("failing_fsync.c");
+    std::fs::write(
+        &source,
+        r#"#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+static int failing(void) {
+    const char *marker = getenv("FAIL_FSYNC_WHEN");
+    return marker && access(marker, F_OK) == 0;
+}
+int fsync(int fd) {
+    if (failing()) { errno = EIO; return -1; }
+    return ((int (*)(int))dlsym(RTLD_NEXT, "fsync"))(fd);
+}
+int fdatasync(int fd) {
+    if (failing()) { errno = EIO; return -1; }
+    return ((int (*)(int))dlsym(RTLD_NEXT, "fdatasync"))(fd);
+}
+"#,
+    )
+    .unwrap();
+    let shim = dir.path().join("failing_fsync.so");
+    let cc = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&shim)
+        .arg(&source)
+        .arg("-ldl")
+        .output()
+        .expect("cc runs (the build needs it for SQLite anyway)");
+    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+
+    let marker = dir.path().join("fail-now");
+    let log = dir.path().join("stderr");
+    let db = dir.path().join("virt.db");
+    let mut s = TestServer::start_with(ServerOptions {
+        db: Some(db.clone()),
+        stderr: Some(log.clone()),
+        env: vec![
+            ("LD_PRELOAD".into(), shim.display().to_string()),
+            ("FAIL_FSYNC_WHEN".into(), marker.display().to_string()),
+        ],
+        ..Default::default()
+    });
+    s.namespace(NS);
+    assert_eq!(s.post(&path(), &configmap("synced")).status, 201);
+
+    std::fs::write(&marker, "").unwrap();
+    // The answer is a 500 or a cut connection, whichever the exit leaves time for.
+    match ureq::post(&s.url(&path())).send_json(configmap("unsynced")) {
+        Ok(r) => panic!("a write whose fsync failed was answered {}", r.status()),
+        Err(ureq::Error::Status(code, _)) => assert_eq!(code, 500),
+        Err(ureq::Error::Transport(_)) => {}
+    }
+    let status = s.wait_exit(Duration::from_secs(5)).expect("the server stops");
+    assert_eq!(status.code(), Some(1));
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains(
+            "error: the database's storage failed, stopping: fsync of the database failed"
+        ),
+        "{log}"
+    );
+
+    std::fs::remove_file(&marker).unwrap();
+    let (db, _) = s.kill();
+    let s = TestServer::start_with(ServerOptions { db: Some(db), ..Default::default() });
+    assert_eq!(s.get(&format!("{}/synced", path())).status, 200);
+}
