@@ -30,7 +30,7 @@ mod rt {
     pub(super) use crate::http::discovery::{
         api, apis, group as api_group, resources as api_resources, root, version,
     };
-    pub(super) use crate::http::health::{ping, store_probe};
+    pub(super) use crate::http::health::{ping, ready, store_probe};
     pub(super) use crate::http::openapi::{
         v2 as openapi_v2, v3_document as openapi_v3_document, v3_index as openapi_v3_index,
     };

@@ -15,7 +15,7 @@ use virt_apiserver::authn::TokenFile;
 use virt_apiserver::authz::Abac;
 use virt_apiserver::filters::Filters;
 use virt_apiserver::kubeconfig::KubeconfigArgs;
-use virt_apiserver::server::{self, AppState, ServeOptions, WatchConfig};
+use virt_apiserver::server::{self, AppState, ServeOptions, ShutdownOptions, WatchConfig};
 use virt_apiserver::storage::{files, QueueLimits, RetentionConfig, Store, StoreConfig};
 use virt_apiserver::tls::TlsFiles;
 
@@ -93,6 +93,14 @@ struct Args {
     /// CA bundle (PEM): client certificates it signs authenticate, CN as user and O as groups.
     #[arg(long, requires = "tls_cert_file")]
     client_ca_file: Option<String>,
+    /// After SIGTERM, keep serving this long while /readyz fails, so load balancers stop
+    /// sending traffic (kube-apiserver's flag); then stop taking connections.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    shutdown_delay_duration: Duration,
+    /// Once the server stops taking connections, open watches end within this (kube-apiserver's
+    /// flag; 0: at once).
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    shutdown_watch_termination_grace_period: Duration,
     /// Test hook: GET of this path panics in its handler (proves panics become 500 Status).
     #[arg(long, hide = true)]
     debug_panic_path: Option<String>,
@@ -320,7 +328,12 @@ fn main() -> std::io::Result<()> {
     let listener = TcpListener::bind(&args.listen)?;
     let addr = listener.local_addr()?;
     let filters = filters(&args, &addr);
-    let opts = ServeOptions { tls: tls(&args), debug_panic_path: args.debug_panic_path.clone() };
+    let shutdown = ShutdownOptions {
+        delay: args.shutdown_delay_duration,
+        watch_grace: args.shutdown_watch_termination_grace_period,
+    };
+    let opts =
+        ServeOptions { tls: tls(&args), debug_panic_path: args.debug_panic_path.clone(), shutdown };
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     actix_web::rt::System::new().block_on(async move {
         let watch = WatchConfig { bookmark_interval: args.bookmark_interval };
@@ -366,7 +379,13 @@ fn main() -> std::io::Result<()> {
                 std::time::Duration::from_secs(args.gc_interval.max(1)),
             );
         }
-        server.await
+        server::serve_until_signalled(server, state.lifecycle.clone(), shutdown).await?;
+        // Every request has finished: what was acknowledged is committed. Checkpointing
+        // leaves one tidy file for the next start.
+        if let Err(e) = state.store.close().await {
+            log::warn!("closing the database {}: {e}", args.database);
+        }
+        Ok(())
     })
 }
 

@@ -231,6 +231,9 @@ mod rt {
     pub async fn ping(_: &AppState, req: &HttpRequest) -> Answer {
         answer(format!("ping {}", req.path()))
     }
+    pub async fn ready(_: &AppState, req: &HttpRequest) -> Answer {
+        answer(format!("ready {}", req.path()))
+    }
     pub async fn store_probe(_: &AppState, _: &HttpRequest) -> Answer {
         answer("store probe".into())
     }
@@ -264,7 +267,7 @@ async fn routes_reach_the_expected_calls() {
         ("GET", "/api/".into(), "api"),
         ("GET", "/apis/".into(), "apis"),
         ("GET", "/version".into(), "version"),
-        ("GET", "/readyz".into(), "ping /readyz"),
+        ("GET", "/readyz".into(), "ready /readyz"),
         ("GET", "/openapi/v3".into(), "openapi v3 index"),
         ("GET", "/openapi/v3/apis/zoo.example.io/v1".into(), "openapi v3 zoo.example.io/v1"),
         ("GET", zoo.into(), r#"group zoo.example.io ["v1", "v1beta1"]"#),

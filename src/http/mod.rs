@@ -13,6 +13,7 @@ pub mod extract;
 pub mod filters;
 pub mod health;
 pub mod kubeconfig;
+pub mod lifecycle;
 pub mod openapi;
 pub mod outermost;
 pub mod params;

@@ -9,6 +9,7 @@ use actix_web::dev::Extensions;
 use actix_web::{web, App, HttpResponse, HttpServer};
 
 use crate::http::filters::Filters;
+pub use crate::http::lifecycle::{Lifecycle, Phase};
 use crate::object::error::ApiError;
 use crate::registry::Registry;
 use crate::store::Store;
@@ -23,12 +24,19 @@ pub struct AppState {
     /// The store under the registry: watches, probes and metrics read it directly.
     pub store: Store,
     pub watch: WatchConfig,
+    /// The shutdown phase: `/readyz` and open watches follow it.
+    pub lifecycle: Lifecycle,
 }
 
 impl AppState {
     /// The state with default watch settings.
     pub fn new(store: Store) -> AppState {
-        AppState { registry: Registry::new(store.clone()), store, watch: WatchConfig::default() }
+        AppState {
+            registry: Registry::new(store.clone()),
+            store,
+            watch: WatchConfig::default(),
+            lifecycle: Lifecycle::default(),
+        }
     }
 }
 
@@ -139,6 +147,62 @@ pub struct ServeOptions {
     /// Test hook: a GET of this path panics in its handler, to prove panics become 500s.
     /// Set only by the hidden `--debug-panic-path` flag.
     pub debug_panic_path: Option<String>,
+    pub shutdown: ShutdownOptions,
+}
+
+/// How the server stops on SIGTERM: kube-apiserver's flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShutdownOptions {
+    /// `--shutdown-delay-duration`: `/readyz` fails, everything is still served.
+    pub delay: Duration,
+    /// `--shutdown-watch-termination-grace-period`: watches end within it.
+    pub watch_grace: Duration,
+}
+
+/// kube-apiserver's `--request-timeout` default, which bounds its HTTP server's graceful
+/// shutdown: in-flight requests get this long to finish once the listener is closed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs `server` until SIGTERM or SIGINT, then stops as kube-apiserver does: `/readyz` fails
+/// at once, requests are served for the delay, then the listener closes, watches end cleanly
+/// (each at its turn within the grace period), in-flight requests finish and idle connections
+/// close. A second signal exits at once with status 1 (kube's `SetupSignalHandler`). Returns
+/// once every connection is done; the caller then closes the store.
+pub async fn serve_until_signalled(
+    server: actix_web::dev::Server,
+    lifecycle: Lifecycle,
+    opts: ShutdownOptions,
+) -> std::io::Result<()> {
+    use actix_web::rt::signal::unix::{signal, SignalKind};
+    let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
+    let handle = server.handle();
+    let running = actix_web::rt::spawn(server);
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    lifecycle.initiate_shutdown();
+    log::info!(
+        "[graceful-termination] shutdown initiated: /readyz fails; serving for {:?}",
+        opts.delay
+    );
+    actix_web::rt::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        eprintln!("error: a second signal: exiting without finishing the shutdown");
+        std::process::exit(1);
+    });
+    tokio::time::sleep(opts.delay).await;
+    lifecycle.stop_accepting(opts.watch_grace);
+    log::info!(
+        "[graceful-termination] not accepting new requests; ending {} watches within {:?}",
+        lifecycle.open_watches(),
+        opts.watch_grace
+    );
+    handle.stop(true).await;
+    running.await.map_err(std::io::Error::other)?
 }
 
 /// Starts serving plain HTTP on `listener`; the returned server runs until stopped.
@@ -180,6 +244,9 @@ pub fn run_with(
         crate::http::outermost::catch_panics(app)
     })
     .on_connect(on_connect)
+    // The shutdown is `serve_until_signalled`'s, on kube's terms, not actix's own.
+    .disable_signals()
+    .shutdown_timeout((REQUEST_TIMEOUT + opts.shutdown.watch_grace).as_secs_f64().ceil() as u64)
     // As Go's net/http (and so kube-apiserver): without it, the last small segment of a
     // response or a watch event waits for the client's delayed ACK (~40 ms on Linux).
     .tcp_nodelay(true);

@@ -21,6 +21,9 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> ApiError {
         match err {
             StoreError::Unavailable(m) => ApiError::Unavailable(m),
+            // kube answers etcd's "database space exceeded" as it answers any storage error it
+            // does not classify: 500, Failure, no reason, the error's own message.
+            e @ StoreError::NoSpace(_) => ApiError::Unknown(e.to_string()),
             StoreError::Expired { .. } => ApiError::Expired {
                 message: "The resourceVersion for the provided list is too old.".into(),
                 continue_token: None,

@@ -83,6 +83,11 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The backend's own metric samples, for `/metrics`.
     fn metrics(&self) -> Vec<MetricSample>;
+
+    /// Finishes what was handed over before it (queued writes commit and are answered), leaves
+    /// the data tidy for the next start (SQLite: the WAL checkpointed into the database) and
+    /// stops: every later operation fails. The clean end of a shutdown.
+    fn close(&self) -> Answer<()>;
 }
 
 /// What a deployment must know about a backend.

@@ -25,8 +25,14 @@ pub enum StoreError {
         /// The store's current revision.
         current: u64,
     },
-    /// The database cannot serve the request now (busy, locked, I/O, full, store stopped).
+    /// The database cannot serve the request now (busy, locked, I/O, store stopped).
     Unavailable(String),
+    /// The write did not fit: the database's storage is full (etcd's `database space
+    /// exceeded`). Nothing of it was stored; writes succeed again once space is freed.
+    NoSpace(String),
+    /// Storage that can no longer be trusted, e.g. a failed fsync: what reached the disk is
+    /// unknown, so the backend stops rather than go on as if the write had worked.
+    Fatal(String),
     /// A bug or corrupt data; not the caller's fault.
     Internal(String),
 }
@@ -46,6 +52,8 @@ impl fmt::Display for StoreError {
                 write!(f, "revision is in the future: the current revision is {current}")
             }
             StoreError::Unavailable(m) => write!(f, "store unavailable: {m}"),
+            StoreError::NoSpace(m) => write!(f, "database space exceeded: {m}"),
+            StoreError::Fatal(m) => write!(f, "storage failed: {m}"),
             StoreError::Internal(m) => write!(f, "store internal error: {m}"),
         }
     }

@@ -421,6 +421,11 @@ impl Store {
         }
     }
 
+    /// Finishes the queued writes, checkpoints and stops the backend (the end of a shutdown).
+    pub async fn close(&self) -> Result<(), StoreError> {
+        self.inner.backend.close().await
+    }
+
     /// A real, durable write through the backend; the caller applies its own deadline.
     pub async fn probe(&self) -> Result<(), StoreError> {
         self.inner.backend.probe().await

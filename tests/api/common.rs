@@ -37,6 +37,8 @@ pub struct ServerOptions {
     pub binary: Option<PathBuf>,
     /// Write the server's stderr (its log) to this file instead of the test's stderr.
     pub stderr: Option<PathBuf>,
+    /// Extra environment variables for the process.
+    pub env: Vec<(String, String)>,
 }
 
 /// One HTTP answer.
@@ -99,6 +101,7 @@ impl TestServer {
             .arg("--database")
             .arg(&db)
             .args(&opts.args)
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(match &opts.stderr {
                 Some(path) => Stdio::from(std::fs::File::create(path).expect("stderr file")),
@@ -129,6 +132,35 @@ impl TestServer {
         let _ = self.child.wait();
         let dir = self._dir.take();
         (self.db.clone(), dir)
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends the process a signal by name (`TERM`, `INT`, ...).
+    pub fn signal(&self, name: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(ok.success(), "kill -{name} {}", self.child.id());
+    }
+
+    /// The process's exit status once it has exited, waiting at most `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     pub fn url(&self, path: &str) -> String {

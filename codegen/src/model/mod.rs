@@ -446,6 +446,8 @@ pub enum Handler {
     },
     Version,
     Ping,
+    /// `/readyz`: kube's readiness checks, `shutdown` among them.
+    Ready,
     StoreProbe,
     OpenapiV2,
     OpenapiV3Index,
@@ -456,7 +458,7 @@ pub enum Handler {
 }
 
 /// The handler names `x-virt-handler` accepts.
-pub const HANDLER_NAMES: [&str; 11] = [
+pub const HANDLER_NAMES: [&str; 12] = [
     "root",
     "api",
     "apis",
@@ -464,6 +466,7 @@ pub const HANDLER_NAMES: [&str; 11] = [
     "apiResources",
     "version",
     "ping",
+    "ready",
     "storeProbe",
     "openapiV2",
     "openapiV3Index",

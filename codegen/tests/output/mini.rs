@@ -783,7 +783,7 @@ async fn get_readyz(
     state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
 ) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
-    self::rt::ping(&state, &req).await
+    self::rt::ready(&state, &req).await
 }
 /// `getOpenapiV2`: `GET /openapi/v2`
 async fn get_openapi_v2(

@@ -15,6 +15,7 @@ use super::Target;
 use crate::http::codec::{
     api_version_json, encode_item, negotiate_output, respond, respond_stored, Format, Output,
 };
+use crate::http::lifecycle::{Lifecycle, WatchGuard};
 use crate::http::params::{ListOptions, Query};
 use crate::http::server::{AppState, PeerSocket};
 use crate::object::error::ApiError;
@@ -298,6 +299,9 @@ async fn watch_response(
         peer: req.conn_data::<PeerSocket>().cloned(),
         next_peer_check: now + PEER_CHECK,
         done: false,
+        lifecycle: state.lifecycle.clone(),
+        _open: state.lifecycle.watch_opened(),
+        ending: false,
     };
     if let Some(b) = &mut stream.bookmarks {
         b.schedule(now, deadline);
@@ -333,6 +337,11 @@ struct WatchStream {
     peer: Option<PeerSocket>,
     next_peer_check: Instant,
     done: bool,
+    /// Once the server stops taking requests, the stream ends at its turn (`lifecycle`).
+    lifecycle: Lifecycle,
+    _open: WatchGuard,
+    /// The deadline has been brought forward to the watch's turn to end.
+    ending: bool,
 }
 
 /// When periodic bookmarks are due: every interval, and once about 2 s before the deadline.
@@ -398,9 +407,14 @@ impl WatchStream {
                     }
                 }
                 _ = tokio::time::sleep_until(self.deadline) => {
-                    // timeoutSeconds: the stream simply ends, with no final event (B.5).
+                    // timeoutSeconds, or the server's shutdown: the stream simply ends, with no
+                    // final event (B.5), as kube's watch handler returns on either.
                     self.done = true;
                     return None;
+                }
+                end = self.lifecycle.watch_end(), if !self.ending => {
+                    self.ending = true;
+                    self.deadline = self.deadline.min(end);
                 }
                 _ = sleep_until_some(bookmark_at), if bookmark_at.is_some() => {
                     if let Some(b) = &mut self.bookmarks {

@@ -118,15 +118,33 @@ pub fn meta_get<T: rusqlite::types::FromSql>(conn: &Connection, name: &str) -> R
 }
 
 impl From<rusqlite::Error> for StoreError {
-    /// Conditions that go away on their own or with operator help (a lock held elsewhere, a full
-    /// or failing disk) are `Unavailable`, so health checks and clients can tell them from bugs.
+    /// A full disk is `NoSpace`: the write did not fit and nothing of it is stored. A failed
+    /// fsync is `Fatal`: the kernel may have dropped the unsynced pages and marked them clean,
+    /// so neither a retry nor going on can vouch for what is on disk (the lesson of
+    /// PostgreSQL's "fsyncgate"). SQLite reports an fsync's failure as `SQLITE_IOERR_FSYNC`
+    /// whatever its errno, while a full disk shows on the write before it, as `SQLITE_FULL`.
+    /// Conditions that go away on their own or with operator help (a lock held elsewhere, a
+    /// failing read or write) are `Unavailable`, so health checks and clients can tell them
+    /// from bugs.
     fn from(e: rusqlite::Error) -> StoreError {
+        if let rusqlite::Error::SqliteFailure(failure, _) = &e {
+            if matches!(
+                failure.extended_code,
+                rusqlite::ffi::SQLITE_IOERR_FSYNC | rusqlite::ffi::SQLITE_IOERR_DIR_FSYNC
+            ) {
+                return StoreError::Fatal(format!(
+                    "fsync of the database failed ({e}, SQLite code {}): what reached the disk \
+                     is unknown",
+                    failure.extended_code
+                ));
+            }
+        }
         match e.sqlite_error_code() {
+            Some(ErrorCode::DiskFull) => StoreError::NoSpace(e.to_string()),
             Some(
                 ErrorCode::DatabaseBusy
                 | ErrorCode::DatabaseLocked
                 | ErrorCode::SystemIoFailure
-                | ErrorCode::DiskFull
                 | ErrorCode::CannotOpen
                 | ErrorCode::ReadOnly
                 | ErrorCode::OutOfMemory,
@@ -159,5 +177,38 @@ mod tests {
             None,
         );
         assert!(matches!(StoreError::from(unique), StoreError::Internal(_)));
+    }
+
+    fn failure(extended_code: std::ffi::c_int) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(extended_code), None)
+    }
+
+    #[test]
+    fn a_full_disk_is_no_space_and_a_failed_fsync_is_fatal() {
+        use rusqlite::ffi;
+        // As SQLite reports it: the code and its message.
+        let full = rusqlite::Error::SqliteFailure(
+            ffi::Error::new(ffi::SQLITE_FULL),
+            Some("database or disk is full".into()),
+        );
+        let full = StoreError::from(full);
+        assert_eq!(full, StoreError::NoSpace("database or disk is full".into()));
+        assert_eq!(full.to_string(), "database space exceeded: database or disk is full");
+        // A failed fsync is never taken for a transient error that a retry could clear.
+        for code in [ffi::SQLITE_IOERR_FSYNC, ffi::SQLITE_IOERR_DIR_FSYNC] {
+            match StoreError::from(failure(code)) {
+                StoreError::Fatal(m) => {
+                    assert!(m.starts_with("fsync of the database failed"), "{m}")
+                }
+                other => panic!("{code}: {other:?}"),
+            }
+        }
+        // Other I/O failures (a read, a write that did not happen) leave nothing unknown behind.
+        for code in [ffi::SQLITE_IOERR_READ, ffi::SQLITE_IOERR_WRITE, ffi::SQLITE_IOERR] {
+            assert!(
+                matches!(StoreError::from(failure(code)), StoreError::Unavailable(_)),
+                "{code}"
+            );
+        }
     }
 }

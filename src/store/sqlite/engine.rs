@@ -12,6 +12,7 @@
 //! waits behind more than one batch.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -70,6 +71,10 @@ pub enum Command {
         reply: Reply<u64>,
     },
     StartCompaction,
+    /// Checkpoint the WAL, answer, and stop the thread (commands queued before it run first).
+    Close {
+        reply: Reply<()>,
+    },
     #[cfg(test)]
     Pragmas {
         reply: Reply<(String, i64)>,
@@ -230,10 +235,16 @@ impl Engine {
                     }
                     self.write_batch(batch);
                     if let Some(command) = next {
-                        self.handle(command);
+                        if self.handle(command).is_break() {
+                            break;
+                        }
                     }
                 }
-                Ok(command) => self.handle(command),
+                Ok(command) => {
+                    if self.handle(command).is_break() {
+                        break;
+                    }
+                }
                 Err(RecvTimeoutError::Timeout) => self.compact_step(),
                 Err(RecvTimeoutError::Disconnected) => break,
             }
@@ -255,6 +266,7 @@ impl Engine {
     fn compact_step(&mut self) {
         if self.compact_goal > self.compacted {
             if let Err(e) = self.compact_batch(self.compact_goal) {
+                stop_if_fatal(&e);
                 log::warn!("compaction to revision {} failed: {e}", self.compact_goal);
                 // Retried from the next tick's target rather than spinning on the error.
                 self.compact_goal = self.compacted;
@@ -262,25 +274,48 @@ impl Engine {
         }
     }
 
-    fn handle(&mut self, command: Command) {
-        // A send fails only when the caller stopped waiting; the work is done either way.
+    /// Runs one command and answers it; `Break` once the store is closed.
+    fn handle(&mut self, command: Command) -> ControlFlow<()> {
         match command {
-            Command::Get { key, rev, reply } => drop(reply.send(self.get(&key, rev))),
-            Command::List { req, reply } => drop(reply.send(self.list(req))),
+            Command::Get { key, rev, reply } => answer(reply, self.get(&key, rev)),
+            Command::List { req, reply } => answer(reply, self.list(req)),
             Command::CountAfter { prefix, after, rev, reply } => {
-                drop(reply.send(self.count_after(&prefix, &after, rev)))
+                answer(reply, self.count_after(&prefix, &after, rev))
             }
             Command::Write(write) => self.write_batch(vec![write]),
-            Command::Probe { reply } => drop(reply.send(self.probe())),
-            Command::Secret { name, reply } => drop(reply.send(self.secret(&name))),
-            Command::EventsAfter { prefix, rev, reply } => {
-                drop(reply.send(self.events_after(&prefix, rev)))
+            Command::Probe { reply } => answer(reply, self.probe()),
+            Command::Secret { name, reply } => {
+                let secret = self.secret(&name);
+                answer(reply, secret)
             }
-            Command::Compact { rev, reply } => drop(reply.send(self.compact(rev))),
+            Command::EventsAfter { prefix, rev, reply } => {
+                answer(reply, self.events_after(&prefix, rev))
+            }
+            Command::Compact { rev, reply } => {
+                let compacted = self.compact(rev);
+                answer(reply, compacted)
+            }
             Command::StartCompaction => self.auto_compact = true,
+            Command::Close { reply } => {
+                answer(reply, self.checkpoint());
+                return ControlFlow::Break(());
+            }
             #[cfg(test)]
-            Command::Pragmas { reply } => drop(reply.send(self.pragmas())),
+            Command::Pragmas { reply } => answer(reply, self.pragmas()),
         }
+        ControlFlow::Continue(())
+    }
+
+    /// Copies the WAL into the database file and empties it, so the next start reads one file.
+    fn checkpoint(&self) -> Result<()> {
+        let (busy, frames, done): (i64, i64, i64) =
+            self.conn.query_row(sql::CHECKPOINT, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        if busy != 0 {
+            return Err(StoreError::Unavailable(format!(
+                "the WAL checkpoint could not finish ({done} of {frames} frames)"
+            )));
+        }
+        Ok(())
     }
 
     fn get(&self, key: &str, rev: Option<u64>) -> Result<Option<KeyValue>> {
@@ -387,6 +422,7 @@ impl Engine {
     fn write_batch(&mut self, batch: Vec<Write>) {
         let mut results = Vec::with_capacity(batch.len());
         if let Err(e) = self.run_batch(&batch, &mut results) {
+            stop_if_fatal(&e);
             // Nothing of the batch is in the database: whatever was staged fails too.
             for r in &mut results {
                 if r.is_ok() {
@@ -543,6 +579,26 @@ impl Engine {
         let mode = self.conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
         let sync = self.conn.pragma_query_value(None, "synchronous", |r| r.get(0))?;
         Ok((mode, sync))
+    }
+}
+
+/// Answers one command; a send fails only when the caller stopped waiting, and the work is done
+/// either way. A fatal storage failure stops the process first (`stop_if_fatal`).
+fn answer<T>(reply: Reply<T>, result: Result<T>) {
+    if let Err(e) = &result {
+        stop_if_fatal(e);
+    }
+    let _ = reply.send(result);
+}
+
+/// After a failed fsync nothing may be answered as if the data were safe, and nothing retried
+/// as if the page cache still held it: the server stops, with the cause, before any client
+/// hears of the batch. The next start reads only what the WAL holds as committed.
+fn stop_if_fatal(e: &StoreError) {
+    if let StoreError::Fatal(m) = e {
+        log::error!("{m}");
+        eprintln!("error: the database's storage failed, stopping: {m}");
+        std::process::exit(1);
     }
 }
 

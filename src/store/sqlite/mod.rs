@@ -164,6 +164,10 @@ impl Backend for SqliteBackend {
         self.call(|reply| Command::Secret { name, reply })
     }
 
+    fn close(&self) -> Answer<()> {
+        self.call(|reply| Command::Close { reply })
+    }
+
     fn metrics(&self) -> Vec<MetricSample> {
         let c = &self.counters;
         vec![

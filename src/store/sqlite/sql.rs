@@ -130,3 +130,7 @@ pub const EVENTS_AFTER: &str = "SELECT l.rev, l.key, l.created, l.deleted, l.val
 pub const COMPACT_SUPERSEDED: &str = "DELETE FROM log WHERE rev IN
     (SELECT prev_rev FROM log WHERE rev > ?1 AND rev <= ?2 AND prev_rev != 0)";
 pub const COMPACT_TOMBSTONES: &str = "DELETE FROM log WHERE rev > ?1 AND rev <= ?2 AND deleted = 1";
+
+/// At a clean stop: every WAL frame copied into the database file, which is synced, and the WAL
+/// emptied. Answers (busy, WAL frames, frames checkpointed); busy 1 means it could not finish.
+pub const CHECKPOINT: &str = "PRAGMA wal_checkpoint(TRUNCATE)";

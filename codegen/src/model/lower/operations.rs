@@ -219,6 +219,7 @@ impl<'d> Lowering<'d> {
             "apis" => Handler::Apis,
             "version" => Handler::Version,
             "ping" => Handler::Ping,
+            "ready" => Handler::Ready,
             "storeProbe" => Handler::StoreProbe,
             "openapiV2" => Handler::OpenapiV2,
             "openapiV3Index" => Handler::OpenapiV3Index,
