@@ -24,6 +24,7 @@ mod openapi;
 mod secrets;
 mod seed_ops;
 mod simulate;
+mod simulate_kinds;
 mod storage_files;
 mod strategic_patch;
 mod subresources;

@@ -160,6 +160,13 @@ impl Scope<'_, '_> {
                     errors.push(format!("{}: {err}", self.at));
                 }
             }
+            Expr::Path { root: Some(name), segs } if name == expr::SELF => {
+                if let Some((_, s)) = self.schemas.kind(&self.kind.resource) {
+                    if let Err(err) = self.schemas.path(s, segs) {
+                        errors.push(format!("{}: ${name}{err}", self.at));
+                    }
+                }
+            }
             Expr::Path { root: Some(name), segs } => {
                 if let Some(r) = self.kind.related.get(name) {
                     // A list of owned objects: its elements have the kind's schema.
@@ -342,8 +349,8 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                     r.resource
                 ));
             }
-            if FUNCTIONS.iter().any(|(f, ..)| f == name) {
-                errors.push(format!("kind {k}, related {name}: the name of a function"));
+            if FUNCTIONS.iter().any(|(f, ..)| f == name) || name == expr::SELF {
+                errors.push(format!("kind {k}, related {name}: a reserved name"));
             }
             let at = format!("kind {k}, related {name}");
             if let By::Field(path) = &r.by {
@@ -397,7 +404,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
             scope(&schemas, lc, kind, this, &vars, format!("{at}, selector"))
                 .pred(&stage.selector, &mut errors);
             for v in &stage.vars {
-                if kind.related.contains_key(&v.name) {
+                if kind.related.contains_key(&v.name) || v.name == expr::SELF {
                     errors.push(format!("{at}, var {}: the name of a related object", v.name));
                 }
                 scope(&schemas, lc, kind, this, &vars, format!("{at}, var {}", v.name)).template(
@@ -616,7 +623,7 @@ kinds:
         selector: {lessThan: {path: "len($peers)", value: 2}}
         supersedes: [b]
         steps: [{patch: {merge: {status: {phase: "{{ $peers[0].status.phase }}"}}}}, {delete: {of: peers}}]
-      - {name: b, manager: ctl, selector: {greaterThan: {path: "num($named.status.phase)", value: 1}}, steps: []}
+      - {name: b, manager: ctl, selector: {related: {name: peers, where: {equals: {path: .status.phase, value: "{{ $self.status.phase }}"}}}}, steps: []}
 "#,
         )
         .unwrap();
@@ -632,7 +639,7 @@ kinds:
     stages:
       - name: a
         manager: ctl
-        selector: {lessThan: {path: .status.nah, value: 2}}
+        selector: {all: [{lessThan: {path: .status.nah, value: 2}}, {exists: $self.spec.nope}]}
         supersedes: [a, ghost]
         steps: [{patch: {merge: {status: {phase: "{{ $peers.status.phase }}"}}}}]
 "#,
@@ -647,6 +654,7 @@ kinds:
             "supersedes \"a\", no other stage",
             "supersedes \"ghost\", no other stage",
             "$peers is a list",
+            "$self.spec field \"nope\" is not declared",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }

@@ -3,7 +3,8 @@
 //! - `.a.b[0].c` reads the object (`.` alone is the whole object); `['kubevirt.io/x']` reads a
 //!   key with dots or slashes; `[type=Ready]` picks the first list element whose field equals the
 //!   value (bare word or quoted string). A missing step reads `null`.
-//! - `$name.a.b` reads a related object or a stage variable (`null` when absent).
+//! - `$name.a.b` reads a related object or a stage variable (`null` when absent); `$self` is
+//!   the stage's own object, also inside a predicate on a related one (where `.` is that one).
 //! - Literals: `'text'`, `"text"`, numbers, `true`, `false`, `null`.
 //! - Calls `f(arg, …)`, from [`FUNCTIONS`]. Random values come from the caller's seeded
 //!   generator, so a seed repeats them.
@@ -37,6 +38,9 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         "the condition's lastTransitionTime if its status is the second argument, else now",
     ),
 ];
+
+/// The name that reads the stage's own object.
+pub const SELF: &str = "self";
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq)]
@@ -302,6 +306,7 @@ pub fn eval(e: &Expr, this: &Value, env: &dyn Env) -> Value {
     match e {
         Expr::Lit(v) => v.clone(),
         Expr::Path { root: None, segs } => read(this, segs).clone(),
+        Expr::Path { root: Some(name), segs } if name == SELF => read(env.object(), segs).clone(),
         Expr::Path { root: Some(name), segs } => {
             env.named(name).map_or(Value::Null, |v| read(v, segs).clone())
         }
@@ -530,6 +535,7 @@ mod tests {
         assert_eq!(ev(".status.conditions[type=Gone].status"), Value::Null);
         assert_eq!(ev("$me.metadata.uid"), json!("u1"));
         assert_eq!(ev("$other.metadata.uid"), Value::Null);
+        assert_eq!(ev("$self.metadata.uid"), json!("u1"));
         assert_eq!(ev(".")["metadata"]["name"], json!("a"));
     }
 
