@@ -654,7 +654,7 @@ kinds:
             "supersedes \"a\", no other stage",
             "supersedes \"ghost\", no other stage",
             "$peers is a list",
-            "$self.spec field \"nope\" is not declared",
+            "$self.spec.nope field \"nope\" is not declared",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }
