@@ -190,8 +190,31 @@ impl Engine {
                 if rel_res.group != group || rel_res.plural != plural {
                     continue;
                 }
-                match rel.by {
+                match &rel.by {
                     By::Name => self.evaluate(k, &object_key(res, ns, name)).await,
+                    // The owner, if it is of this kind.
+                    By::Owned => {
+                        let refs = ev.object.pointer("/metadata/ownerReferences");
+                        let owner =
+                            refs.and_then(Value::as_array).into_iter().flatten().find(|r| {
+                                r.get("controller") == Some(&Value::Bool(true))
+                                    && r.get("kind").and_then(Value::as_str) == Some(res.kind)
+                            });
+                        if let Some(owner) = owner.and_then(|o| o.get("name")?.as_str()) {
+                            self.evaluate(k, &object_key(res, ns, owner)).await;
+                        }
+                    }
+                    // Any object of the namespace may name it.
+                    By::Field(_) => {
+                        let all = ListRequest {
+                            prefix: collection_prefix(res, Some(ns)),
+                            ..ListRequest::default()
+                        };
+                        let Ok(list) = self.registry.store().list_raw(all).await else { continue };
+                        for (key, _) in list.items {
+                            self.evaluate(k, &key).await;
+                        }
+                    }
                     By::Controller => {
                         // The objects this one controls.
                         let uid = meta_str(&ev.object, "uid");
@@ -211,7 +234,7 @@ impl Engine {
         }
     }
 
-    /// The related objects of `obj` that exist, by name.
+    /// The related objects of `obj` that exist, by name (an `owned` list always, maybe empty).
     async fn related(
         &self,
         kind: &Kind,
@@ -220,11 +243,55 @@ impl Engine {
     ) -> BTreeMap<String, Value> {
         let mut out = BTreeMap::new();
         let ns = if res.namespaced { meta_str(obj, "namespace") } else { "" };
+        // Reads `field` paths and `where` filters; no related objects in it.
+        let ctx = Ctx::new(kind, obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
         for (name, rel) in &kind.related {
             let Some(rel_res) = resource(&rel.resource) else { continue };
             let ns = if rel_res.namespaced { ns } else { "" };
-            let (key, uid) = match rel.by {
+            let (key, uid) = match &rel.by {
                 By::Name => (object_key(rel_res, ns, meta_str(obj, "name")), None),
+                By::Field(path) => {
+                    let value = lifecycle::expr::parse(path)
+                        .map_or(Value::Null, |e| lifecycle::expr::eval(&e, obj, &ctx));
+                    match value.as_str() {
+                        Some(n) if !n.is_empty() => (object_key(rel_res, ns, n), None),
+                        _ => continue,
+                    }
+                }
+                By::Owned => {
+                    let uid = meta_str(obj, "uid");
+                    let all = ListRequest {
+                        prefix: collection_prefix(rel_res, Some(ns)),
+                        ..ListRequest::default()
+                    };
+                    let mut items = Vec::new();
+                    if let Ok(list) = self.registry.store().list_raw(all).await {
+                        for (_, bytes) in list.items {
+                            if memchr::memmem::find(&bytes, uid.as_bytes()).is_none() {
+                                continue;
+                            }
+                            let Ok(item) = serde_json::from_slice::<Value>(&bytes) else {
+                                continue;
+                            };
+                            let refs = item.pointer("/metadata/ownerReferences");
+                            let mine =
+                                refs.and_then(Value::as_array).into_iter().flatten().any(|r| {
+                                    r.get("controller") == Some(&Value::Bool(true))
+                                        && r.get("uid").and_then(Value::as_str) == Some(uid)
+                                });
+                            if mine
+                                && rel
+                                    .where_
+                                    .as_ref()
+                                    .is_none_or(|w| lifecycle::pred::matches(w, &item, &ctx))
+                            {
+                                items.push(item);
+                            }
+                        }
+                    }
+                    out.insert(name.clone(), Value::Array(items));
+                    continue;
+                }
                 By::Controller => {
                     let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
                     let owner = refs.into_iter().flatten().find(|r| {
@@ -264,7 +331,10 @@ impl Engine {
                 self.again.borrow_mut().insert(id);
                 continue;
             }
-            if self.pending.borrow().contains(&id) || !ctx.matches(&stage.selector) {
+            if self.pending.borrow().contains(&id)
+                || !ctx.matches(&stage.selector)
+                || superseded(kind, s, &ctx)
+            {
                 continue;
             }
             let mut rng = self.rng(k, s, key, "delay");
@@ -313,7 +383,7 @@ impl Engine {
         let rng = self.rng(k, s, key, "values");
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, rng);
         ctx.named = self.related(kind, res, &obj).await;
-        if !ctx.matches(&stage.selector) {
+        if !ctx.matches(&stage.selector) || superseded(kind, s, &ctx) {
             return;
         }
         *self.fired.borrow_mut().entry(id.clone()).or_default() += 1;
@@ -325,7 +395,12 @@ impl Engine {
                 None => (&obj, res),
                 Some(name) => {
                     let rel = kind.related.get(name).and_then(|r| resource(&r.resource));
-                    match (ctx.named.get(name), rel) {
+                    // A list's first element.
+                    let named = match ctx.named.get(name) {
+                        Some(Value::Array(items)) => items.first(),
+                        other => other,
+                    };
+                    match (named, rel) {
                         (Some(o), Some(r)) => (o, r),
                         // Not there (any more): nothing to do to it.
                         _ => continue,
@@ -481,6 +556,12 @@ impl Engine {
             Err(e) => Err(e),
         }
     }
+}
+
+/// Whether another stage of the kind that supersedes stage `s` holds of the object.
+fn superseded(kind: &Kind, s: usize, ctx: &Ctx<'_>) -> bool {
+    let name = &kind.stages[s].name;
+    kind.stages.iter().any(|t| t.supersedes.contains(name) && ctx.matches(&t.selector))
 }
 
 /// What one step did to its target.

@@ -26,6 +26,7 @@ mod secrets;
 mod seed_ops;
 mod shutdown;
 mod simulate;
+mod simulate_kinds;
 mod storage_files;
 mod strategic_patch;
 mod subresources;

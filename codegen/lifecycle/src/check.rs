@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::expr::{self, Expr, Seg, FUNCTIONS};
 use crate::pred::{self, Pred};
 use crate::template::{self, SPREAD};
-use crate::{Kind, Lifecycles, ResourceRef, Step};
+use crate::{By, Kind, Lifecycles, ResourceRef, Step};
 
 /// The document's kinds: `(group, kind)` → the schema of its storage (highest-priority)
 /// version.
@@ -160,8 +160,24 @@ impl Scope<'_, '_> {
                     errors.push(format!("{}: {err}", self.at));
                 }
             }
+            Expr::Path { root: Some(name), segs } if name == expr::SELF => {
+                if let Some((_, s)) = self.schemas.kind(&self.kind.resource) {
+                    if let Err(err) = self.schemas.path(s, segs) {
+                        errors.push(format!("{}: ${name}{err}", self.at));
+                    }
+                }
+            }
             Expr::Path { root: Some(name), segs } => {
                 if let Some(r) = self.kind.related.get(name) {
+                    // A list of owned objects: its elements have the kind's schema.
+                    let segs = match (&r.by, segs.first()) {
+                        (By::Owned, Some(Seg::Index(_) | Seg::Filter(..))) => &segs[1..],
+                        (By::Owned, Some(Seg::Key(_))) => {
+                            errors.push(format!("{}: ${name} is a list", self.at));
+                            return;
+                        }
+                        _ => &segs[..],
+                    };
                     if let Some((_, s)) = self.schemas.kind(&r.resource) {
                         if let Err(err) = self.schemas.path(s, segs) {
                             errors.push(format!("{}: ${name}{err}", self.at));
@@ -281,6 +297,10 @@ impl Scope<'_, '_> {
                     scope.path_expr(path, errors);
                     scope.template(value, None, "", errors);
                 }
+                Pred::LessThan { path, value } | Pred::GreaterThan { path, value } => {
+                    scope.path_expr(path, errors);
+                    scope.template(value, None, "", errors);
+                }
                 Pred::In { path, values } | Pred::NotIn { path, values } => {
                     scope.path_expr(path, errors);
                     values.iter().for_each(|v| scope.template(v, None, "", errors));
@@ -329,8 +349,21 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                     r.resource
                 ));
             }
-            if FUNCTIONS.iter().any(|(f, ..)| f == name) {
-                errors.push(format!("kind {k}, related {name}: the name of a function"));
+            if FUNCTIONS.iter().any(|(f, ..)| f == name) || name == expr::SELF {
+                errors.push(format!("kind {k}, related {name}: a reserved name"));
+            }
+            let at = format!("kind {k}, related {name}");
+            if let By::Field(path) = &r.by {
+                scope(&schemas, lc, kind, this, &[], at.clone()).path_expr(path, &mut errors);
+            }
+            match (&r.where_, &r.by, schemas.kind(&r.resource)) {
+                (Some(_), by, _) if *by != By::Owned => {
+                    errors.push(format!("{at}: `where` filters only `owned` lists"))
+                }
+                (Some(w), _, Some((_, s))) => {
+                    scope(&schemas, lc, kind, s, &[], at).pred(w, &mut errors)
+                }
+                _ => {}
             }
         }
         for (name, cases) in &kind.computed {
@@ -362,11 +395,16 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                     stage.manager
                 ));
             }
+            for other in &stage.supersedes {
+                if !kind.stages.iter().any(|s| &s.name == other && s.name != stage.name) {
+                    errors.push(format!("{at}: supersedes {other:?}, no other stage of the kind"));
+                }
+            }
             let mut vars: Vec<String> = Vec::new();
             scope(&schemas, lc, kind, this, &vars, format!("{at}, selector"))
                 .pred(&stage.selector, &mut errors);
             for v in &stage.vars {
-                if kind.related.contains_key(&v.name) {
+                if kind.related.contains_key(&v.name) || v.name == expr::SELF {
                     errors.push(format!("{at}, var {}: the name of a related object", v.name));
                 }
                 scope(&schemas, lc, kind, this, &vars, format!("{at}, var {}", v.name)).template(
@@ -564,6 +602,59 @@ kinds:
             "step 5 (delete): no related object \"ghost\"",
             "neither add nor remove",
             "stage s: a second stage of that name",
+        ] {
+            assert!(all.contains(want), "missing {want:?} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn related_lists_fields_and_supersedes_are_checked() {
+        let good = crate::parse(
+            r#"
+managers: {ctl: {component: c}}
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    related:
+      peers: {resource: {group: g.io, kind: Peer}, by: owned, where: {equals: {path: .status.phase, value: Running}}}
+      named: {resource: {group: g.io, kind: Peer}, by: {field: .status.phase}}
+    stages:
+      - name: a
+        manager: ctl
+        selector: {lessThan: {path: "len($peers)", value: 2}}
+        supersedes: [b]
+        steps: [{patch: {merge: {status: {phase: "{{ $peers[0].status.phase }}"}}}}, {delete: {of: peers}}]
+      - {name: b, manager: ctl, selector: {related: {name: peers, where: {equals: {path: .status.phase, value: "{{ $self.status.phase }}"}}}}, steps: []}
+"#,
+        )
+        .unwrap();
+        assert_eq!(check(&doc(), &good), Ok(()));
+        let bad = crate::parse(
+            r#"
+managers: {ctl: {component: c}}
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    related:
+      peers: {resource: {group: g.io, kind: Peer}, by: owned, where: {exists: .status.nope}}
+      named: {resource: {group: g.io, kind: Peer}, by: {field: .spec.nope}, where: {deleting: true}}
+    stages:
+      - name: a
+        manager: ctl
+        selector: {all: [{lessThan: {path: .status.nah, value: 2}}, {exists: $self.spec.nope}]}
+        supersedes: [a, ghost]
+        steps: [{patch: {merge: {status: {phase: "{{ $peers.status.phase }}"}}}}]
+"#,
+        )
+        .unwrap();
+        let all = check(&doc(), &bad).unwrap_err().join("\n");
+        for want in [
+            "related peers: .status.nope field \"nope\" is not declared",
+            "related named: .spec.nope field \"nope\" is not declared",
+            "related named: `where` filters only `owned` lists",
+            ".status.nah field \"nah\" is not declared",
+            "supersedes \"a\", no other stage",
+            "supersedes \"ghost\", no other stage",
+            "$peers is a list",
+            "$self.spec.nope field \"nope\" is not declared",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }

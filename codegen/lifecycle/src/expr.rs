@@ -3,7 +3,8 @@
 //! - `.a.b[0].c` reads the object (`.` alone is the whole object); `['kubevirt.io/x']` reads a
 //!   key with dots or slashes; `[type=Ready]` picks the first list element whose field equals the
 //!   value (bare word or quoted string). A missing step reads `null`.
-//! - `$name.a.b` reads a related object or a stage variable (`null` when absent).
+//! - `$name.a.b` reads a related object or a stage variable (`null` when absent); `$self` is
+//!   the stage's own object, also inside a predicate on a related one (where `.` is that one).
 //! - Literals: `'text'`, `"text"`, numbers, `true`, `false`, `null`.
 //! - Calls `f(arg, …)`, from [`FUNCTIONS`]. Random values come from the caller's seeded
 //!   generator, so a seed repeats them.
@@ -23,6 +24,12 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
     ("default", 1, 8, "the first argument that is not null"),
     ("concat", 1, 8, "the arguments' texts joined"),
     ("controllerRef", 0, 0, "an ownerReference to the object: controller, blocking deletion"),
+    ("len", 1, 1, "the number of elements of a list or members of an object (0 for null)"),
+    ("num", 1, 1, "the value as a number, text read with a trailing % dropped (null if none)"),
+    ("nodeCount", 0, 0, "how many nodes are simulated"),
+    ("otherNode", 1, 1, "a simulated node other than the one given, at random (null: none)"),
+    ("percent", 2, 2, "a random percentage in [lo, hi) as CDI prints progress: \"12.34%\""),
+    ("labelSelector", 1, 1, "a LabelSelector as kube prints it: \"a=b,c in (d,e)\""),
     ("computed", 1, 1, "the kind's computed value of that name: its first matching case"),
     (
         "transitionTime",
@@ -31,6 +38,9 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         "the condition's lastTransitionTime if its status is the second argument, else now",
     ),
 ];
+
+/// The name that reads the stage's own object.
+pub const SELF: &str = "self";
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq)]
@@ -296,6 +306,7 @@ pub fn eval(e: &Expr, this: &Value, env: &dyn Env) -> Value {
     match e {
         Expr::Lit(v) => v.clone(),
         Expr::Path { root: None, segs } => read(this, segs).clone(),
+        Expr::Path { root: Some(name), segs } if name == SELF => read(env.object(), segs).clone(),
         Expr::Path { root: Some(name), segs } => {
             env.named(name).map_or(Value::Null, |v| read(v, segs).clone())
         }
@@ -312,6 +323,48 @@ fn text(v: &Value) -> Option<String> {
         Value::String(s) => Some(s.clone()),
         other => Some(other.to_string()),
     }
+}
+
+/// A number read from a value: numbers, and text such as `"12.5"` or `"12.5%"`.
+pub fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().trim_end_matches('%').parse().ok(),
+        _ => None,
+    }
+}
+
+/// metav1.LabelSelector's text (`LabelSelectorAsSelector(s).String()`): requirements sorted
+/// by key, `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`.
+fn label_selector(sel: &Value) -> Value {
+    if !sel.is_object() {
+        return Value::Null;
+    }
+    let mut reqs: Vec<(String, String)> = Vec::new();
+    for (k, v) in sel.get("matchLabels").and_then(Value::as_object).into_iter().flatten() {
+        reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or(""))));
+    }
+    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("").to_string();
+        let mut values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        values.sort_unstable();
+        let text = match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.clone(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => continue,
+        };
+        reqs.push((key, text));
+    }
+    reqs.sort_by(|a, b| a.0.cmp(&b.0));
+    Value::String(reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(","))
 }
 
 fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value {
@@ -354,6 +407,32 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             }
             Value::String(out)
         }
+        "len" => match arg(0) {
+            Value::Array(a) => json!(a.len()),
+            Value::Object(m) => json!(m.len()),
+            _ => json!(0),
+        },
+        "num" => number(&arg(0)).map_or(Value::Null, |n| json!(n)),
+        "nodeCount" => json!(env.nodes().max(1)),
+        "otherNode" => {
+            let current = arg(0);
+            let others: Vec<String> = (0..env.nodes().max(1))
+                .map(node_name)
+                .filter(|n| current.as_str() != Some(n.as_str()))
+                .collect();
+            if others.is_empty() {
+                return Value::Null;
+            }
+            let i = env.rng().below(others.len() as u64) as usize;
+            Value::String(others[i].clone())
+        }
+        "percent" => {
+            let lo = number(&arg(0)).unwrap_or(0.0);
+            let hi = number(&arg(1)).unwrap_or(100.0).max(lo);
+            let r = env.rng().below(1_000_000) as f64 / 1_000_000.0;
+            Value::String(format!("{:.2}%", lo + (hi - lo) * r))
+        }
+        "labelSelector" => label_selector(&arg(0)),
         "str" => text(&arg(0)).map_or(Value::Null, Value::String),
         "int" => match arg(0) {
             Value::Number(n) if n.is_i64() => Value::Number(n),
@@ -456,6 +535,7 @@ mod tests {
         assert_eq!(ev(".status.conditions[type=Gone].status"), Value::Null);
         assert_eq!(ev("$me.metadata.uid"), json!("u1"));
         assert_eq!(ev("$other.metadata.uid"), Value::Null);
+        assert_eq!(ev("$self.metadata.uid"), json!("u1"));
         assert_eq!(ev(".")["metadata"]["name"], json!("a"));
     }
 
@@ -479,6 +559,30 @@ mod tests {
         assert_eq!(ev("mac()").as_str().unwrap().len(), 17);
         assert_eq!(ev("uid()").as_str().unwrap().len(), 36);
         assert_eq!(ev("name('p-')").as_str().unwrap().len(), 7);
+        assert_eq!(ev("len(.status.conditions)"), json!(2));
+        assert_eq!(ev("len(.nope)"), json!(0));
+        assert_eq!(ev("num('12.5%')"), json!(12.5));
+        assert_eq!(ev("num(.metadata.name)"), Value::Null);
+        assert_eq!(ev("nodeCount()"), json!(3));
+        let other = ev("otherNode('sim-node-2')");
+        assert!(["sim-node-1", "sim-node-3"].contains(&other.as_str().unwrap()), "{other}");
+        let p = ev("percent(10, 20)");
+        let n = number(&p).unwrap();
+        assert!((10.0..20.0).contains(&n) && p.as_str().unwrap().ends_with('%'), "{p}");
+        assert_eq!(p.as_str().unwrap().split('.').nth(1).unwrap().len(), 3, "{p}");
+    }
+
+    #[test]
+    fn label_selectors_print_as_kube_prints_them() {
+        let t = env();
+        let sel = json!({"matchLabels": {"b": "1", "a": "x"},
+                         "matchExpressions": [{"key": "c", "operator": "In", "values": ["z", "y"]},
+                                              {"key": "d", "operator": "DoesNotExist"}]});
+        let mut obj = t.obj.clone();
+        obj["sel"] = sel;
+        let out = eval(&parse("labelSelector(.sel)").unwrap(), &obj, &t);
+        assert_eq!(out, json!("a=x,b=1,c in (y,z),!d"));
+        assert_eq!(eval(&parse("labelSelector(.nope)").unwrap(), &obj, &t), Value::Null);
     }
 
     #[test]

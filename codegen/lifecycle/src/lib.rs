@@ -3,7 +3,9 @@
 //! `--simulate-config FILE`) lists, per kind:
 //!
 //! - `related`: objects a stage reads and acts on besides its own, by name (same name and
-//!   namespace) or as the object's controller (its `controller: true` ownerReference);
+//!   namespace), as the object's controller (its `controller: true` ownerReference), by the
+//!   name a field holds (`field: .spec.vmiName`), or the list of objects it controls
+//!   (`owned`, filtered by `where`); a step whose `of` names a list acts on its first element;
 //! - `computed`: named values as ordered cases, `{when: predicate, value: template}`, first
 //!   match wins (how KubeVirt computes `printableStatus` and mirrors conditions);
 //! - `stages`: a selector (a [`Pred`]), a delay with jitter, stage variables, and steps: merge
@@ -99,15 +101,22 @@ pub struct Kind {
 pub struct Related {
     pub resource: ResourceRef,
     pub by: By,
+    /// For `owned`: only the objects this holds of.
+    #[serde(default, rename = "where")]
+    pub where_: Option<Pred>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum By {
     /// The object of the same name, in the same namespace.
     Name,
     /// The object's controller (its ownerReference with `controller: true`).
     Controller,
+    /// The object (same namespace) whose name the expression reads from this one.
+    Field(String),
+    /// Every object (same namespace) this one controls, as a list (empty when none).
+    Owned,
 }
 
 /// One case of a computed value: no `when` always matches.
@@ -127,6 +136,10 @@ pub struct Stage {
     pub selector: Pred,
     #[serde(default)]
     pub delay: Delay,
+    /// Stages of the kind that do not fire for an object while this one's selector holds of it
+    /// (a failure on request taking the place of the normal step).
+    #[serde(default)]
+    pub supersedes: Vec<String>,
     /// Evaluated once, in order, when the stage fires; read as `$name`.
     #[serde(default)]
     pub vars: Vec<Var>,

@@ -2,10 +2,13 @@
 //! preconditions. Written as single-key maps:
 //!
 //! `equals: {path, value}`, `in: {path, values}`, `notIn: {path, values}`, `exists: path`,
-//! `doesNotExist: path` (`path` is an expression, `value`s are templates), `condition: {type,
+//! `doesNotExist: path` (`path` is an expression, `value`s are templates), `lessThan: {path,
+//! value}` and `greaterThan: {path, value}` (as numbers, `num()`'s reading; false when either
+//! side is not one), `condition: {type,
 //! status?, reason?, path?}` (in `.status.conditions` unless `path` says), `hasFinalizer: name`,
 //! `deleting: bool`, `related: {name, exists?, where?}` (`where` holds of the related object,
-//! which is then `.`), `all: [...]`, `any: [...]`, `not: ...`.
+//! which is then `.`; of a list, `exists` means not empty and `where` holds of some element),
+//! `all: [...]`, `any: [...]`, `not: ...`.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -19,6 +22,8 @@ pub enum Pred {
     Equals { path: String, value: Value },
     In { path: String, values: Vec<Value> },
     NotIn { path: String, values: Vec<Value> },
+    LessThan { path: String, value: Value },
+    GreaterThan { path: String, value: Value },
     Exists(String),
     DoesNotExist(String),
     Condition(Condition),
@@ -73,6 +78,15 @@ pub fn matches(p: &Pred, this: &Value, env: &dyn Env) -> bool {
     match p {
         Pred::Equals { path, value } => read(path, this, env) == template::render(value, this, env),
         Pred::In { path, values } => one_of(path, values),
+        Pred::LessThan { path, value } | Pred::GreaterThan { path, value } => {
+            let a = expr::number(&read(path, this, env));
+            let b = expr::number(&template::render(value, this, env));
+            match (a, b, p) {
+                (Some(a), Some(b), Pred::LessThan { .. }) => a < b,
+                (Some(a), Some(b), _) => a > b,
+                _ => false,
+            }
+        }
         Pred::NotIn { path, values } => !one_of(path, values),
         Pred::Exists(path) => !read(path, this, env).is_null(),
         Pred::DoesNotExist(path) => read(path, this, env).is_null(),
@@ -97,6 +111,11 @@ pub fn matches(p: &Pred, this: &Value, env: &dyn Env) -> bool {
         }
         Pred::Related(r) => {
             let related = env.named(&r.name);
+            // A list (the objects this one owns): exists when not empty, `where` of any.
+            if let Some(Value::Array(items)) = related {
+                return r.exists.is_none_or(|e| items.is_empty() != e)
+                    && r.where_.as_ref().is_none_or(|w| items.iter().any(|o| matches(w, o, env)));
+            }
             r.exists.is_none_or(|e| related.is_some() == e)
                 && r.where_.as_ref().is_none_or(|w| related.is_some_and(|o| matches(w, o, env)))
         }
@@ -177,6 +196,10 @@ mod tests {
         assert!(holds("in: {path: .spec.runStrategy, values: [Halted, Always]}", vm.clone(), None));
         assert!(holds("notIn: {path: .spec.running, values: [true]}", vm.clone(), None));
         assert!(holds("exists: .spec.runStrategy", vm.clone(), None));
+        assert!(holds("lessThan: {path: .metadata.generation, value: 3}", vm.clone(), None));
+        assert!(!holds("lessThan: {path: .metadata.generation, value: 2}", vm.clone(), None));
+        assert!(holds("greaterThan: {path: \"num('12.5%')\", value: '12'}", vm.clone(), None));
+        assert!(!holds("greaterThan: {path: .spec.runStrategy, value: 1}", vm.clone(), None));
         assert!(holds("doesNotExist: .spec.running", vm.clone(), None));
         assert!(holds(
             "condition: {type: Ready, status: 'False', reason: VMINotExists}",
@@ -202,6 +225,11 @@ mod tests {
             "related: {name: vmi, where: {equals: {path: .status.phase, value: Running}}}";
         assert!(holds(running, vm.clone(), Some(vmi)));
         assert!(!holds(running, vm.clone(), None));
-        assert!(!holds(running, vm, Some(json!({"status": {"phase": "Pending"}}))));
+        assert!(!holds(running, vm.clone(), Some(json!({"status": {"phase": "Pending"}}))));
+        // A list: not empty, and `where` of some element.
+        let list = json!([{"status": {"phase": "Pending"}}, {"status": {"phase": "Running"}}]);
+        assert!(holds(running, vm.clone(), Some(list)));
+        assert!(holds("related: {name: vmi, exists: false}", vm.clone(), Some(json!([]))));
+        assert!(!holds(running, vm, Some(json!([]))));
     }
 }
