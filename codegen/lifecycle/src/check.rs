@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::expr::{self, Expr, Seg, FUNCTIONS};
 use crate::pred::{self, Pred};
-use crate::template::{self, SPREAD};
+use crate::template::{self, Each, SPREAD};
 use crate::{By, Kind, Lifecycles, ResourceRef, Step};
 
 /// The document's kinds: `(group, kind)` → the schema of its storage (highest-priority)
@@ -249,7 +249,24 @@ impl Scope<'_, '_> {
                     None => None,
                 };
                 for i in items {
-                    self.template(i, item_schema, where_, errors);
+                    let Some(each) = Each::of(i) else {
+                        self.template(i, item_schema, where_, errors);
+                        continue;
+                    };
+                    self.text(each.list, errors);
+                    let extra = i.as_object().into_iter().flatten().map(|(k, _)| k);
+                    for k in extra.filter(|k| !Each::KEYS.contains(&k.as_str())) {
+                        errors.push(format!("{}: {where_} `...each` takes no {k:?}", self.at));
+                    }
+                    let mut vars = self.vars.to_vec();
+                    vars.push(each.name.to_string());
+                    let inner = Scope { vars: &vars, at: self.at.clone(), ..*self };
+                    match &each.filter {
+                        Some(Ok(p)) => inner.pred(p, errors),
+                        Some(Err(e)) => errors.push(format!("{}: {where_} `if`: {e}", self.at)),
+                        None => {}
+                    }
+                    inner.template(each.value, item_schema, where_, errors);
                 }
             }
             Value::Object(members) => {
@@ -356,6 +373,10 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
             if let By::Field(path) = &r.by {
                 scope(&schemas, lc, kind, this, &[], at.clone()).path_expr(path, &mut errors);
             }
+            if let Some(ns) = &r.namespace {
+                scope(&schemas, lc, kind, this, &[], format!("{at}, namespace"))
+                    .path_expr(ns, &mut errors);
+            }
             match (&r.where_, &r.by, schemas.kind(&r.resource)) {
                 (Some(_), by, _) if *by != By::Owned => {
                     errors.push(format!("{at}: `where` filters only `owned` lists"))
@@ -403,6 +424,10 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
             let mut vars: Vec<String> = Vec::new();
             scope(&schemas, lc, kind, this, &vars, format!("{at}, selector"))
                 .pred(&stage.selector, &mut errors);
+            if let Some(until) = &stage.delay.until {
+                scope(&schemas, lc, kind, this, &vars, format!("{at}, delay"))
+                    .path_expr(until, &mut errors);
+            }
             for v in &stage.vars {
                 if kind.related.contains_key(&v.name) || v.name == expr::SELF {
                     errors.push(format!("{at}, var {}: the name of a related object", v.name));
@@ -616,13 +641,21 @@ kinds:
   - resource: {group: g.io, kind: Thing}
     related:
       peers: {resource: {group: g.io, kind: Peer}, by: owned, where: {equals: {path: .status.phase, value: Running}}}
-      named: {resource: {group: g.io, kind: Peer}, by: {field: .status.phase}}
+      named: {resource: {group: g.io, kind: Peer}, by: {field: .status.phase}, namespace: "default(.metadata.namespace, 'default')"}
     stages:
       - name: a
         manager: ctl
         selector: {lessThan: {path: "len($peers)", value: 2}}
         supersedes: [b]
-        steps: [{patch: {merge: {status: {phase: "{{ $peers[0].status.phase }}"}}}}, {delete: {of: peers}}]
+        delay: {until: "addDuration(.status.phase, '1h')"}
+        steps:
+          - patch: {merge: {status: {phase: "{{ $peers[0].status.phase }}"}}}
+          - delete: {of: peers}
+          - patch:
+              merge:
+                status:
+                  conditions:
+                    - {"...each": "{{ $peers }}", as: p, if: {exists: $p.status.phase}, value: {type: "{{ $p.status.phase }}"}}
       - {name: b, manager: ctl, selector: {related: {name: peers, where: {equals: {path: .status.phase, value: "{{ $self.status.phase }}"}}}}, steps: []}
 "#,
         )
@@ -635,13 +668,20 @@ kinds:
   - resource: {group: g.io, kind: Thing}
     related:
       peers: {resource: {group: g.io, kind: Peer}, by: owned, where: {exists: .status.nope}}
-      named: {resource: {group: g.io, kind: Peer}, by: {field: .spec.nope}, where: {deleting: true}}
+      named: {resource: {group: g.io, kind: Peer}, by: {field: .spec.nope}, where: {deleting: true}, namespace: .spec.where}
     stages:
       - name: a
         manager: ctl
         selector: {all: [{lessThan: {path: .status.nah, value: 2}}, {exists: $self.spec.nope}]}
         supersedes: [a, ghost]
-        steps: [{patch: {merge: {status: {phase: "{{ $peers.status.phase }}"}}}}]
+        delay: {until: .status.when}
+        steps:
+          - patch: {merge: {status: {phase: "{{ $peers.status.phase }}"}}}
+          - patch:
+              merge:
+                status:
+                  conditions:
+                    - {"...each": "{{ .status.items }}", as: c, if: {exists: .status.gone}, value: {typo: "{{ $c.x }}", type: "{{ $d }}"}, extra: 1}
 "#,
         )
         .unwrap();
@@ -655,6 +695,13 @@ kinds:
             "supersedes \"ghost\", no other stage",
             "$peers is a list",
             "$self.spec.nope field \"nope\" is not declared",
+            "related named, namespace: .spec.where field \"where\" is not declared",
+            "stage a, delay: .status.when field \"when\" is not declared",
+            ".status.items field \"items\" is not declared",
+            "`...each` takes no \"extra\"",
+            ".status.gone field \"gone\" is not declared",
+            ".status.conditions field \"typo\" is not declared",
+            "$d is neither a related object nor a variable",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }

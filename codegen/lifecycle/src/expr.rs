@@ -31,6 +31,9 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
     ("percent", 2, 2, "a random percentage in [lo, hi) as CDI prints progress: \"12.34%\""),
     ("labelSelector", 1, 1, "a LabelSelector as kube prints it: \"a=b,c in (d,e)\""),
     ("computed", 1, 1, "the kind's computed value of that name: its first matching case"),
+    ("addDuration", 2, 2, "the time plus a Go duration (\"2h\", \"1m30s\"): RFC 3339 (null if either is bad)"),
+    ("token", 1, 1, "that many random letters and digits (an access token)"),
+    ("get", 2, 2, "the member of an object named by the second argument (null if none)"),
     (
         "transitionTime",
         2,
@@ -334,6 +337,76 @@ pub fn number(v: &Value) -> Option<f64> {
     }
 }
 
+/// Unix seconds of `YYYY-MM-DDTHH:MM:SSZ` (fractions and offsets are not read: metav1.Time
+/// is written so).
+pub fn unix_seconds(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let shape = b.len() >= 20 && [4, 7, 10, 13, 16].iter().zip(b"--T::").all(|(&i, &c)| b[i] == c);
+    if !shape {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    // Howard Hinnant's days_from_civil.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + (153 * mp + 2) / 5 + d - 1;
+    Some((era * 146_097 + doe - 719_468) * 86_400 + hh * 3600 + mm * 60 + ss)
+}
+
+/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn format_time(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// A Go `time.Duration` string (`"2h"`, `"1h30m0s"`, `"1.5s"`, `"300ms"`) in seconds, as
+/// metav1.Duration is written.
+pub fn go_duration(s: &str) -> Option<f64> {
+    let (neg, mut rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if rest == "0" {
+        return Some(0.0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let n = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+        let value: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let u = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit = match &rest[..u] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += value * unit;
+        rest = &rest[u..];
+    }
+    Some(if neg { -total } else { total })
+}
+
 /// metav1.LabelSelector's text (`LabelSelectorAsSelector(s).String()`): requirements sorted
 /// by key, `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`.
 fn label_selector(sel: &Value) -> Value {
@@ -433,6 +506,25 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             Value::String(format!("{:.2}%", lo + (hi - lo) * r))
         }
         "labelSelector" => label_selector(&arg(0)),
+        "addDuration" => {
+            let at = arg(0).as_str().and_then(unix_seconds);
+            let by = arg(1).as_str().and_then(go_duration);
+            match (at, by) {
+                (Some(at), Some(by)) => Value::String(format_time(at + by.floor() as i64)),
+                _ => Value::Null,
+            }
+        }
+        "token" => {
+            const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+            let n = number(&arg(0)).unwrap_or(0.0).clamp(0.0, 256.0) as usize;
+            let mut rng = env.rng();
+            let out = (0..n).map(|_| ALPHABET[rng.below(ALPHABET.len() as u64) as usize] as char);
+            Value::String(out.collect())
+        }
+        "get" => match (arg(0), text(&arg(1))) {
+            (Value::Object(mut m), Some(k)) => m.remove(&k).unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
         "str" => text(&arg(0)).map_or(Value::Null, Value::String),
         "int" => match arg(0) {
             Value::Number(n) if n.is_i64() => Value::Number(n),
@@ -570,6 +662,35 @@ mod tests {
         let n = number(&p).unwrap();
         assert!((10.0..20.0).contains(&n) && p.as_str().unwrap().ends_with('%'), "{p}");
         assert_eq!(p.as_str().unwrap().split('.').nth(1).unwrap().len(), 3, "{p}");
+    }
+
+    #[test]
+    fn times_durations_tokens_and_members() {
+        assert_eq!(ev("addDuration('2026-01-01T00:00:00Z', '2h')"), json!("2026-01-01T02:00:00Z"));
+        assert_eq!(
+            ev("addDuration('2025-12-31T23:59:30Z', '1m30.5s')"),
+            json!("2026-01-01T00:01:00Z")
+        );
+        assert_eq!(ev("addDuration('2026-03-01T00:00:00Z', '-1h')"), json!("2026-02-28T23:00:00Z"));
+        assert_eq!(ev("addDuration('2026-01-01T00:00:00Z', '2 hours')"), Value::Null);
+        assert_eq!(ev("addDuration('yesterday', '2h')"), Value::Null);
+        assert_eq!(go_duration("2h0m0s"), Some(7200.0));
+        assert_eq!(go_duration("300ms"), Some(0.3));
+        assert_eq!(go_duration("0"), Some(0.0));
+        assert_eq!(go_duration(""), None);
+        assert_eq!(go_duration("5"), None);
+        for t in ["1970-01-01T00:00:00Z", "2024-02-29T12:34:56Z", "2100-12-31T23:59:59Z"] {
+            assert_eq!(format_time(unix_seconds(t).unwrap()), t);
+        }
+        let token = ev("token(24)");
+        let token = token.as_str().unwrap();
+        assert!(token.len() == 24 && token.chars().all(|c| c.is_ascii_alphanumeric()), "{token}");
+        let two = ev("concat(token(8), '-', token(8))");
+        let (a, b) = two.as_str().unwrap().split_once('-').unwrap();
+        assert_ne!(a, b);
+        assert_eq!(ev("get(.metadata.annotations, 'x.io/gen')"), json!("3"));
+        assert_eq!(ev("get(.metadata.annotations, .metadata.name)"), Value::Null);
+        assert_eq!(ev("get(.metadata.name, 'a')"), Value::Null);
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! - `stages`: a selector (a [`Pred`]), a delay with jitter, stage variables, and steps: merge
 //!   patches of the object or a related one (its main resource or `status`), finalizers added or
 //!   removed, an object created from a template, an Event, a delete. Each step is one write by
-//!   the stage's field manager.
+//!   the stage's field manager. A delay may wait `until` a time the object holds (a deadline,
+//!   an expiry).
 //!
 //! Order is implicit, as in KWOK: a stage's selector matches what earlier stages wrote.
 //! [`expr`] is the expression language, [`template`] the templates, [`pred`] the predicates
@@ -104,6 +105,10 @@ pub struct Related {
     /// For `owned`: only the objects this holds of.
     #[serde(default, rename = "where")]
     pub where_: Option<Pred>,
+    /// The namespace to look in, an expression, for a cluster-scoped object relating to a
+    /// namespaced one (the object's own namespace otherwise).
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -146,14 +151,18 @@ pub struct Stage {
     pub steps: Vec<Step>,
 }
 
-/// `ms` plus a uniform share of `jitterMs`, scaled by `--simulate-speed`.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+/// `ms` plus a uniform share of `jitterMs`, scaled by `--simulate-speed`; with `until` (an
+/// expression reading a time, such as a deadline or an expiry in the object), not before that
+/// time, whatever the speed (a time written in an object is a promise to its readers).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Delay {
     #[serde(default)]
     pub ms: u64,
     #[serde(default)]
     pub jitter_ms: u64,
+    #[serde(default)]
+    pub until: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -301,6 +310,12 @@ impl<'a> Ctx<'a> {
         template::render(t, self.object, self)
     }
 
+    /// The time `until` reads, as Unix seconds (`None`: no such time).
+    pub fn until(&self, delay: &Delay) -> Option<i64> {
+        let e = expr::parse(delay.until.as_deref()?).ok()?;
+        expr::eval(&e, self.object, self).as_str().and_then(expr::unix_seconds)
+    }
+
     /// Evaluates the stage's variables into `named`.
     pub fn bind_vars(&mut self, vars: &[Var]) {
         for v in vars {
@@ -367,7 +382,7 @@ kinds:
           all:
             - {equals: {path: .spec.run, value: true}}
             - {related: {name: peer, exists: false}}
-        delay: {ms: 10, jitterMs: 5}
+        delay: {ms: 10, jitterMs: 5, until: "addDuration(.metadata.creationTimestamp, '1m')"}
         vars: [{name: node, value: "{{ node() }}"}]
         steps:
           - create: {resource: {group: g.io, kind: Peer}, template: {metadata: {name: "{{ .metadata.name }}"}}}
@@ -383,8 +398,11 @@ kinds:
         let kind = &lc.kinds[0];
         assert_eq!(kind.stages[0].steps.len(), 5);
         assert_eq!(kind.stages[0].steps[4].of(), Some("peer"));
-        let obj = json!({"metadata": {"name": "a"}, "spec": {"run": true}});
+        let obj = json!({"metadata": {"name": "a", "creationTimestamp": "1970-01-01T00:00:00Z"},
+                         "spec": {"run": true}});
         let mut ctx = Ctx::new(kind, &obj, "now".into(), 2, Rng::new(1));
+        assert_eq!(ctx.until(&kind.stages[0].delay), Some(60));
+        assert_eq!(ctx.until(&Delay::default()), None);
         assert!(ctx.matches(&kind.stages[0].selector));
         assert_eq!(expr::Env::computed(&ctx, "phase"), json!("Stopped"));
         ctx.named.insert("peer".into(), json!({"status": {"phase": "Running"}}));

@@ -6,13 +6,81 @@
 //! - In a list, an element `"...{{ e }}"` splices the list `e` reads (`null`: nothing).
 //! - In an object, the key `"..."` merges the object its value renders to under the other keys;
 //!   keys may hold `{{ e }}` too.
+//! - In a list, an element `{"...each": "{{ e }}", as: name, if: predicate, value: template}`
+//!   becomes one element per element of the list `e` reads, `value` rendered with `$name` (by
+//!   default `$item`) bound to it, skipping those of which `if` does not hold (`.` stays the
+//!   object): a VM's volumes as a snapshot's volume backups.
 
 use serde_json::{Map, Value};
 
 use crate::expr::{self, Env, Expr};
+use crate::pred::{self, Pred};
 
 /// The key that merges an object into the one holding it.
 pub const SPREAD: &str = "...";
+
+/// The key of a list element that maps a list (see the module's documentation).
+pub const EACH: &str = "...each";
+
+/// An `...each` element's parts: the list's template, the bound name, the filter, the value.
+pub struct Each<'t> {
+    pub list: &'t str,
+    pub name: &'t str,
+    pub filter: Option<Result<Pred, String>>,
+    pub value: &'t Value,
+}
+
+impl<'t> Each<'t> {
+    /// `item` as an `...each` element, if it is one.
+    pub fn of(item: &'t Value) -> Option<Each<'t>> {
+        static NULL: Value = Value::Null;
+        let m = item.as_object()?;
+        let list = m.get(EACH)?.as_str().unwrap_or("");
+        Some(Each {
+            list,
+            name: m.get("as").and_then(Value::as_str).unwrap_or("item"),
+            filter: m
+                .get("if")
+                .map(|p| serde_json::from_value::<Pred>(p.clone()).map_err(|e| e.to_string())),
+            value: m.get("value").unwrap_or(&NULL),
+        })
+    }
+
+    /// The keys an `...each` element may hold besides its own.
+    pub const KEYS: [&'static str; 4] = [EACH, "as", "if", "value"];
+}
+
+/// `env` with one more `$name`.
+pub struct Bound<'e> {
+    pub inner: &'e dyn Env,
+    pub name: &'e str,
+    pub value: &'e Value,
+}
+
+impl Env for Bound<'_> {
+    fn named(&self, name: &str) -> Option<&Value> {
+        if name == self.name {
+            Some(self.value)
+        } else {
+            self.inner.named(name)
+        }
+    }
+    fn object(&self) -> &Value {
+        self.inner.object()
+    }
+    fn computed(&self, name: &str) -> Value {
+        self.inner.computed(name)
+    }
+    fn now(&self) -> String {
+        self.inner.now()
+    }
+    fn nodes(&self) -> usize {
+        self.inner.nodes()
+    }
+    fn rng(&self) -> std::cell::RefMut<'_, crate::expr::Rng> {
+        self.inner.rng()
+    }
+}
 
 enum Piece<'a> {
     Text(&'a str),
@@ -79,6 +147,21 @@ pub fn render(t: &Value, this: &Value, env: &dyn Env) -> Value {
         Value::Array(items) => {
             let mut out = Vec::new();
             for item in items {
+                if let Some(each) = Each::of(item) {
+                    let Value::Array(list) = render_str(each.list, this, env) else { continue };
+                    for element in &list {
+                        let bound = Bound { inner: env, name: each.name, value: element };
+                        let keep = match &each.filter {
+                            None => true,
+                            Some(Ok(p)) => pred::matches(p, this, &bound),
+                            Some(Err(_)) => false,
+                        };
+                        if keep {
+                            out.push(render(each.value, this, &bound));
+                        }
+                    }
+                    continue;
+                }
                 match item.as_str().and_then(|s| s.strip_prefix(SPREAD)) {
                     Some(rest) if rest.starts_with("{{") => {
                         if let Value::Array(more) = render_str(rest, this, env) {
@@ -178,6 +261,31 @@ mod tests {
         assert_eq!(out["merged"], json!({"a": "over", "c": "d"}));
         assert_eq!(out["vm1-key"], json!("node: sim-node-1"));
         assert_eq!(out["plain"], json!("no braces"));
+    }
+
+    #[test]
+    fn each_maps_a_list_with_a_bound_name_and_a_filter() {
+        let obj = json!({"metadata": {"name": "vm1"}, "volumes": [
+            {"name": "root", "dataVolume": {"name": "dv1"}},
+            {"name": "cloud", "cloudInitNoCloud": {}},
+            {"name": "data", "persistentVolumeClaim": {"claimName": "pvc1"}}]});
+        let env = T(obj.clone(), RefCell::new(Rng::new(0)));
+        let t = json!({"backups": [
+            "first",
+            {"...each": "{{ .volumes }}", "as": "vol",
+             "if": {"any": [{"exists": "$vol.dataVolume"}, {"exists": "$vol.persistentVolumeClaim"}]},
+             "value": {"volumeName": "{{ $vol.name }}", "of": "{{ .metadata.name }}",
+                       "claim": "{{ default($vol.dataVolume.name, $vol.persistentVolumeClaim.claimName) }}"}},
+            {"...each": "{{ .nope }}", "value": 1},
+            {"...each": "{{ .volumes }}", "value": "{{ $item.name }}"}]});
+        let out = render(&t, &obj, &env);
+        assert_eq!(
+            out["backups"],
+            json!(["first",
+                   {"volumeName": "root", "of": "vm1", "claim": "dv1"},
+                   {"volumeName": "data", "of": "vm1", "claim": "pvc1"},
+                   "root", "cloud", "data"])
+        );
     }
 
     #[test]
