@@ -190,6 +190,8 @@ impl Engine {
                 if rel_res.group != group || rel_res.plural != plural {
                     continue;
                 }
+                // Where objects of the kind naming it may be.
+                let scope = (res.namespaced && rel.namespace.is_none()).then_some(ns);
                 match &rel.by {
                     By::Name => self.evaluate(k, &object_key(res, ns, name)).await,
                     // The owner, if it is of this kind.
@@ -207,7 +209,7 @@ impl Engine {
                     // Any object of the namespace may name it.
                     By::Field(_) => {
                         let all = ListRequest {
-                            prefix: collection_prefix(res, Some(ns)),
+                            prefix: collection_prefix(res, scope),
                             ..ListRequest::default()
                         };
                         let Ok(list) = self.registry.store().list_raw(all).await else { continue };
@@ -219,7 +221,7 @@ impl Engine {
                         // The objects this one controls.
                         let uid = meta_str(&ev.object, "uid");
                         let mine = ListRequest {
-                            prefix: collection_prefix(res, Some(ns)),
+                            prefix: collection_prefix(res, scope),
                             ..ListRequest::default()
                         };
                         let Ok(list) = self.registry.store().list_raw(mine).await else { continue };
@@ -247,7 +249,15 @@ impl Engine {
         let ctx = Ctx::new(kind, obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
         for (name, rel) in &kind.related {
             let Some(rel_res) = resource(&rel.resource) else { continue };
-            let ns = if rel_res.namespaced { ns } else { "" };
+            let named_ns = rel.namespace.as_deref().and_then(|e| {
+                let e = lifecycle::expr::parse(e).ok()?;
+                lifecycle::expr::eval(&e, obj, &ctx).as_str().map(str::to_string)
+            });
+            let ns = match &named_ns {
+                _ if !rel_res.namespaced => "",
+                Some(n) => n.as_str(),
+                None => ns,
+            };
             let (key, uid) = match &rel.by {
                 By::Name => (object_key(rel_res, ns, meta_str(obj, "name")), None),
                 By::Field(path) => {
@@ -339,7 +349,10 @@ impl Engine {
             }
             let mut rng = self.rng(k, s, key, "delay");
             let ms = stage.delay.ms + rng.below(stage.delay.jitter_ms);
-            let delay = Duration::from_secs_f64(ms as f64 / 1000.0 * self.cfg.speed.max(0.0));
+            let mut delay = Duration::from_secs_f64(ms as f64 / 1000.0 * self.cfg.speed.max(0.0));
+            if let Some(wait) = ctx.until(&stage.delay).and_then(until_from_now) {
+                delay = delay.max(wait);
+            }
             self.pending.borrow_mut().insert(id.clone());
             let tx = self.tx.clone();
             tokio::task::spawn_local(async move {
@@ -384,6 +397,11 @@ impl Engine {
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, rng);
         ctx.named = self.related(kind, res, &obj).await;
         if !ctx.matches(&stage.selector) || superseded(kind, s, &ctx) {
+            return;
+        }
+        // The time waited for moved later since the stage was scheduled: schedule it again.
+        if ctx.until(&stage.delay).and_then(until_from_now).is_some() {
+            self.again.borrow_mut().insert(id.clone());
             return;
         }
         *self.fired.borrow_mut().entry(id.clone()).or_default() += 1;
@@ -556,6 +574,14 @@ impl Engine {
             Err(e) => Err(e),
         }
     }
+}
+
+/// How long until Unix second `at` (`None` once it has come). Times are written at seconds, so
+/// the wait runs to the end of that second.
+fn until_from_now(at: i64) -> Option<Duration> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
+    let at = Duration::from_secs(u64::try_from(at).ok()?);
+    at.checked_sub(now).filter(|d| !d.is_zero())
 }
 
 /// Whether another stage of the kind that supersedes stage `s` holds of the object.
