@@ -27,6 +27,7 @@ mod seed_ops;
 mod shutdown;
 mod simulate;
 mod simulate_kinds;
+mod simulate_storage;
 mod storage_files;
 mod strategic_patch;
 mod subresources;

@@ -31,7 +31,12 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
     ("percent", 2, 2, "a random percentage in [lo, hi) as CDI prints progress: \"12.34%\""),
     ("labelSelector", 1, 1, "a LabelSelector as kube prints it: \"a=b,c in (d,e)\""),
     ("computed", 1, 1, "the kind's computed value of that name: its first matching case"),
-    ("addDuration", 2, 2, "the time plus a Go duration (\"2h\", \"1m30s\"): RFC 3339 (null if either is bad)"),
+    (
+        "addDuration",
+        2,
+        2,
+        "the time plus a Go duration (\"2h\", \"1m30s\"): RFC 3339 (null if either is bad)",
+    ),
     ("token", 1, 1, "that many random letters and digits (an access token)"),
     ("get", 2, 2, "the member of an object named by the second argument (null if none)"),
     (
@@ -515,7 +520,8 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             }
         }
         "token" => {
-            const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+            const ALPHABET: &[u8] =
+                b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
             let n = number(&arg(0)).unwrap_or(0.0).clamp(0.0, 256.0) as usize;
             let mut rng = env.rng();
             let out = (0..n).map(|_| ALPHABET[rng.below(ALPHABET.len() as u64) as usize] as char);
