@@ -599,3 +599,19 @@ enum Written {
     /// The target moved on since the plan read it.
     Stale,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_time_to_wait_for_is_in_the_future_only() {
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+                as i64;
+        let wait = until_from_now(now + 60).unwrap();
+        assert!(wait > Duration::from_secs(58) && wait <= Duration::from_secs(60), "{wait:?}");
+        assert_eq!(until_from_now(now - 1), None);
+        assert_eq!(until_from_now(-5), None);
+    }
+}
