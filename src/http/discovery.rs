@@ -223,11 +223,17 @@ pub async fn resources(
     version: &'static str,
 ) -> Result<HttpResponse, ApiError> {
     let format = negotiate(req, true)?;
-    let resources: Vec<ApiResource> = RESOURCES
+    let mut resources: Vec<serde_json::Value> = RESOURCES
         .iter()
         .filter(|r| r.group == g.name && r.version == version)
         .flat_map(api_resources)
+        .map(|r| serde_json::to_value(r).expect("discovery encodes"))
         .collect();
+    // Name-only entries, as Go encodes virt-api's `APIResource{Name, Namespaced: true}`.
+    let listed = g.listed.iter().filter(|(v, _)| *v == version).flat_map(|(_, names)| *names);
+    resources.extend(listed.map(|name| {
+        json!({"name": name, "singularName": "", "namespaced": true, "kind": "", "verbs": null})
+    }));
     respond(
         StatusCode::OK,
         format,

@@ -18,6 +18,7 @@
 //!
 //! This crate has no syn/quote: both build.rs and the server link it.
 
+pub mod action;
 pub mod check;
 pub mod expr;
 pub mod pred;
@@ -91,6 +92,9 @@ pub struct Kind {
     pub computed: BTreeMap<String, Vec<Case>>,
     #[serde(default)]
     pub stages: Vec<Stage>,
+    /// The action API's calls on the kind's objects, by name ([`action`]).
+    #[serde(default)]
+    pub actions: BTreeMap<String, action::Action>,
 }
 
 /// How a related object is found from the object.
@@ -235,6 +239,7 @@ impl Lifecycles {
                 Some(mine) => {
                     mine.related.extend(kind.related);
                     mine.computed.extend(kind.computed);
+                    mine.actions.extend(kind.actions);
                     for stage in kind.stages {
                         match mine.stages.iter_mut().find(|s| s.name == stage.name) {
                             Some(old) => *old = stage,

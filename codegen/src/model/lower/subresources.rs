@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{DraftKind, KindDef, Lowering, Owner};
 use crate::model::paths::{parse_resource_path, ResourcePath};
 use crate::model::{Action, Subresource, SCALE_GVK};
-use crate::swagger::{GroupVersionKind, SubresourceOf};
+use crate::swagger::{GroupVersionKind, Method, SubresourceOf};
 
 impl<'d> Lowering<'d> {
     /// The owner an `x-virt-subresource-of` at `ctx` (a path item of `path`, or one of its
@@ -142,6 +142,73 @@ impl<'d> Lowering<'d> {
             name: true,
             subresource: Some(sub),
         })
+    }
+}
+
+impl<'d> Lowering<'d> {
+    /// An `x-virt-action` operation: PUT (acts) or GET (reads) on `…/namespaces/{namespace}/
+    /// <plural>/{name}/<action>`, the kind found as a subresource's is.
+    pub(super) fn action_op(
+        &mut self,
+        ctx: &str,
+        path: &str,
+        method: Method,
+        name: &str,
+        owner: &Owner,
+        defs: &[KindDef<'d>],
+    ) -> Option<DraftKind> {
+        let Some(rp) = parse_resource_path(path).filter(|rp| rp.subresource.is_some()) else {
+            self.problem(ctx, "x-virt-action belongs only on a path …/{name}/<action>");
+            return None;
+        };
+        let mut ok = true;
+        if rp.subresource != Some(name) {
+            let msg = format!("x-virt-action `{name}` is not the path's last segment");
+            self.problem(ctx, msg);
+            ok = false;
+        }
+        let read = match method {
+            Method::Put => false,
+            Method::Get => true,
+            other => {
+                self.problem(ctx, format!("an action is PUT or GET, not {}", other.as_str()));
+                return None;
+            }
+        };
+        let (group, plural) = match owner {
+            Owner::OwnGroup => (rp.group, rp.plural),
+            Owner::Invalid => return None,
+            Owner::Named(o) => {
+                if o.plural != rp.plural {
+                    let msg = format!(
+                        "path names `{}` but x-virt-subresource-of names `{}`",
+                        rp.plural, o.plural
+                    );
+                    self.problem(ctx, msg);
+                    ok = false;
+                }
+                (o.group.as_str(), o.plural.as_str())
+            }
+        };
+        if !self.doc.api_groups.iter().any(|g| g == rp.group) {
+            self.problem(ctx, format!("group `{}` is not in x-virt-api-groups", rp.group));
+            ok = false;
+        }
+        let found = defs.iter().position(|d| {
+            (d.group.as_str(), d.version.as_str()) == (group, rp.version)
+                && d.resource.as_ref().is_some_and(|r| r.plural == plural)
+        });
+        let Some(def) = found else {
+            let msg = format!("no kind of {group}/{} has plural `{plural}`", rp.version);
+            self.problem(ctx, msg);
+            return None;
+        };
+        let namespaced = defs[def].resource.as_ref().is_some_and(|r| r.namespaced);
+        if !rp.namespaced || !namespaced {
+            self.problem(ctx, "actions are on namespaced kinds, under a namespace");
+            ok = false;
+        }
+        ok.then(|| DraftKind::Action { def, name: name.to_string(), read })
     }
 }
 
@@ -339,8 +406,8 @@ mod tests {
         assert_eq!(
             api.groups,
             [
-                Group { name: "a.io".into(), versions: vec!["v1".into()] },
-                Group { name: "sub.a.io".into(), versions: vec!["v1".into()] },
+                Group { name: "a.io".into(), versions: vec!["v1".into()], listed: vec![] },
+                Group { name: "sub.a.io".into(), versions: vec!["v1".into()], listed: vec![] },
             ]
         );
         let r: Vec<_> = api
