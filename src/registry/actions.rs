@@ -27,6 +27,9 @@ use crate::resource::ResourceInfo;
 /// The field manager of the actions' writes (virt-api's).
 const MANAGER: &str = "virt-api";
 
+/// What virt-api says when a patch's `test` fails (the state moved since its checks).
+const JSONPATCH_TEST_ERR: &str = "jsonpatch test operation does not apply";
+
 /// What a successful action answers.
 #[derive(Debug, PartialEq)]
 pub enum Acted {
@@ -139,7 +142,14 @@ impl Registry {
             if step.when.as_ref().is_some_and(|w| !ctx.matches(w)) {
                 continue;
             }
-            self.write(kind, res, &step.write, &ctx, &opts).await?;
+            // virt-api answers a failed `test` as a conflict, anything else as internal.
+            self.write(kind, res, &step.write, &ctx, &opts).await.map_err(|e| match e {
+                ApiError::PatchRejected => {
+                    refusal(409, JSONPATCH_TEST_ERR, (res, target.name()), false)
+                }
+                ApiError::Internal(_) => e,
+                other => ApiError::Internal(other.to_status().message.unwrap_or_default()),
+            })?;
         }
         Ok(Acted::Done(action.code.unwrap_or(200)))
     }

@@ -669,4 +669,69 @@ kinds:
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }
     }
+
+    #[test]
+    fn actions_are_checked() {
+        let good = crate::parse(
+            r#"
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    related: {peer: {resource: {group: g.io, kind: Peer}, by: name}}
+    actions:
+      start:
+        code: 202
+        body: {force: bool}
+        let:
+          - {name: want, cases: [{when: {equals: {path: $body.force, value: true}}, value: true}, {value: false}]}
+        checks:
+          - {when: {doesNotExist: .metadata.name}, code: 404}
+          - {when: {related: {name: peer, exists: false}}, code: 404, about: peer}
+          - {when: {equals: {path: $want, value: false}}, code: 409, message: "{{ .status.phase }} says no"}
+        steps:
+          - {when: {exists: .spec.run}, jsonPatch: {ops: [{op: replace, path: /spec/run, value: true}]}}
+          - merge: {of: peer, subresource: status, patch: {status: {phase: Running}}}
+          - create: {resource: {group: g.io, kind: Peer}, template: {metadata: {name: p}}}
+      info:
+        answer: {phase: "{{ .status.phase }}"}
+"#,
+        )
+        .unwrap();
+        assert_eq!(check(&doc(), &good), Ok(()));
+        let bad = crate::parse(
+            r#"
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    actions:
+      start:
+        code: 201
+        let: [{name: w, cases: [{value: "{{ $nobody }}"}]}]
+        checks:
+          - {when: {exists: .spec.walk}, code: 200, message: "{{ $w }} {{ $body.x }}"}
+          - {when: {deleting: true}, code: 404, about: ghost}
+        steps:
+          - jsonPatch: {ops: [{op: add, path: /spec/nope, value: 1}]}
+          - merge: {subresource: scale, patch: {status: {phse: x}}}
+          - create: {resource: {group: g.io, kind: Gone}, template: {}}
+      info:
+        code: 200
+        answer: {}
+"#,
+        )
+        .unwrap();
+        let all = check(&doc(), &bad).unwrap_err().join("\n");
+        for want in [
+            "action start: code is 200 or 202",
+            "action start, let w, case 1: $nobody is neither a related object nor a variable",
+            "action start, check 1: .spec.walk field \"walk\" is not declared",
+            "action start, check 1: code 200 is not an error",
+            "action start, check 2: no related object Some(\"ghost\")",
+            "step 1 (jsonPatch): /spec/nope: .spec.nope field \"nope\" is not declared",
+            "step 2 (merge): no subresource (only status)",
+            ".status field \"phse\" is not declared",
+            "step 3 (create): the document serves no kind g.io/Gone",
+            "action info: a read (answer) has neither code nor steps",
+        ] {
+            assert!(all.contains(want), "missing {want:?} in:\n{all}");
+        }
+    }
 }

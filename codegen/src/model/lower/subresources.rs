@@ -438,6 +438,69 @@ mod tests {
     }
 
     #[test]
+    fn lowers_actions_served_under_another_group() {
+        let mut d = TestDoc::new(&["a.io", "sub.a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.action_under("sub.a.io", "a.io", "v1", "things", "start", "put");
+        d.action_under("sub.a.io", "a.io", "v1", "things", "info", "get");
+        let mut doc = d.build();
+        doc["paths"]["/apis/sub.a.io/v1/"]["get"]["x-virt-api-resources"] =
+            serde_json::json!(["things/start", "things/info", "things/vnc"]);
+        let api = lower_json(doc).unwrap();
+        // The serving group's versions come from its action paths; its list from the document.
+        assert_eq!(api.groups[1].versions, ["v1"]);
+        let listed = vec!["things/start".to_string(), "things/info".into(), "things/vnc".into()];
+        assert_eq!(api.groups[1].listed, [("v1".to_string(), listed)]);
+        let route = |p: &str| api.routes.iter().find(|r| r.path == p).unwrap();
+        let start = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/start");
+        assert_eq!(start.served, Some(GroupVersion { group: 1, version: "v1".into() }));
+        let kind = |name: &str, read| OperationKind::Action { resource: 0, name: name.into(), read };
+        assert_eq!(start.operations[0].kind, kind("start", false));
+        let info = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/info");
+        assert_eq!(info.operations[0].kind, kind("info", true));
+        // No discovery verbs of the kind come from its actions.
+        assert!(api.resources[0].verbs.iter().all(|v| *v != "start"));
+    }
+
+    #[test]
+    fn checks_actions() {
+        let mut d = TestDoc::new(&["a.io", "sub.a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.kind("a.io", "v1", "Gizmo", "gizmos", false);
+        d.action_under("sub.a.io", "a.io", "v1", "things", "start", "put");
+        d.action_under("sub.a.io", "a.io", "v1", "things", "stop", "put");
+        d.action_under("sub.a.io", "a.io", "v1", "things", "poke", "put");
+        let mut doc = d.build();
+        let paths = doc["paths"].as_object_mut().unwrap();
+        let base = "/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}";
+        paths[&format!("{base}/stop")]["put"]["x-virt-action"] = "halt".into();
+        let poke = paths.shift_remove(&format!("{base}/poke")).unwrap();
+        let mut post = poke.clone();
+        post["post"] = post["put"].take();
+        post.as_object_mut().unwrap().shift_remove("put");
+        post["post"]["operationId"] = "postPoke".into();
+        paths.insert(format!("{base}/poke"), post);
+        let mut cluster = poke.clone();
+        cluster["parameters"] = serde_json::json!([{"$ref": "#/parameters/name"}]);
+        cluster["x-virt-subresource-of"]["plural"] = "gizmos".into();
+        cluster["put"]["x-virt-action"] = "poke".into();
+        cluster["put"]["operationId"] = "putGizmoPoke".into();
+        paths.insert("/apis/sub.a.io/v1/gizmos/{name}/poke".into(), cluster);
+        paths["/version"]["get"]["x-virt-api-resources"] = serde_json::json!(["x"]);
+        let problems = lower_json(doc).unwrap_err();
+        let expected = [
+            "x-virt-action `halt` is not the path's last segment",
+            "(postPoke): an action is PUT or GET, not POST",
+            "(putGizmoPoke): actions are on namespaced kinds, under a namespace",
+            "x-virt-api-resources belongs only on an `apiResources` operation",
+        ];
+        for e in expected {
+            assert_problem(&problems, e);
+        }
+        assert_eq!(problems.len(), expected.len(), "{}", problems.join("\n"));
+    }
+
+    #[test]
     fn checks_subresource_owners() {
         fn problems(edit: impl FnOnce(&mut Value)) -> Vec<String> {
             let mut doc = cross_group().build();
