@@ -285,7 +285,8 @@ impl TestDoc {
             method: op,
         });
         self.ensure_version_path(under, version);
-        let path = format!("{}/namespaces/{{namespace}}/{plural}/{{name}}/{action}", base(under, version));
+        let path =
+            format!("{}/namespaces/{{namespace}}/{plural}/{{name}}/{action}", base(under, version));
         self.paths().insert(path, item);
     }
 

@@ -454,7 +454,8 @@ mod tests {
         let route = |p: &str| api.routes.iter().find(|r| r.path == p).unwrap();
         let start = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/start");
         assert_eq!(start.served, Some(GroupVersion { group: 1, version: "v1".into() }));
-        let kind = |name: &str, read| OperationKind::Action { resource: 0, name: name.into(), read };
+        let kind =
+            |name: &str, read| OperationKind::Action { resource: 0, name: name.into(), read };
         assert_eq!(start.operations[0].kind, kind("start", false));
         let info = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/info");
         assert_eq!(info.operations[0].kind, kind("info", true));
