@@ -333,11 +333,13 @@ fn aggregated_group(g: &GroupInfo) -> serde_json::Value {
         .versions
         .iter()
         .map(|v| {
-            let resources: Vec<_> = RESOURCES
+            let mut resources: Vec<_> = RESOURCES
                 .iter()
                 .filter(|r| r.group == g.name && r.version == *v)
                 .map(aggregated_resource)
                 .collect();
+            let listed = g.listed.iter().filter(|(lv, _)| lv == v).flat_map(|(_, names)| *names);
+            aggregated_listed(&mut resources, listed);
             json!({"version": v, "resources": resources, "freshness": "Current"})
         })
         .collect();
@@ -347,6 +349,41 @@ fn aggregated_group(g: &GroupInfo) -> serde_json::Value {
         json!({"name": g.name, "creationTimestamp": null})
     };
     json!({"metadata": metadata, "versions": versions})
+}
+
+/// Name-only entries (`x-virt-api-resources`) as kube-aggregator converts an API service's
+/// legacy list (`ConvertGroupVersionIntoToDiscovery`): a top-level name is a resource with an
+/// empty kind; `<parent>/<sub>` a subresource of its parent, created (empty kind) if absent.
+fn aggregated_listed<'a>(
+    resources: &mut Vec<serde_json::Value>,
+    names: impl Iterator<Item = &'a &'static str>,
+) {
+    let empty = || json!({"group": "", "version": "", "kind": ""});
+    let entry = |name: &str| {
+        json!({"resource": name, "responseKind": empty(), "scope": "Namespaced",
+               "singularResource": "", "verbs": null})
+    };
+    let names: Vec<&str> = names.copied().collect();
+    for name in names.iter().filter(|n| !n.contains('/')) {
+        resources.push(entry(name));
+    }
+    for (parent, sub) in names.iter().filter_map(|n| n.split_once('/')) {
+        let at = match resources.iter().position(|r| r["resource"] == parent) {
+            Some(at) => at,
+            None => {
+                resources.push(entry(parent));
+                resources.len() - 1
+            }
+        };
+        let subs = resources[at]
+            .as_object_mut()
+            .expect("an object")
+            .entry("subresources")
+            .or_insert_with(|| json!([]));
+        if let Some(list) = subs.as_array_mut() {
+            list.push(json!({"subresource": sub, "responseKind": empty(), "verbs": null}));
+        }
+    }
 }
 
 /// `<group>/<version>`, or `<version>` alone in the core group.

@@ -206,6 +206,28 @@ fn discovery_is_served_as_virt_api_serves_it() {
             assert!(!names.contains(&unlisted), "{unlisted} listed");
         }
     }
+    // Aggregated discovery lists them as kube-aggregator converts virt-api's legacy lists.
+    let accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    let agg = server.request("GET", "/apis", &[("Accept", accept)], None).json();
+    let item = agg["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["metadata"]["name"] == "subresources.kubevirt.io")
+        .expect("the group")
+        .clone();
+    let vms = item["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "virtualmachines")
+        .expect("a parent for the VM actions")
+        .clone();
+    assert_eq!(vms["responseKind"], json!({"group": "", "version": "", "kind": ""}));
+    assert_eq!(
+        vms["subresources"][0],
+        json!({"subresource": "start", "responseKind": {"group": "", "version": "", "kind": ""}, "verbs": null})
+    );
     let kubectl = Kubectl::new(&server);
     let versions = kubectl.ok(&["api-versions"]);
     assert!(versions.lines().any(|l| l == "subresources.kubevirt.io/v1"), "{versions}");
