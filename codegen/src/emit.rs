@@ -11,7 +11,8 @@
 //! The names `rt` must provide: the records `GroupInfo`, `ResourceInfo`, `PrinterColumn`,
 //! `ScaleInfo`, `OpenApiV3Doc`; `AppState` and `ApiError`; the verbs `list`, `get`, `watch`,
 //! `create`, `update`, `patch`, `delete`, `delete_collection`, `{get,update,patch}_status`,
-//! `{get,update,patch}_scale`, `method_not_allowed` and `Target`; and one function per
+//! `{get,update,patch}_scale`, `method_not_allowed` and `Target`; `action` and `action_read`
+//! for `x-virt-action` operations; and one function per
 //! `x-virt-handler`, named in snake_case (`api_group`, `openapi_v3_document`, ...).
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};

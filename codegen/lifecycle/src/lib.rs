@@ -9,7 +9,9 @@
 //! - `stages`: a selector (a [`Pred`]), a delay with jitter, stage variables, and steps: merge
 //!   patches of the object or a related one (its main resource or `status`), finalizers added or
 //!   removed, an object created from a template, an Event, a delete. Each step is one write by
-//!   the stage's field manager.
+//!   the stage's field manager;
+//! - `actions`: KubeVirt's action API on the kind's objects ([`action`]): checks, lets and
+//!   writes, run by the server's registry with or without `--simulate`.
 //!
 //! Order is implicit, as in KWOK: a stage's selector matches what earlier stages wrote.
 //! [`expr`] is the expression language, [`template`] the templates, [`pred`] the predicates
