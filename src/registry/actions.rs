@@ -273,3 +273,53 @@ fn rand_seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VM: ResourceInfo =
+        ResourceInfo { group: "kubevirt.io", singular: "virtualmachine", ..ResourceInfo::EXAMPLE };
+
+    fn status(e: &ApiError) -> Value {
+        serde_json::to_value(e.to_status()).unwrap()
+    }
+
+    #[test]
+    fn refusals_are_shaped_by_their_code_as_virt_api_shapes_them() {
+        let about = (&VM, "vm1");
+        let conflict = status(&refusal(409, "VM is already running", about, false));
+        assert_eq!(
+            conflict["message"],
+            "Operation cannot be fulfilled on virtualmachine.kubevirt.io \"vm1\": VM is already running"
+        );
+        assert_eq!(conflict["reason"], "Conflict");
+        assert_eq!(
+            conflict["details"],
+            serde_json::json!({"name": "vm1", "group": "kubevirt.io", "kind": "virtualmachine"})
+        );
+        let missing = status(&refusal(404, "", about, false));
+        assert_eq!(missing["message"], "virtualmachine.kubevirt.io \"vm1\" not found");
+        let forbidden = status(&refusal(403, "no", about, false));
+        assert_eq!(forbidden["message"], "virtualmachine.kubevirt.io \"vm1\" is forbidden: no");
+        let internal = status(&refusal(500, "underway", about, false));
+        assert_eq!(internal["message"], "Internal error occurred: underway");
+        assert_eq!(internal["reason"], "InternalError");
+        // kube's NewBadRequest names no object.
+        let bad = status(&refusal(400, "bad", about, false));
+        assert_eq!(
+            (bad["message"].as_str(), bad["reason"].as_str()),
+            (Some("bad"), Some("BadRequest"))
+        );
+        assert!(bad.get("details").is_none(), "{bad}");
+        // Plain text answers are 500s with the shaped message.
+        let plain = refusal(409, "VMI is not running", about, true);
+        assert_eq!(
+            plain,
+            ApiError::PlainText {
+                code: 500,
+                message: "Operation cannot be fulfilled on virtualmachine.kubevirt.io \"vm1\": VMI is not running".into()
+            }
+        );
+    }
+}
