@@ -229,10 +229,11 @@ pub async fn resources(
         .flat_map(api_resources)
         .map(|r| serde_json::to_value(r).expect("discovery encodes"))
         .collect();
-    // Name-only entries, as Go encodes virt-api's `APIResource{Name, Namespaced: true}`.
+    // Name-only entries: virt-api's `APIResource{Name, Namespaced: true}`, its nil verbs as an
+    // empty list (typed clients such as k8s-openapi's refuse a null).
     let listed = g.listed.iter().filter(|(v, _)| *v == version).flat_map(|(_, names)| *names);
     resources.extend(listed.map(|name| {
-        json!({"name": name, "singularName": "", "namespaced": true, "kind": "", "verbs": null})
+        json!({"name": name, "singularName": "", "namespaced": true, "kind": "", "verbs": []})
     }));
     respond(
         StatusCode::OK,
@@ -354,6 +355,7 @@ fn aggregated_group(g: &GroupInfo) -> serde_json::Value {
 /// Name-only entries (`x-virt-api-resources`) as kube-aggregator converts an API service's
 /// legacy list (`ConvertGroupVersionIntoToDiscovery`): a top-level name is a resource with an
 /// empty kind; `<parent>/<sub>` a subresource of its parent, created (empty kind) if absent.
+/// Verbs are an empty list where Go would write null (see `resources`).
 fn aggregated_listed<'a>(
     resources: &mut Vec<serde_json::Value>,
     names: impl Iterator<Item = &'a &'static str>,
@@ -361,7 +363,7 @@ fn aggregated_listed<'a>(
     let empty = || json!({"group": "", "version": "", "kind": ""});
     let entry = |name: &str| {
         json!({"resource": name, "responseKind": empty(), "scope": "Namespaced",
-               "singularResource": "", "verbs": null})
+               "singularResource": "", "verbs": []})
     };
     let names: Vec<&str> = names.copied().collect();
     for name in names.iter().filter(|n| !n.contains('/')) {
@@ -381,7 +383,7 @@ fn aggregated_listed<'a>(
             .entry("subresources")
             .or_insert_with(|| json!([]));
         if let Some(list) = subs.as_array_mut() {
-            list.push(json!({"subresource": sub, "responseKind": empty(), "verbs": null}));
+            list.push(json!({"subresource": sub, "responseKind": empty(), "verbs": []}));
         }
     }
 }

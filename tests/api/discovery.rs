@@ -464,7 +464,7 @@ fn aggregated_discovery_matches_the_legacy_documents() {
                     None => {
                         expected.push(json!({"resource": parent,
                             "responseKind": {"group": "", "version": "", "kind": ""},
-                            "scope": "Namespaced", "singularResource": "", "verbs": null}));
+                            "scope": "Namespaced", "singularResource": "", "verbs": []}));
                         expected.len() - 1
                     }
                 };
