@@ -191,6 +191,8 @@ pub struct GroupInfo {
     pub name: &'static str,
     /// Served versions, preferred first.
     pub versions: &'static [&'static str],
+    /// Per version, discovery entries with only a name (`x-virt-api-resources`).
+    pub listed: &'static [(&'static str, &'static [&'static str])],
 }
 
 /// One OpenAPI v3 document, derived at build time from the v2 document.

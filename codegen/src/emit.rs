@@ -11,7 +11,8 @@
 //! The names `rt` must provide: the records `GroupInfo`, `ResourceInfo`, `PrinterColumn`,
 //! `ScaleInfo`, `OpenApiV3Doc`; `AppState` and `ApiError`; the verbs `list`, `get`, `watch`,
 //! `create`, `update`, `patch`, `delete`, `delete_collection`, `{get,update,patch}_status`,
-//! `{get,update,patch}_scale`, `method_not_allowed` and `Target`; and one function per
+//! `{get,update,patch}_scale`, `method_not_allowed` and `Target`; `action` and `action_read`
+//! for `x-virt-action` operations; and one function per
 //! `x-virt-handler`, named in snake_case (`api_group`, `openapi_v3_document`, ...).
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
@@ -41,7 +42,10 @@ pub fn tokens(api: &Api) -> TokenStream {
     let groups = api.groups.iter().map(|g| {
         let name = &g.name;
         let versions = &g.versions;
-        quote! { self::rt::GroupInfo { name: #name, versions: &[#(#versions),*] } }
+        let listed = g.listed.iter().map(|(v, names)| quote!((#v, &[#(#names),*])));
+        quote! {
+            self::rt::GroupInfo { name: #name, versions: &[#(#versions),*], listed: &[#(#listed),*] }
+        }
     });
     let resources = api.resources.iter().map(resource);
     let v3 = api.groups.iter().flat_map(|g| {
@@ -434,6 +438,21 @@ fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
             }
         }
         OperationKind::Handler(h) => (None, handler_call(api, h)),
+        OperationKind::Action { resource, name, read } => {
+            let index = Literal::usize_unsuffixed(*resource);
+            let target = quote!(self::rt::Target::new(Some(namespace), Some(name)));
+            if *read {
+                (
+                    None,
+                    quote!(self::rt::action_read(&state, &RESOURCES[#index], #name, #target, &req)),
+                )
+            } else {
+                (
+                    Some(quote!(body: ::actix_web::web::Bytes,)),
+                    quote!(self::rt::action(&state, &RESOURCES[#index], #name, #target, &req, body)),
+                )
+            }
+        }
     };
     quote! {
         #[doc = #doc]

@@ -84,7 +84,7 @@ impl<'d> GroupVersion<'d> {
                 let belongs = match &op.kind {
                     // The group-version whose URLs the path is under, which is not the kind's
                     // for a subresource of another group's kind.
-                    OperationKind::Resource { .. } => route
+                    OperationKind::Resource { .. } | OperationKind::Action { .. } => route
                         .served
                         .as_ref()
                         .is_some_and(|gv| gv.group == group && gv.version == version),

@@ -139,6 +139,15 @@ pub struct Operation {
     /// `x-virt-subresource-of`, kept raw as on [`PathItem`]; the operation's wins over its path's.
     #[serde(rename = "x-virt-subresource-of")]
     pub subresource_of: Option<Value>,
+    /// `x-virt-action`: a KubeVirt action (`start`, `pause`, `guestosinfo`...) on a kind's
+    /// object, served at `…/{name}/<action>` (PUT acts, GET reads); what it does is data beside
+    /// the document.
+    #[serde(rename = "x-virt-action")]
+    pub virt_action: Option<String>,
+    /// `x-virt-api-resources`, on an `apiResources` operation: entries its list holds besides
+    /// the kinds', with only a name (virt-api lists its actions so).
+    #[serde(rename = "x-virt-api-resources")]
+    pub api_resources: Option<Vec<String>>,
 }
 
 /// `x-virt-subresource-of`: the kind, by group and plural, whose subresource a path serves when

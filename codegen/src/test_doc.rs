@@ -260,6 +260,36 @@ impl TestDoc {
             .insert(format!("{}{ns_seg}/{plural}/{{name}}/{sub}", base(under, version)), item);
     }
 
+    /// An `x-virt-action` (`method` put or get) on a namespaced kind of `group` added with
+    /// [`TestDoc::kind`], served under `under` in the same version.
+    pub fn action_under(
+        &mut self,
+        under: &str,
+        group: &str,
+        version: &str,
+        plural: &str,
+        action: &str,
+        method: &str,
+    ) {
+        let id = format!("{method}{}{}", gv_infix(under, version), capitalize(action));
+        let mut op = json!({"operationId": id, "x-virt-action": action,
+                            "responses": {"200": {"description": "OK"}}});
+        if method == "put" {
+            op["consumes"] = json!(["application/json"]);
+            op["parameters"] = json!([{"name": "body", "in": "body", "required": false,
+                                       "schema": {"type": "object"}}]);
+        }
+        let item = json!({
+            "parameters": [{"$ref": "#/parameters/namespace"}, {"$ref": "#/parameters/name"}],
+            "x-virt-subresource-of": {"group": group, "plural": plural},
+            method: op,
+        });
+        self.ensure_version_path(under, version);
+        let path =
+            format!("{}/namespaces/{{namespace}}/{plural}/{{name}}/{action}", base(under, version));
+        self.paths().insert(path, item);
+    }
+
     /// A create-only, never stored, namespaced token request kind.
     pub fn token_kind(
         &mut self,

@@ -156,6 +156,26 @@ mod rt {
     ) -> Answer {
         line("update_status", res, &t, Some(&b))
     }
+    // The `x-virt-action` calls.
+    pub async fn action(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        name: &'static str,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line(&format!("action {name}"), res, &t, Some(&b))
+    }
+    pub async fn action_read(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        name: &'static str,
+        t: Target,
+        _: &HttpRequest,
+    ) -> Answer {
+        line(&format!("action_read {name}"), res, &t, None)
+    }
     pub async fn update_finalize(
         _: &AppState,
         res: &'static ResourceInfo,
@@ -355,6 +375,21 @@ async fn routes_reach_the_expected_calls() {
         ("PUT", format!("{zoo}/v1/namespaces/ns1/animals"), "405 PUT zoo.example.io/v1 Animal"),
         ("POST", format!("{zoo}/v1/enclosures/e"), "405 POST zoo.example.io/v1 Enclosure"),
         (
+            "PUT",
+            "/apis/actions.example.io/v1/namespaces/ns1/animals/a/feed".into(),
+            "action feed zoo.example.io/v1 Animal ns1 a body=2",
+        ),
+        (
+            "GET",
+            "/apis/actions.example.io/v1/namespaces/ns1/animals/a/mood".into(),
+            "action_read mood zoo.example.io/v1 Animal ns1 a",
+        ),
+        (
+            "POST",
+            "/apis/actions.example.io/v1/namespaces/ns1/animals/a/feed".into(),
+            "405 POST zoo.example.io/v1 Animal",
+        ),
+        (
             "POST",
             "/apis/tickets.example.io/v1alpha1/namespaces/ns1/ticketrequests".into(),
             "create tickets.example.io/v1alpha1 TicketRequest ns1 - body=2",
@@ -398,13 +433,17 @@ fn statics_hold_the_fixture() {
     );
     assert!(generated::RESOURCES.iter().all(|r| r.storage_version
         == generated::GROUPS.iter().find(|g| g.name == r.group).unwrap().versions[0]));
+    let actions = generated::GROUPS.iter().find(|g| g.name == "actions.example.io").unwrap();
+    assert_eq!(actions.versions, ["v1"]);
+    assert_eq!(actions.listed, [("v1", &["animals/feed", "animals/mood", "animals/groom"][..])]);
     let v3: Vec<_> = generated::OPENAPI_V3.iter().map(|d| d.path).collect();
     assert_eq!(
         v3,
         [
             "apis/zoo.example.io/v1",
             "apis/zoo.example.io/v1beta1",
-            "apis/tickets.example.io/v1alpha1"
+            "apis/tickets.example.io/v1alpha1",
+            "apis/actions.example.io/v1"
         ]
     );
 }

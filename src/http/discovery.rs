@@ -223,11 +223,18 @@ pub async fn resources(
     version: &'static str,
 ) -> Result<HttpResponse, ApiError> {
     let format = negotiate(req, true)?;
-    let resources: Vec<ApiResource> = RESOURCES
+    let mut resources: Vec<serde_json::Value> = RESOURCES
         .iter()
         .filter(|r| r.group == g.name && r.version == version)
         .flat_map(api_resources)
+        .map(|r| serde_json::to_value(r).expect("discovery encodes"))
         .collect();
+    // Name-only entries: virt-api's `APIResource{Name, Namespaced: true}`, its nil verbs as an
+    // empty list (typed clients such as k8s-openapi's refuse a null).
+    let listed = g.listed.iter().filter(|(v, _)| *v == version).flat_map(|(_, names)| *names);
+    resources.extend(listed.map(|name| {
+        json!({"name": name, "singularName": "", "namespaced": true, "kind": "", "verbs": []})
+    }));
     respond(
         StatusCode::OK,
         format,
@@ -327,11 +334,13 @@ fn aggregated_group(g: &GroupInfo) -> serde_json::Value {
         .versions
         .iter()
         .map(|v| {
-            let resources: Vec<_> = RESOURCES
+            let mut resources: Vec<_> = RESOURCES
                 .iter()
                 .filter(|r| r.group == g.name && r.version == *v)
                 .map(aggregated_resource)
                 .collect();
+            let listed = g.listed.iter().filter(|(lv, _)| lv == v).flat_map(|(_, names)| *names);
+            aggregated_listed(&mut resources, listed);
             json!({"version": v, "resources": resources, "freshness": "Current"})
         })
         .collect();
@@ -341,6 +350,42 @@ fn aggregated_group(g: &GroupInfo) -> serde_json::Value {
         json!({"name": g.name, "creationTimestamp": null})
     };
     json!({"metadata": metadata, "versions": versions})
+}
+
+/// Name-only entries (`x-virt-api-resources`) as kube-aggregator converts an API service's
+/// legacy list (`ConvertGroupVersionIntoToDiscovery`): a top-level name is a resource with an
+/// empty kind; `<parent>/<sub>` a subresource of its parent, created (empty kind) if absent.
+/// Verbs are an empty list where Go would write null (see `resources`).
+fn aggregated_listed<'a>(
+    resources: &mut Vec<serde_json::Value>,
+    names: impl Iterator<Item = &'a &'static str>,
+) {
+    let empty = || json!({"group": "", "version": "", "kind": ""});
+    let entry = |name: &str| {
+        json!({"resource": name, "responseKind": empty(), "scope": "Namespaced",
+               "singularResource": "", "verbs": []})
+    };
+    let names: Vec<&str> = names.copied().collect();
+    for name in names.iter().filter(|n| !n.contains('/')) {
+        resources.push(entry(name));
+    }
+    for (parent, sub) in names.iter().filter_map(|n| n.split_once('/')) {
+        let at = match resources.iter().position(|r| r["resource"] == parent) {
+            Some(at) => at,
+            None => {
+                resources.push(entry(parent));
+                resources.len() - 1
+            }
+        };
+        let subs = resources[at]
+            .as_object_mut()
+            .expect("an object")
+            .entry("subresources")
+            .or_insert_with(|| json!([]));
+        if let Some(list) = subs.as_array_mut() {
+            list.push(json!({"subresource": sub, "responseKind": empty(), "verbs": []}));
+        }
+    }
 }
 
 /// `<group>/<version>`, or `<version>` alone in the core group.

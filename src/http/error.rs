@@ -19,6 +19,15 @@ impl ResponseError for ApiError {
                 .insert_header(("X-Content-Type-Options", "nosniff"))
                 .body("404 page not found\n");
         }
+        if let ApiError::PlainText { message, .. } = self {
+            let mut resp = HttpResponse::build(self.status_code())
+                .content_type("text/plain; charset=utf-8")
+                .body(message.clone());
+            if self.code() >= 500 {
+                resp.extensions_mut().insert(Failure(self.to_string()));
+            }
+            return resp;
+        }
         let status = self.to_status();
         let mut resp = HttpResponse::build(self.status_code());
         if let Some(secs) =

@@ -150,6 +150,20 @@ pub enum ApiError {
     /// 503 `ServiceUnavailable`, e.g. the database cannot be written.
     Unavailable(String),
     Internal(String),
+    /// A KubeVirt action's refusal, as virt-api's constructors shape it: the message complete,
+    /// the reason by code, details naming the object by its singular resource.
+    Action {
+        code: u16,
+        message: String,
+        name: String,
+        group: String,
+        singular: String,
+    },
+    /// An answer in plain text (virt-api's guest-agent reads fail so).
+    PlainText {
+        code: u16,
+        message: String,
+    },
 }
 
 impl ApiError {
@@ -332,6 +346,22 @@ impl ApiError {
                 (code::GATEWAY_TIMEOUT, "Timeout", format!("Timeout: {message}"), details)
             }
             Unavailable(m) => (code::SERVICE_UNAVAILABLE, "ServiceUnavailable", m.clone(), None),
+            Action { code, message, name, group, singular } => {
+                let reason = match *code {
+                    code::BAD_REQUEST => "BadRequest",
+                    code::FORBIDDEN => "Forbidden",
+                    code::NOT_FOUND => "NotFound",
+                    code::CONFLICT => "Conflict",
+                    code::INTERNAL_SERVER_ERROR => "InternalError",
+                    code::SERVICE_UNAVAILABLE => "ServiceUnavailable",
+                    _ => "",
+                };
+                // kube's NewBadRequest names no object.
+                let details = (*code != code::BAD_REQUEST && !name.is_empty())
+                    .then(|| Details::named(name, group, singular));
+                (*code, reason, message.clone(), details)
+            }
+            PlainText { code, message } => (*code, "", message.clone(), None),
             Internal(m) => {
                 let details = Details {
                     causes: vec![Cause { reason: "", message: m.clone(), field: String::new() }],

@@ -4,6 +4,7 @@
 //! the garbage collector, the namespace controller), and every read-modify-write through one
 //! optimistic-concurrency loop (`update::guaranteed_update`).
 
+mod actions;
 mod apply;
 mod delete;
 mod errors;
@@ -11,6 +12,7 @@ pub mod keys;
 pub mod namespaces;
 mod options;
 mod read;
+pub mod related;
 mod scale;
 mod strategy;
 pub mod token;
@@ -19,6 +21,7 @@ mod write;
 
 use serde_json::Value;
 
+pub use actions::Acted;
 pub use apply::{ApplyOptions, ApplyRequest};
 pub use delete::Deleted;
 pub use options::{ContinueToken, DeleteOptions, ListOptions, Propagation, RvMatch};

@@ -18,6 +18,7 @@ const GROUPS: &[(&str, &[&str])] = &[
     ("flavor.kubevirt.io", &["v1alpha1"]),
     ("cdi.kubevirt.io", &["v1beta1", "v1alpha1"]),
     ("upload.cdi.kubevirt.io", &["v1beta1", "v1alpha1"]),
+    ("subresources.kubevirt.io", &["v1", "v1alpha3"]),
 ];
 
 /// A.8: (group, kind, plural, namespaced, short names).
@@ -279,9 +280,10 @@ fn resource_lists_match_the_table() {
                 assert_eq!(doc["apiVersion"], "v1", "{path}");
                 assert_eq!(doc["groupVersion"], format!("{g}/{v}"), "{path}");
                 let resources = doc["resources"].as_array().expect("resources");
+                // Kinds (virt-api's name-only entries are tested in actions.rs).
                 let top: Vec<&Value> = resources
                     .iter()
-                    .filter(|r| !r["name"].as_str().unwrap().contains('/'))
+                    .filter(|r| !r["name"].as_str().unwrap().contains('/') && r["kind"] != "")
                     .collect();
                 let kinds: Vec<_> = KINDS.iter().filter(|k| k.0 == *g).collect();
                 assert_eq!(top.len(), kinds.len(), "{path}: {doc}");
@@ -423,18 +425,18 @@ fn aggregated_discovery_matches_the_legacy_documents() {
                     .iter()
                     .filter_map(|sub| {
                         let (parent, name) = sub["name"].as_str()?.split_once('/')?;
-                        (parent == plural).then(|| {
-                            json!({"subresource": name,
-                                "responseKind": {"group": sub.get("group").and_then(Value::as_str).unwrap_or(group),
-                                                 "version": sub.get("version").and_then(Value::as_str).unwrap_or(version),
-                                                 "kind": sub["kind"]},
-                                "verbs": sub["verbs"]})
-                        })
+                        (parent == plural).then(|| sub_discovery(group, version, name, sub))
                     })
                     .collect();
+                // virt-api's name-only entries convert as kube-aggregator converts them.
+                let response_kind = if l["kind"] == "" {
+                    json!({"group": "", "version": "", "kind": ""})
+                } else {
+                    json!({"group": group, "version": version, "kind": l["kind"]})
+                };
                 let mut e = json!({
                     "resource": plural,
-                    "responseKind": {"group": group, "version": version, "kind": l["kind"]},
+                    "responseKind": response_kind,
                     "scope": if l["namespaced"] == true { "Namespaced" } else { "Cluster" },
                     "singularResource": l["singularName"],
                     "verbs": l["verbs"],
@@ -449,6 +451,30 @@ fn aggregated_discovery_matches_the_legacy_documents() {
                 }
                 expected.push(e);
             }
+            // Subresources without a parent get an empty one, as kube-aggregator makes it.
+            for sub in legacy {
+                let Some((parent, name)) = sub["name"].as_str().unwrap().split_once('/') else {
+                    continue;
+                };
+                if legacy.iter().any(|l| l["name"] == parent) {
+                    continue;
+                }
+                let at = match expected.iter().position(|e| e["resource"] == parent) {
+                    Some(at) => at,
+                    None => {
+                        expected.push(json!({"resource": parent,
+                            "responseKind": {"group": "", "version": "", "kind": ""},
+                            "scope": "Namespaced", "singularResource": "", "verbs": []}));
+                        expected.len() - 1
+                    }
+                };
+                let subs = expected[at]
+                    .as_object_mut()
+                    .unwrap()
+                    .entry("subresources")
+                    .or_insert(json!([]));
+                subs.as_array_mut().unwrap().push(sub_discovery(group, version, name, sub));
+            }
             assert_eq!(v["resources"], json!(expected), "{group}/{version}");
         }
     }
@@ -456,6 +482,18 @@ fn aggregated_discovery_matches_the_legacy_documents() {
     assert_eq!(vm["resource"], "virtualmachines");
     assert_eq!(vm["shortNames"], json!(["vm", "vms"]));
     assert_eq!(vm["subresources"][0]["subresource"], "status");
+}
+
+/// A legacy subresource entry as aggregated discovery lists it.
+fn sub_discovery(group: &str, version: &str, name: &str, sub: &Value) -> Value {
+    let response_kind = if sub["kind"] == "" {
+        json!({"group": "", "version": "", "kind": ""})
+    } else {
+        json!({"group": sub.get("group").and_then(Value::as_str).unwrap_or(group),
+               "version": sub.get("version").and_then(Value::as_str).unwrap_or(version),
+               "kind": sub["kind"]})
+    };
+    json!({"subresource": name, "responseKind": response_kind, "verbs": sub["verbs"]})
 }
 
 #[test]

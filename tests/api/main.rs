@@ -1,6 +1,7 @@
 //! Integration tests: the real binary on an ephemeral port, driven over HTTP. One test binary, so
 //! it links once.
 
+mod actions;
 mod apply;
 mod auth;
 mod bad_input;

@@ -344,6 +344,106 @@ fn scope<'s, 'a>(
     Scope { schemas, lc, kind, this, vars, at }
 }
 
+/// A kind's actions: predicates, messages and templates read declared paths of the object,
+/// its related objects or `$body`; writes go to declared fields.
+fn check_actions<'a>(
+    schemas: &Schemas<'a>,
+    lc: &Lifecycles,
+    kind: &Kind,
+    this: &'a Value,
+    errors: &mut Vec<String>,
+) {
+    let k = &kind.resource;
+    for (name, action) in &kind.actions {
+        let at = format!("kind {k}, action {name}");
+        let mut vars = vec!["body".to_string()];
+        for l in &action.lets {
+            for (i, c) in l.cases.iter().enumerate() {
+                let at = format!("{at}, let {}, case {}", l.name, i + 1);
+                let scope = scope(schemas, lc, kind, this, &vars, at);
+                if let Some(w) = &c.when {
+                    scope.pred(w, errors);
+                }
+                scope.template(&c.value, None, "", errors);
+            }
+            if kind.related.contains_key(&l.name) {
+                errors.push(format!("{at}, let {}: the name of a related object", l.name));
+            }
+            vars.push(l.name.clone());
+        }
+        if action.code.is_some_and(|c| c != 200 && c != 202) {
+            errors.push(format!("{at}: code is 200 or 202"));
+        }
+        if action.answer.is_some() && (action.code.is_some() || !action.steps.is_empty()) {
+            errors.push(format!("{at}: a read (answer) has neither code nor steps"));
+        }
+        for (i, c) in action.checks.iter().enumerate() {
+            let scope = scope(schemas, lc, kind, this, &vars, format!("{at}, check {}", i + 1));
+            scope.pred(&c.when, errors);
+            scope.text(&c.message, errors);
+            if c.about.as_ref().is_some_and(|a| !kind.related.contains_key(a)) {
+                errors.push(format!("{at}, check {}: no related object {:?}", i + 1, c.about));
+            }
+            if !(400..600).contains(&c.code) {
+                errors.push(format!("{at}, check {}: code {} is not an error", i + 1, c.code));
+            }
+        }
+        if let Some(answer) = &action.answer {
+            scope(schemas, lc, kind, this, &vars, format!("{at}, answer"))
+                .template(answer, None, "", errors);
+        }
+        for (i, step) in action.steps.iter().enumerate() {
+            let at = format!("{at}, step {} ({})", i + 1, step.write.verb());
+            let scope = scope(schemas, lc, kind, this, &vars, at.clone());
+            if let Some(w) = &step.when {
+                scope.pred(w, errors);
+            }
+            let mut target = this;
+            if let Some(of) = step.write.of() {
+                match kind.related.get(of).map(|r| schemas.kind(&r.resource)) {
+                    Some(Some((_, s))) => target = s,
+                    Some(None) => {}
+                    None => errors.push(format!("{at}: no related object {of:?}")),
+                }
+            }
+            if !matches!(step.write.subresource(), None | Some("") | Some("status")) {
+                errors.push(format!("{at}: no subresource (only status)"));
+            }
+            match &step.write {
+                crate::action::Write::JsonPatch { ops, .. } => {
+                    scope.template(ops, None, "", errors);
+                    for op in ops.as_array().into_iter().flatten() {
+                        let path = op.get("path").and_then(Value::as_str).unwrap_or("");
+                        let segs: Vec<Seg> = path
+                            .split('/')
+                            .skip(1)
+                            .map(|p| match p.parse() {
+                                Ok(i) => Seg::Index(i),
+                                Err(_) if p == "-" => Seg::Index(0),
+                                Err(_) => Seg::Key(p.replace("~1", "/").replace("~0", "~")),
+                            })
+                            .collect();
+                        if let Err(e) = schemas.path(target, &segs) {
+                            errors.push(format!("{at}: {path}: {e}"));
+                        }
+                    }
+                }
+                crate::action::Write::Merge { patch, .. } => {
+                    scope.template(patch, Some(target), "", errors)
+                }
+                crate::action::Write::Create { resource, template } => {
+                    match schemas.kind(resource) {
+                        Some((_, s)) => scope.template(template, Some(s), "", errors),
+                        None => {
+                            errors.push(format!("{at}: the document serves no kind {resource}"))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Checks `lc` against the document; every problem, one per line.
 pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
     let schemas = Schemas::new(doc).map_err(|e| vec![e])?;
@@ -496,6 +596,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                 }
             }
         }
+        check_actions(&schemas, lc, kind, this, &mut errors);
     }
     if errors.is_empty() {
         Ok(())
@@ -702,6 +803,71 @@ kinds:
             ".status.gone field \"gone\" is not declared",
             ".status.conditions field \"typo\" is not declared",
             "$d is neither a related object nor a variable",
+        ] {
+            assert!(all.contains(want), "missing {want:?} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn actions_are_checked() {
+        let good = crate::parse(
+            r#"
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    related: {peer: {resource: {group: g.io, kind: Peer}, by: name}}
+    actions:
+      start:
+        code: 202
+        body: {force: bool}
+        let:
+          - {name: want, cases: [{when: {equals: {path: $body.force, value: true}}, value: true}, {value: false}]}
+        checks:
+          - {when: {doesNotExist: .metadata.name}, code: 404}
+          - {when: {related: {name: peer, exists: false}}, code: 404, about: peer}
+          - {when: {equals: {path: $want, value: false}}, code: 409, message: "{{ .status.phase }} says no"}
+        steps:
+          - {when: {exists: .spec.run}, jsonPatch: {ops: [{op: replace, path: /spec/run, value: true}]}}
+          - merge: {of: peer, subresource: status, patch: {status: {phase: Running}}}
+          - create: {resource: {group: g.io, kind: Peer}, template: {metadata: {name: p}}}
+      info:
+        answer: {phase: "{{ .status.phase }}"}
+"#,
+        )
+        .unwrap();
+        assert_eq!(check(&doc(), &good), Ok(()));
+        let bad = crate::parse(
+            r#"
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    actions:
+      start:
+        code: 201
+        let: [{name: w, cases: [{value: "{{ $nobody }}"}]}]
+        checks:
+          - {when: {exists: .spec.walk}, code: 200, message: "{{ $w }} {{ $body.x }}"}
+          - {when: {deleting: true}, code: 404, about: ghost}
+        steps:
+          - jsonPatch: {ops: [{op: add, path: /spec/nope, value: 1}]}
+          - merge: {subresource: scale, patch: {status: {phse: x}}}
+          - create: {resource: {group: g.io, kind: Gone}, template: {}}
+      info:
+        code: 200
+        answer: {}
+"#,
+        )
+        .unwrap();
+        let all = check(&doc(), &bad).unwrap_err().join("\n");
+        for want in [
+            "action start: code is 200 or 202",
+            "action start, let w, case 1: $nobody is neither a related object nor a variable",
+            "action start, check 1: .spec.walk field \"walk\" is not declared",
+            "action start, check 1: code 200 is not an error",
+            "action start, check 2: no related object Some(\"ghost\")",
+            "step 1 (jsonPatch): /spec/nope: .spec.nope field \"nope\" is not declared",
+            "step 2 (merge): no subresource (only status)",
+            ".status field \"phse\" is not declared",
+            "step 3 (create): the document serves no kind g.io/Gone",
+            "action info: a read (answer) has neither code nor steps",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }

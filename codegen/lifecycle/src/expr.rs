@@ -31,6 +31,8 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
     ("percent", 2, 2, "a random percentage in [lo, hi) as CDI prints progress: \"12.34%\""),
     ("labelSelector", 1, 1, "a LabelSelector as kube prints it: \"a=b,c in (d,e)\""),
     ("computed", 1, 1, "the kind's computed value of that name: its first matching case"),
+    ("sign", 1, 1, "-1, 0 or 1 as the number is negative, zero or positive (null otherwise)"),
+    ("without", 3, 3, "the list's items whose field (2nd) is not the value (3rd)"),
     (
         "addDuration",
         2,
@@ -552,6 +554,18 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             })
         }
         "computed" => env.computed(&text(&arg(0)).unwrap_or_default()),
+        "sign" => match arg(0).as_f64() {
+            Some(x) if x < 0.0 => json!(-1),
+            Some(x) if x > 0.0 => json!(1),
+            Some(_) => json!(0),
+            None => Value::Null,
+        },
+        "without" => {
+            let (field, value) = (arg(1), arg(2));
+            let items = arg(0).as_array().cloned().unwrap_or_default();
+            let keep = |i: &Value| field.as_str().is_none_or(|f| i.get(f) != Some(&value));
+            Value::Array(items.into_iter().filter(keep).collect())
+        }
         "transitionTime" => {
             let cond = arg(0);
             let same = cond.get("status").and_then(Value::as_str) == arg(1).as_str();
@@ -644,6 +658,13 @@ mod tests {
         assert_eq!(ev("default(.nope, null, 'x')"), json!("x"));
         assert_eq!(ev("concat('virt-launcher-', .metadata.name, '-')"), json!("virt-launcher-a-"));
         assert_eq!(ev("computed('printableStatus')"), json!("computed printableStatus"));
+        let kept = ev("without(.status.conditions, 'type', 'Paused')");
+        assert!(kept.as_array().unwrap().iter().all(|c| c["type"] != "Paused"), "{kept}");
+        assert_eq!(ev("without(.status.conditions, 'type', 'Nope')"), ev(".status.conditions"));
+        assert_eq!(ev("without(.nope, 'type', 'Paused')"), json!([]));
+        assert_eq!(ev("sign(int(.metadata.annotations['x.io/gen']))"), json!(1));
+        assert_eq!(ev("sign(0)"), json!(0));
+        assert_eq!(ev("sign(.nope)"), Value::Null);
         assert_eq!(ev("controllerRef()")["uid"], json!("u1"));
         assert_eq!(ev("controllerRef()")["controller"], json!(true));
         assert_eq!(ev("transitionTime(.status.conditions[type=Ready], 'True')"), json!("then"));

@@ -12,7 +12,9 @@
 //!   patches of the object or a related one (its main resource or `status`), finalizers added or
 //!   removed, an object created from a template, an Event, a delete. Each step is one write by
 //!   the stage's field manager. A delay may wait `until` a time the object holds (a deadline,
-//!   an expiry).
+//!   an expiry);
+//! - `actions`: KubeVirt's action API on the kind's objects ([`action`]): checks, lets and
+//!   writes, run by the server's registry with or without `--simulate`.
 //!
 //! Order is implicit, as in KWOK: a stage's selector matches what earlier stages wrote.
 //! [`expr`] is the expression language, [`template`] the templates, [`pred`] the predicates
@@ -21,6 +23,7 @@
 //!
 //! This crate has no syn/quote: both build.rs and the server link it.
 
+pub mod action;
 pub mod check;
 pub mod expr;
 pub mod pred;
@@ -94,6 +97,9 @@ pub struct Kind {
     pub computed: BTreeMap<String, Vec<Case>>,
     #[serde(default)]
     pub stages: Vec<Stage>,
+    /// The action API's calls on the kind's objects, by name ([`action`]).
+    #[serde(default)]
+    pub actions: BTreeMap<String, action::Action>,
 }
 
 /// How a related object is found from the object.
@@ -257,6 +263,7 @@ impl Lifecycles {
                 Some(mine) => {
                     mine.related.extend(kind.related);
                     mine.computed.extend(kind.computed);
+                    mine.actions.extend(kind.actions);
                     for stage in kind.stages {
                         match mine.stages.iter_mut().find(|s| s.name == stage.name) {
                             Some(old) => *old = stage,

@@ -58,6 +58,8 @@ pub struct Group {
     pub name: String,
     /// Versions that resource paths serve, preferred (= storage) first.
     pub versions: Vec<String>,
+    /// Per version, the name-only entries its `x-virt-api-resources` adds to discovery.
+    pub listed: Vec<(String, Vec<String>)>,
 }
 
 /// One kind in one version: the IR of `crate::resource::ResourceInfo`.
@@ -284,6 +286,9 @@ pub enum OperationKind {
     },
     /// A hand-written non-resource handler.
     Handler(Handler),
+    /// An `x-virt-action` on an object of `RESOURCES[resource]` (always namespaced): PUT acts,
+    /// GET (`read`) answers from the object.
+    Action { resource: usize, name: String, read: bool },
 }
 
 /// `x-kubernetes-action` values.

@@ -3,10 +3,17 @@ pub static GROUPS: &[self::rt::GroupInfo] = &[
     self::rt::GroupInfo {
         name: "zoo.example.io",
         versions: &["v1", "v1beta1"],
+        listed: &[],
     },
     self::rt::GroupInfo {
         name: "tickets.example.io",
         versions: &["v1alpha1"],
+        listed: &[],
+    },
+    self::rt::GroupInfo {
+        name: "actions.example.io",
+        versions: &["v1"],
+        listed: &[("v1", &["animals/feed", "animals/mood", "animals/groom"])],
     },
 ];
 /// Every kind in every version: groups in order, versions preferred first, kinds in document order.
@@ -296,6 +303,12 @@ pub static OPENAPI_V3: &[self::rt::OpenApiV3Doc] = &[
         path: "apis/tickets.example.io/v1alpha1",
         json: include_bytes!(
             concat!(env!("OUT_DIR"), "/openapi-v3/apis/tickets.example.io/v1alpha1.json")
+        ),
+    },
+    self::rt::OpenApiV3Doc {
+        path: "apis/actions.example.io/v1",
+        json: include_bytes!(
+            concat!(env!("OUT_DIR"), "/openapi-v3/apis/actions.example.io/v1.json")
         ),
     },
 ];
@@ -682,6 +695,41 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
             ),
     );
     cfg.service(
+        ::actix_web::web::scope("/apis/actions.example.io/v1")
+            .service(
+                ::actix_web::web::resource("/")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(get_actions_example_io_v1_api_resources),
+                    ),
+            )
+            .service(
+                ::actix_web::web::resource("")
+                    .route(
+                        ::actix_web::web::get()
+                            .to(get_actions_example_io_v1_api_resources),
+                    ),
+            )
+            .service(
+                ::actix_web::web::resource("/namespaces/{namespace}/animals/{name}/feed")
+                    .route(::actix_web::web::put().to(v1_feed_animal))
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            self::rt::method_not_allowed(&RESOURCES[0], &req)
+                        }),
+                    ),
+            )
+            .service(
+                ::actix_web::web::resource("/namespaces/{namespace}/animals/{name}/mood")
+                    .route(::actix_web::web::get().to(v1_mood_animal))
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            self::rt::method_not_allowed(&RESOURCES[0], &req)
+                        }),
+                    ),
+            ),
+    );
+    cfg.service(
         ::actix_web::web::resource("/").route(::actix_web::web::get().to(get_root_paths)),
     );
     cfg.service(
@@ -734,6 +782,14 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
     cfg.service(
         ::actix_web::web::resource("/apis/tickets.example.io")
             .route(::actix_web::web::get().to(get_tickets_example_io_api_group)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/actions.example.io/")
+            .route(::actix_web::web::get().to(get_actions_example_io_api_group)),
+    );
+    cfg.service(
+        ::actix_web::web::resource("/apis/actions.example.io")
+            .route(::actix_web::web::get().to(get_actions_example_io_api_group)),
     );
 }
 /// `getRootPaths`: `GET /`
@@ -1575,6 +1631,54 @@ async fn create_tickets_example_io_v1alpha1_namespaced_ticket_request(
             ),
             &req,
             body,
+        )
+        .await
+}
+/// `getActionsExampleIoAPIGroup`: `GET /apis/actions.example.io/`
+async fn get_actions_example_io_api_group(
+    state: ::actix_web::web::Data<self::rt::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::api_group(&state, &req, &GROUPS[2]).await
+}
+/// `getActionsExampleIoV1APIResources`: `GET /apis/actions.example.io/v1/`
+async fn get_actions_example_io_v1_api_resources(
+    state: ::actix_web::web::Data<self::rt::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::api_resources(&state, &req, &GROUPS[2], "v1").await
+}
+/// `v1FeedAnimal`: `PUT /apis/actions.example.io/v1/namespaces/{namespace}/animals/{name}/feed`
+async fn v1_feed_animal(
+    state: ::actix_web::web::Data<self::rt::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    let (namespace, name) = path.into_inner();
+    self::rt::action(
+            &state,
+            &RESOURCES[0],
+            "feed",
+            self::rt::Target::new(Some(namespace), Some(name)),
+            &req,
+            body,
+        )
+        .await
+}
+/// `v1MoodAnimal`: `GET /apis/actions.example.io/v1/namespaces/{namespace}/animals/{name}/mood`
+async fn v1_mood_animal(
+    state: ::actix_web::web::Data<self::rt::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    let (namespace, name) = path.into_inner();
+    self::rt::action_read(
+            &state,
+            &RESOURCES[0],
+            "mood",
+            self::rt::Target::new(Some(namespace), Some(name)),
+            &req,
         )
         .await
 }

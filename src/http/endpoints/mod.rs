@@ -2,6 +2,7 @@
 //! `ResourceInfo` and the path's namespace and name. Each extracts its options, calls the
 //! registry and encodes the answer.
 
+mod action;
 mod delete;
 mod read;
 mod subresource;
@@ -13,6 +14,7 @@ use crate::object::error::ApiError;
 use crate::resource::ResourceInfo;
 
 pub use crate::registry::Target;
+pub use action::{action, action_read};
 pub use delete::{delete, delete_collection};
 pub use read::{get, list, watch};
 pub use subresource::{

@@ -77,13 +77,19 @@ enum DraftKind {
         subresource: Option<Subresource>,
     },
     Handler(DraftHandler),
+    /// An `x-virt-action` on the objects of definition `def`.
+    Action {
+        def: usize,
+        name: String,
+        read: bool,
+    },
 }
 
 /// A handler, with the group it names resolved once the groups are known.
 enum DraftHandler {
     Plain(Handler),
     ApiGroup { group: String },
-    ApiResources { group: String, version: String },
+    ApiResources { group: String, version: String, listed: Vec<String> },
 }
 
 /// A document path while its operations are checked.
@@ -153,9 +159,9 @@ impl<'d> Lowering<'d> {
             self.check_route_mix(path, &ops, &defs);
             routes.push(RouteDraft { path, params: at.params, ops });
         }
-        let groups = self.groups(&routes);
+        let mut groups = self.groups(&routes);
         let (resources, def_to_resource) = self.resources(&defs, &groups, &routes);
-        let routes = self.routes(routes, &groups, &def_to_resource);
+        let routes = self.routes(routes, &mut groups, &def_to_resource);
         Api {
             title: doc.info.title.clone(),
             version: doc.info.version.clone(),
@@ -206,8 +212,12 @@ mod tests {
         assert_eq!(
             api.groups,
             [
-                Group { name: "a.io".into(), versions: vec!["v1".into(), "v1beta1".into()] },
-                Group { name: "b.io".into(), versions: vec!["v1".into()] },
+                Group {
+                    name: "a.io".into(),
+                    versions: vec!["v1".into(), "v1beta1".into()],
+                    listed: vec![]
+                },
+                Group { name: "b.io".into(), versions: vec!["v1".into()], listed: vec![] },
             ]
         );
         let rs: Vec<_> =

@@ -54,6 +54,18 @@ impl<'d> Lowering<'d> {
             Some(v) => self.subresource_of(&ctx, path, v),
             None => at.owner.clone(),
         };
+        if op.api_resources.is_some() && op.handler.as_deref() != Some("apiResources") {
+            self.problem(&ctx, "x-virt-api-resources belongs only on an `apiResources` operation");
+        }
+        if let Some(name) = &op.virt_action {
+            if op.action.is_some() || op.handler.is_some() {
+                let msg = "has x-virt-action and x-kubernetes-action or x-virt-handler";
+                self.problem(&ctx, msg);
+                return None;
+            }
+            let kind = self.action_op(&ctx, path, method, name, &owner, defs)?;
+            return Some(OpDraft { method, operation_id: id.to_string(), fn_name, ctx, kind });
+        }
         let kind = match (&op.action, &op.handler) {
             (Some(_), Some(_)) => {
                 self.problem(&ctx, "has both x-kubernetes-action and x-virt-handler");
@@ -65,7 +77,7 @@ impl<'d> Lowering<'d> {
             }
             (Some(_), None) => self.resource_op(&ctx, path, method, op, &owner, defs)?,
             (None, Some(handler)) => {
-                DraftKind::Handler(self.handler_op(&ctx, path, params, handler)?)
+                DraftKind::Handler(self.handler_op(&ctx, path, params, op, handler)?)
             }
         };
         let takes_smp = match &kind {
@@ -73,7 +85,7 @@ impl<'d> Lowering<'d> {
                 method == Method::Patch
                     && defs[*def].resource.as_ref().is_some_and(|r| r.strategic_merge_patch)
             }
-            DraftKind::Handler(_) => false,
+            DraftKind::Handler(_) | DraftKind::Action { .. } => false,
         };
         self.check_strategic_merge_patch(&ctx, method, op, takes_smp);
         Some(OpDraft { method, operation_id: id.to_string(), fn_name, ctx, kind })
@@ -197,8 +209,10 @@ impl<'d> Lowering<'d> {
         ctx: &str,
         path: &str,
         params: &[String],
+        op: &swagger::Operation,
         handler: &str,
     ) -> Option<DraftHandler> {
+        let listed = op.api_resources.clone().unwrap_or_default();
         let core_v3 = path.starts_with("/openapi/v3/api/");
         let want_params: &[&str] = match handler {
             // The core group's documents sit at `/openapi/v3/api/{version}`.
@@ -236,12 +250,14 @@ impl<'d> Lowering<'d> {
                     return Some(DraftHandler::ApiResources {
                         group: g.to_string(),
                         version: v.to_string(),
+                        listed,
                     })
                 }
                 ["", "api", v] => {
                     return Some(DraftHandler::ApiResources {
                         group: String::new(),
                         version: v.to_string(),
+                        listed,
                     })
                 }
                 _ => {

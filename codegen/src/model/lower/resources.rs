@@ -18,10 +18,12 @@ impl<'d> Lowering<'d> {
             .doc
             .api_groups
             .iter()
-            .map(|g| Group { name: g.clone(), versions: Vec::new() })
+            .map(|g| Group { name: g.clone(), versions: Vec::new(), listed: Vec::new() })
             .collect();
         for route in routes {
-            if !route.ops.iter().any(|op| matches!(op.kind, DraftKind::Resource { .. })) {
+            let serves =
+                |k: &DraftKind| matches!(k, DraftKind::Resource { .. } | DraftKind::Action { .. });
+            if !route.ops.iter().any(|op| serves(&op.kind)) {
                 continue;
             }
             // The path's group-version, not the kind's: they differ for a subresource of another

@@ -14,7 +14,7 @@ impl<'d> Lowering<'d> {
         let mut handlers = false;
         for op in ops {
             match &op.kind {
-                DraftKind::Resource { def, .. } => {
+                DraftKind::Resource { def, .. } | DraftKind::Action { def, .. } => {
                     if !kinds.contains(def) {
                         kinds.push(*def);
                     }
@@ -40,7 +40,7 @@ impl<'d> Lowering<'d> {
     pub(super) fn routes(
         &mut self,
         drafts: Vec<RouteDraft<'d>>,
-        groups: &[Group],
+        groups: &mut [Group],
         def_to_resource: &HashMap<usize, usize>,
     ) -> Vec<Route> {
         let mut routes = Vec::new();
@@ -67,6 +67,11 @@ impl<'d> Lowering<'d> {
                             subresource,
                         }
                     }
+                    DraftKind::Action { def, name, read } => {
+                        let Some(&r) = def_to_resource.get(&def) else { continue };
+                        resource = Some(r);
+                        OperationKind::Action { resource: r, name, read }
+                    }
                     DraftKind::Handler(DraftHandler::Plain(h)) => {
                         discovery_root |= matches!(h, Handler::Api | Handler::Apis);
                         OperationKind::Handler(h)
@@ -82,7 +87,7 @@ impl<'d> Lowering<'d> {
                         group_paths[g] = true;
                         OperationKind::Handler(Handler::ApiGroup { group: g })
                     }
-                    DraftKind::Handler(DraftHandler::ApiResources { group, version }) => {
+                    DraftKind::Handler(DraftHandler::ApiResources { group, version, listed }) => {
                         let Some(g) = groups.iter().position(|x| x.name == group) else {
                             self.problem(
                                 &op.ctx,
@@ -97,6 +102,9 @@ impl<'d> Lowering<'d> {
                             continue;
                         }
                         version_paths.insert((g, version.clone()));
+                        if !listed.is_empty() {
+                            groups[g].listed.push((version.clone(), listed));
+                        }
                         OperationKind::Handler(Handler::ApiResources { group: g, version })
                     }
                 };

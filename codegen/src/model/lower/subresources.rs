@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{DraftKind, KindDef, Lowering, Owner};
 use crate::model::paths::{parse_resource_path, ResourcePath};
 use crate::model::{Action, Subresource, SCALE_GVK};
-use crate::swagger::{GroupVersionKind, SubresourceOf};
+use crate::swagger::{GroupVersionKind, Method, SubresourceOf};
 
 impl<'d> Lowering<'d> {
     /// The owner an `x-virt-subresource-of` at `ctx` (a path item of `path`, or one of its
@@ -142,6 +142,73 @@ impl<'d> Lowering<'d> {
             name: true,
             subresource: Some(sub),
         })
+    }
+}
+
+impl<'d> Lowering<'d> {
+    /// An `x-virt-action` operation: PUT (acts) or GET (reads) on `…/namespaces/{namespace}/
+    /// <plural>/{name}/<action>`, the kind found as a subresource's is.
+    pub(super) fn action_op(
+        &mut self,
+        ctx: &str,
+        path: &str,
+        method: Method,
+        name: &str,
+        owner: &Owner,
+        defs: &[KindDef<'d>],
+    ) -> Option<DraftKind> {
+        let Some(rp) = parse_resource_path(path).filter(|rp| rp.subresource.is_some()) else {
+            self.problem(ctx, "x-virt-action belongs only on a path …/{name}/<action>");
+            return None;
+        };
+        let mut ok = true;
+        if rp.subresource != Some(name) {
+            let msg = format!("x-virt-action `{name}` is not the path's last segment");
+            self.problem(ctx, msg);
+            ok = false;
+        }
+        let read = match method {
+            Method::Put => false,
+            Method::Get => true,
+            other => {
+                self.problem(ctx, format!("an action is PUT or GET, not {}", other.as_str()));
+                return None;
+            }
+        };
+        let (group, plural) = match owner {
+            Owner::OwnGroup => (rp.group, rp.plural),
+            Owner::Invalid => return None,
+            Owner::Named(o) => {
+                if o.plural != rp.plural {
+                    let msg = format!(
+                        "path names `{}` but x-virt-subresource-of names `{}`",
+                        rp.plural, o.plural
+                    );
+                    self.problem(ctx, msg);
+                    ok = false;
+                }
+                (o.group.as_str(), o.plural.as_str())
+            }
+        };
+        if !self.doc.api_groups.iter().any(|g| g == rp.group) {
+            self.problem(ctx, format!("group `{}` is not in x-virt-api-groups", rp.group));
+            ok = false;
+        }
+        let found = defs.iter().position(|d| {
+            (d.group.as_str(), d.version.as_str()) == (group, rp.version)
+                && d.resource.as_ref().is_some_and(|r| r.plural == plural)
+        });
+        let Some(def) = found else {
+            let msg = format!("no kind of {group}/{} has plural `{plural}`", rp.version);
+            self.problem(ctx, msg);
+            return None;
+        };
+        let namespaced = defs[def].resource.as_ref().is_some_and(|r| r.namespaced);
+        if !rp.namespaced || !namespaced {
+            self.problem(ctx, "actions are on namespaced kinds, under a namespace");
+            ok = false;
+        }
+        ok.then(|| DraftKind::Action { def, name: name.to_string(), read })
     }
 }
 
@@ -339,8 +406,8 @@ mod tests {
         assert_eq!(
             api.groups,
             [
-                Group { name: "a.io".into(), versions: vec!["v1".into()] },
-                Group { name: "sub.a.io".into(), versions: vec!["v1".into()] },
+                Group { name: "a.io".into(), versions: vec!["v1".into()], listed: vec![] },
+                Group { name: "sub.a.io".into(), versions: vec!["v1".into()], listed: vec![] },
             ]
         );
         let r: Vec<_> = api
@@ -368,6 +435,70 @@ mod tests {
         let own = route("/apis/a.io/v1/namespaces/{namespace}/things/{name}");
         assert_eq!(own.served, Some(GroupVersion { group: 0, version: "v1".into() }));
         assert_eq!(route("/apis/sub.a.io/v1/").served, None);
+    }
+
+    #[test]
+    fn lowers_actions_served_under_another_group() {
+        let mut d = TestDoc::new(&["a.io", "sub.a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.action_under("sub.a.io", "a.io", "v1", "things", "start", "put");
+        d.action_under("sub.a.io", "a.io", "v1", "things", "info", "get");
+        let mut doc = d.build();
+        doc["paths"]["/apis/sub.a.io/v1/"]["get"]["x-virt-api-resources"] =
+            serde_json::json!(["things/start", "things/info", "things/vnc"]);
+        let api = lower_json(doc).unwrap();
+        // The serving group's versions come from its action paths; its list from the document.
+        assert_eq!(api.groups[1].versions, ["v1"]);
+        let listed = vec!["things/start".to_string(), "things/info".into(), "things/vnc".into()];
+        assert_eq!(api.groups[1].listed, [("v1".to_string(), listed)]);
+        let route = |p: &str| api.routes.iter().find(|r| r.path == p).unwrap();
+        let start = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/start");
+        assert_eq!(start.served, Some(GroupVersion { group: 1, version: "v1".into() }));
+        let kind =
+            |name: &str, read| OperationKind::Action { resource: 0, name: name.into(), read };
+        assert_eq!(start.operations[0].kind, kind("start", false));
+        let info = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/info");
+        assert_eq!(info.operations[0].kind, kind("info", true));
+        // No discovery verbs of the kind come from its actions.
+        assert!(api.resources[0].verbs.iter().all(|v| *v != "start"));
+    }
+
+    #[test]
+    fn checks_actions() {
+        let mut d = TestDoc::new(&["a.io", "sub.a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        d.kind("a.io", "v1", "Gizmo", "gizmos", false);
+        d.action_under("sub.a.io", "a.io", "v1", "things", "start", "put");
+        d.action_under("sub.a.io", "a.io", "v1", "things", "stop", "put");
+        d.action_under("sub.a.io", "a.io", "v1", "things", "poke", "put");
+        let mut doc = d.build();
+        let paths = doc["paths"].as_object_mut().unwrap();
+        let base = "/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}";
+        paths[&format!("{base}/stop")]["put"]["x-virt-action"] = "halt".into();
+        let poke = paths.shift_remove(&format!("{base}/poke")).unwrap();
+        let mut post = poke.clone();
+        post["post"] = post["put"].take();
+        post.as_object_mut().unwrap().shift_remove("put");
+        post["post"]["operationId"] = "postPoke".into();
+        paths.insert(format!("{base}/poke"), post);
+        let mut cluster = poke.clone();
+        cluster["parameters"] = serde_json::json!([{"$ref": "#/parameters/name"}]);
+        cluster["x-virt-subresource-of"]["plural"] = "gizmos".into();
+        cluster["put"]["x-virt-action"] = "poke".into();
+        cluster["put"]["operationId"] = "putGizmoPoke".into();
+        paths.insert("/apis/sub.a.io/v1/gizmos/{name}/poke".into(), cluster);
+        paths["/version"]["get"]["x-virt-api-resources"] = serde_json::json!(["x"]);
+        let problems = lower_json(doc).unwrap_err();
+        let expected = [
+            "x-virt-action `halt` is not the path's last segment",
+            "(postPoke): an action is PUT or GET, not POST",
+            "(putGizmoPoke): actions are on namespaced kinds, under a namespace",
+            "x-virt-api-resources belongs only on an `apiResources` operation",
+        ];
+        for e in expected {
+            assert_problem(&problems, e);
+        }
+        assert_eq!(problems.len(), expected.len(), "{}", problems.join("\n"));
     }
 
     #[test]

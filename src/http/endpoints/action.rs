@@ -1,0 +1,45 @@
+//! KubeVirt's action API over HTTP (`PUT …/{name}/start`, `GET …/{name}/guestosinfo`): the
+//! registry runs the action (`registry::actions`); a PUT answers its code with an empty body, a
+//! read its JSON answer, a refusal virt-api's Status (or its plain text).
+
+use actix_web::http::StatusCode;
+use actix_web::web::Bytes;
+use actix_web::{HttpRequest, HttpResponse};
+
+use super::Target;
+use crate::http::server::AppState;
+use crate::object::error::ApiError;
+use crate::registry::Acted;
+use crate::resource::ResourceInfo;
+
+/// `PUT …/<action>` with its optional options body.
+pub async fn action(
+    state: &AppState,
+    res: &'static ResourceInfo,
+    name: &'static str,
+    target: Target,
+    _req: &HttpRequest,
+    body: Bytes,
+) -> Result<HttpResponse, ApiError> {
+    answer(state.registry.act(res, name, &target, &body).await?)
+}
+
+/// `GET …/<action>`: a guest read, or a stream's checks.
+pub async fn action_read(
+    state: &AppState,
+    res: &'static ResourceInfo,
+    name: &'static str,
+    target: Target,
+    _req: &HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    answer(state.registry.act(res, name, &target, &[]).await?)
+}
+
+fn answer(acted: Acted) -> Result<HttpResponse, ApiError> {
+    Ok(match acted {
+        Acted::Done(code) => {
+            HttpResponse::build(StatusCode::from_u16(code).unwrap_or(StatusCode::OK)).finish()
+        }
+        Acted::Answer(v) => HttpResponse::Ok().json(v),
+    })
+}

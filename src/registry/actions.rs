@@ -1,0 +1,285 @@
+//! KubeVirt's action API (`subresources.kubevirt.io`: start, stop, pause, guestosinfo...) as
+//! data: each action is declared under its kind's `actions` in the built-in lifecycle file
+//! (format: `lifecycle::action`; checked by build.rs against the document). An action reads the
+//! object, its related objects and the body, answers the first check that holds as virt-api
+//! would, and otherwise writes its steps through the verbs here, as virt-api's field manager.
+//! Actions are served with or without `--simulate`: their effect is a write; the lifecycle that
+//! follows from it runs only when simulating.
+
+use std::sync::OnceLock;
+
+use lifecycle::action::{self, DryRun, Write};
+use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng};
+use serde_json::Value;
+
+use super::{Registry, Target, WriteOptions};
+use crate::generated::LIFECYCLES;
+use crate::object::error::ApiError;
+use crate::object::meta::now_rfc3339;
+use crate::object::meta_str;
+use crate::object::patch::NonApplyPatch;
+use crate::object::subresource::Part;
+use crate::object::validation::{FieldValidation, Via};
+use crate::registry::keys::object_key;
+use crate::registry::related::served;
+use crate::resource::ResourceInfo;
+
+/// The field manager of the actions' writes (virt-api's).
+const MANAGER: &str = "virt-api";
+
+/// What virt-api says when a patch's `test` fails (the state moved since its checks).
+const JSONPATCH_TEST_ERR: &str = "jsonpatch test operation does not apply";
+
+/// What a successful action answers.
+#[derive(Debug, PartialEq)]
+pub enum Acted {
+    /// A PUT: its code (200 or 202), with an empty body.
+    Done(u16),
+    /// A read: the answer.
+    Answer(Value),
+}
+
+/// The built-in lifecycles (where the actions are), parsed once.
+fn lifecycles() -> &'static Lifecycles {
+    static LC: OnceLock<Lifecycles> = OnceLock::new();
+    LC.get_or_init(|| lifecycle::parse(LIFECYCLES).expect("build.rs checked the lifecycle file"))
+}
+
+/// The stored (storage-version) kind a lifecycle names.
+/// The error a check gives, shaped by its code as virt-api's constructors shape it (409
+/// `Operation cannot be fulfilled on …`, 404 `… not found`, 403 `… is forbidden: …`, 500
+/// `Internal error occurred: …`); `plain` answers the text as a 500.
+fn refusal(code: u16, message: &str, about: (&ResourceInfo, &str), plain: bool) -> ApiError {
+    let (res, name) = about;
+    let qualified = format!("{}.{}", res.singular, res.group);
+    let message = match code {
+        404 => format!("{qualified} {name:?} not found"),
+        409 => format!("Operation cannot be fulfilled on {qualified} {name:?}: {message}"),
+        403 => format!("{qualified} {name:?} is forbidden: {message}"),
+        500 => format!("Internal error occurred: {message}"),
+        _ => message.to_string(),
+    };
+    if plain {
+        return ApiError::PlainText { code: 500, message };
+    }
+    ApiError::Action {
+        code,
+        message,
+        name: name.to_string(),
+        group: res.group.to_string(),
+        singular: res.singular.to_string(),
+    }
+}
+
+impl Registry {
+    /// Runs action `name` on object `target` of `res` with the request `body`.
+    pub async fn act(
+        &self,
+        res: &'static ResourceInfo,
+        name: &str,
+        target: &Target,
+        body: &[u8],
+    ) -> Result<Acted, ApiError> {
+        let r = ResourceRef { group: res.group.to_string(), kind: res.kind.to_string() };
+        let kind = lifecycles().kind(&r);
+        let Some((kind, action)) = kind.and_then(|k| Some((k, k.actions.get(name)?))) else {
+            return Err(ApiError::Action {
+                code: 501,
+                message: format!("the {name} action is not simulated for {}", res.plural),
+                name: target.name().to_string(),
+                group: res.group.to_string(),
+                singular: res.singular.to_string(),
+            });
+        };
+        let body = action::decode_body(action, body).map_err(|e| {
+            ApiError::bad_request(format!("Can not unmarshal Request body to struct, error: {e}"))
+        })?;
+        let stored = self.store().get(&object_key(res, target.ns(), target.name())).await?;
+        // A missing object reads as its name alone (the first check says 404).
+        let obj = match &stored {
+            Some(o) => (**o).clone(),
+            None => {
+                serde_json::json!({"metadata": {"name": target.name(), "namespace": target.ns()}})
+            }
+        };
+        let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), 1, Rng::new(rand_seed()));
+        ctx.named = self.related(kind, res, &obj, &ctx).await;
+        ctx.named.insert("body".into(), body.clone());
+        for l in &action.lets {
+            l.bind(&mut ctx);
+        }
+        for check in &action.checks {
+            if ctx.matches(&check.when) {
+                let message = render_text(&check.message, &ctx);
+                let about = self.about(kind, res, &check.about, target.name());
+                return Err(refusal(check.code, &message, about, check.plain));
+            }
+        }
+        if stored.is_none() {
+            return Err(ApiError::not_found(res, target.name()));
+        }
+        if let Some(answer) = &action.answer {
+            let mut out = ctx.render(answer);
+            lifecycle::template::strip_nulls(&mut out);
+            return Ok(Acted::Answer(out));
+        }
+        let dry_run = action::dry_run(&body);
+        if dry_run && action.dry_run == DryRun::Validate {
+            return Ok(Acted::Done(action.code.unwrap_or(200)));
+        }
+        let opts = WriteOptions {
+            dry_run: dry_run && action.dry_run == DryRun::Write,
+            field_validation: FieldValidation::Ignore,
+            manager: MANAGER.to_string(),
+        };
+        for step in &action.steps {
+            if step.when.as_ref().is_some_and(|w| !ctx.matches(w)) {
+                continue;
+            }
+            // virt-api answers a failed `test` as a conflict, anything else as internal.
+            self.write(kind, res, &step.write, &ctx, &opts).await.map_err(|e| match e {
+                ApiError::PatchRejected => {
+                    refusal(409, JSONPATCH_TEST_ERR, (res, target.name()), false)
+                }
+                ApiError::Internal(_) => e,
+                other => ApiError::Internal(other.to_status().message.unwrap_or_default()),
+            })?;
+        }
+        Ok(Acted::Done(action.code.unwrap_or(200)))
+    }
+
+    /// The kind a refusal names: the action's own, or that of the related object `about`
+    /// (found by name: the same name).
+    fn about<'a>(
+        &self,
+        kind: &Kind,
+        res: &'static ResourceInfo,
+        about: &Option<String>,
+        name: &'a str,
+    ) -> (&'static ResourceInfo, &'a str) {
+        let related = about.as_ref().and_then(|a| kind.related.get(a));
+        (related.and_then(|r| served(&r.resource)).unwrap_or(res), name)
+    }
+
+    async fn write(
+        &self,
+        kind: &Kind,
+        res: &'static ResourceInfo,
+        write: &Write,
+        ctx: &Ctx<'_>,
+        opts: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        let (target_obj, target_res) = match write.of() {
+            None => (ctx.object, res),
+            Some(of) => {
+                let rel = kind.related.get(of).and_then(|r| served(&r.resource));
+                match (ctx.named.get(of), rel) {
+                    (Some(o), Some(r)) => (o, r),
+                    // Not there: nothing to do to it.
+                    _ => return Ok(()),
+                }
+            }
+        };
+        let part = match write.subresource() {
+            Some("status") if target_res.status_subresource => Part::Status,
+            _ => Part::Main,
+        };
+        let target = Target {
+            namespace: Some(meta_str(target_obj, "namespace").to_string()),
+            name: Some(meta_str(target_obj, "name").to_string()),
+            part,
+        };
+        match write {
+            Write::JsonPatch { ops, .. } => {
+                let mut ops = ctx.render(ops);
+                lifecycle::template::strip_nulls(&mut ops);
+                let bytes =
+                    serde_json::to_vec(&ops).map_err(|e| ApiError::Internal(e.to_string()))?;
+                let patch: json_patch::Patch =
+                    serde_json::from_value(ops).map_err(|e| ApiError::Internal(e.to_string()))?;
+                self.patch(target_res, &target, &NonApplyPatch::Json(patch), &bytes, opts).await?;
+            }
+            Write::Merge { patch, .. } => {
+                let patch = ctx.render(patch);
+                let bytes =
+                    serde_json::to_vec(&patch).map_err(|e| ApiError::Internal(e.to_string()))?;
+                self.patch(target_res, &target, &NonApplyPatch::Merge(patch), &bytes, opts).await?;
+            }
+            Write::Create { resource, template } => {
+                let Some(new_res) = served(resource) else { return Ok(()) };
+                let mut obj = ctx.render(template);
+                lifecycle::template::strip_nulls(&mut obj);
+                let ns = meta_str(&obj, "namespace").to_string();
+                let target = Target::new((!ns.is_empty()).then_some(ns), None);
+                self.create(new_res, &target, obj, Via::Body(&[]), opts).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A template string's text.
+fn render_text(s: &str, ctx: &Ctx<'_>) -> String {
+    match lifecycle::template::render_str(s, ctx.object, ctx) {
+        Value::String(s) => s,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Generated names (`generateName` is the registry's) need no repeatability here.
+fn rand_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VM: ResourceInfo =
+        ResourceInfo { group: "kubevirt.io", singular: "virtualmachine", ..ResourceInfo::EXAMPLE };
+
+    fn status(e: &ApiError) -> Value {
+        serde_json::to_value(e.to_status()).unwrap()
+    }
+
+    #[test]
+    fn refusals_are_shaped_by_their_code_as_virt_api_shapes_them() {
+        let about = (&VM, "vm1");
+        let conflict = status(&refusal(409, "VM is already running", about, false));
+        assert_eq!(
+            conflict["message"],
+            "Operation cannot be fulfilled on virtualmachine.kubevirt.io \"vm1\": VM is already running"
+        );
+        assert_eq!(conflict["reason"], "Conflict");
+        assert_eq!(
+            conflict["details"],
+            serde_json::json!({"name": "vm1", "group": "kubevirt.io", "kind": "virtualmachine"})
+        );
+        let missing = status(&refusal(404, "", about, false));
+        assert_eq!(missing["message"], "virtualmachine.kubevirt.io \"vm1\" not found");
+        let forbidden = status(&refusal(403, "no", about, false));
+        assert_eq!(forbidden["message"], "virtualmachine.kubevirt.io \"vm1\" is forbidden: no");
+        let internal = status(&refusal(500, "underway", about, false));
+        assert_eq!(internal["message"], "Internal error occurred: underway");
+        assert_eq!(internal["reason"], "InternalError");
+        // kube's NewBadRequest names no object.
+        let bad = status(&refusal(400, "bad", about, false));
+        assert_eq!(
+            (bad["message"].as_str(), bad["reason"].as_str()),
+            (Some("bad"), Some("BadRequest"))
+        );
+        assert!(bad.get("details").is_none(), "{bad}");
+        // Plain text answers are 500s with the shaped message.
+        let plain = refusal(409, "VMI is not running", about, true);
+        assert_eq!(
+            plain,
+            ApiError::PlainText {
+                code: 500,
+                message: "Operation cannot be fulfilled on virtualmachine.kubevirt.io \"vm1\": VMI is not running".into()
+            }
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! The objects a lifecycle kind relates to (`related` in the lifecycle file: by name, by a
+//! field, its controller, the objects it controls), found as the simulated runtime and the
+//! action API both need them.
+
+use std::collections::BTreeMap;
+
+use lifecycle::{By, Ctx, Kind, ResourceRef};
+use serde_json::Value;
+
+use super::Registry;
+use crate::generated::RESOURCES;
+use crate::object::meta_str;
+use crate::registry::keys::{collection_prefix, object_key};
+use crate::resource::ResourceInfo;
+use crate::store::ListRequest;
+
+/// A lifecycle file's kind as the server serves it, in its storage version.
+pub fn served(r: &ResourceRef) -> Option<&'static ResourceInfo> {
+    RESOURCES.iter().find(|res| {
+        res.group == r.group && res.kind == r.kind && res.version == res.storage_version
+    })
+}
+
+impl Registry {
+    /// The related objects of `obj` that exist, by name (an `owned` list always, maybe empty);
+    /// `ctx` reads `field` paths, namespaces and `where` filters.
+    pub async fn related(
+        &self,
+        kind: &Kind,
+        res: &ResourceInfo,
+        obj: &Value,
+        ctx: &Ctx<'_>,
+    ) -> BTreeMap<String, Value> {
+        let mut out = BTreeMap::new();
+        let ns = if res.namespaced { meta_str(obj, "namespace") } else { "" };
+        for (name, rel) in &kind.related {
+            let Some(rel_res) = served(&rel.resource) else { continue };
+            let named_ns = rel.namespace.as_deref().and_then(|e| {
+                let e = lifecycle::expr::parse(e).ok()?;
+                lifecycle::expr::eval(&e, obj, ctx).as_str().map(str::to_string)
+            });
+            let ns = match &named_ns {
+                _ if !rel_res.namespaced => "",
+                Some(n) => n.as_str(),
+                None => ns,
+            };
+            let (key, uid) = match &rel.by {
+                By::Name => (object_key(rel_res, ns, meta_str(obj, "name")), None),
+                By::Field(path) => {
+                    let value = lifecycle::expr::parse(path)
+                        .map_or(Value::Null, |e| lifecycle::expr::eval(&e, obj, ctx));
+                    match value.as_str() {
+                        Some(n) if !n.is_empty() => (object_key(rel_res, ns, n), None),
+                        _ => continue,
+                    }
+                }
+                By::Owned => {
+                    let uid = meta_str(obj, "uid");
+                    let all = ListRequest {
+                        prefix: collection_prefix(rel_res, Some(ns)),
+                        ..ListRequest::default()
+                    };
+                    let mut items = Vec::new();
+                    if let Ok(list) = self.store().list_raw(all).await {
+                        for (_, bytes) in list.items {
+                            if memchr::memmem::find(&bytes, uid.as_bytes()).is_none() {
+                                continue;
+                            }
+                            let Ok(item) = serde_json::from_slice::<Value>(&bytes) else {
+                                continue;
+                            };
+                            let refs = item.pointer("/metadata/ownerReferences");
+                            let mine =
+                                refs.and_then(Value::as_array).into_iter().flatten().any(|r| {
+                                    r.get("controller") == Some(&Value::Bool(true))
+                                        && r.get("uid").and_then(Value::as_str) == Some(uid)
+                                });
+                            if mine
+                                && rel
+                                    .where_
+                                    .as_ref()
+                                    .is_none_or(|w| lifecycle::pred::matches(w, &item, ctx))
+                            {
+                                items.push(item);
+                            }
+                        }
+                    }
+                    out.insert(name.clone(), Value::Array(items));
+                    continue;
+                }
+                By::Controller => {
+                    let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+                    let owner = refs.into_iter().flatten().find(|r| {
+                        r.get("controller") == Some(&Value::Bool(true))
+                            && r.get("kind").and_then(Value::as_str) == Some(rel_res.kind)
+                    });
+                    let Some(owner) = owner else { continue };
+                    let field = |f: &str| owner.get(f).and_then(Value::as_str).unwrap_or("");
+                    (object_key(rel_res, ns, field("name")), Some(field("uid").to_string()))
+                }
+            };
+            if let Ok(Some(found)) = self.store().get(&key).await {
+                if uid.is_none_or(|u| u == meta_str(&found, "uid")) {
+                    out.insert(name.clone(), (*found).clone());
+                }
+            }
+        }
+        out
+    }
+}

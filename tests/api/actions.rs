@@ -1,0 +1,820 @@
+//! KubeVirt's action API (`subresources.kubevirt.io`), driven over HTTP as virtctl drives it (PUT
+//! with an optional JSON body): discovery as virt-api serves it, every action's success path
+//! with `--simulate`, every error of the reference's table with its code and exact message,
+//! dryRun, bad bodies, and effects written without `--simulate`.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::{eventually, Kubectl, Resp, ServerOptions, TestServer};
+
+const KV: &str = "/apis/kubevirt.io/v1/namespaces";
+const SUB: &str = "/apis/subresources.kubevirt.io/v1/namespaces";
+
+fn simulating() -> TestServer {
+    let args = ["--simulate", "--simulate-speed", "0.05"].map(String::from).to_vec();
+    TestServer::start_with(ServerOptions { args, ..ServerOptions::default() })
+}
+
+fn vm(name: &str, run_strategy: &str) -> Value {
+    json!({
+        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+        "metadata": {"name": name},
+        "spec": {"runStrategy": run_strategy, "template": {
+            "spec": {"domain": {"devices": {}, "resources": {"requests": {"memory": "64M"}}}}
+        }}
+    })
+}
+
+fn create_vm(server: &TestServer, ns: &str, name: &str, run_strategy: &str) -> Value {
+    let r = server.post(&format!("{KV}/{ns}/virtualmachines"), &vm(name, run_strategy));
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()
+}
+
+/// A VMI written by hand (no simulation): its status is part of the object.
+fn create_vmi(server: &TestServer, ns: &str, name: &str, spec: Value, status: Value) -> Value {
+    let vmi = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+                     "metadata": {"name": name}, "spec": spec, "status": status});
+    let r = server.post(&format!("{KV}/{ns}/virtualmachineinstances"), &vmi);
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()
+}
+
+fn running(extra: &[Value]) -> Value {
+    let mut conditions = vec![json!({"type": "Ready", "status": "True"})];
+    conditions.extend_from_slice(extra);
+    json!({"phase": "Running", "conditions": conditions})
+}
+
+fn agent() -> Value {
+    json!({"type": "AgentConnected", "status": "True"})
+}
+
+fn set_vm_status(server: &TestServer, ns: &str, name: &str, status: Value) {
+    let path = format!("{KV}/{ns}/virtualmachines/{name}/status");
+    let r = server.patch(&path, "application/merge-patch+json", &json!({"status": status}));
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// `PUT` (or `GET`) of an action, with a raw body.
+fn act(
+    server: &TestServer,
+    method: &str,
+    plural: &str,
+    name: &str,
+    action: &str,
+    body: &str,
+) -> Resp {
+    let path = format!("{SUB}/ns/{plural}/{name}/{action}");
+    let body = (!body.is_empty()).then_some(("application/json", body.as_bytes()));
+    server.request(method, &path, &[], body)
+}
+
+fn vm_act(server: &TestServer, name: &str, action: &str, body: &str) -> Resp {
+    act(server, "PUT", "virtualmachines", name, action, body)
+}
+
+fn vmi_act(server: &TestServer, name: &str, action: &str, body: &str) -> Resp {
+    act(server, "PUT", "virtualmachineinstances", name, action, body)
+}
+
+fn vmi_read(server: &TestServer, name: &str, action: &str) -> Resp {
+    act(server, "GET", "virtualmachineinstances", name, action, "")
+}
+
+/// A success: its code and an empty body.
+fn assert_done(r: &Resp, code: u16) {
+    assert_eq!((r.status, r.text().as_str()), (code, ""), "{}", r.text());
+}
+
+/// A refusal: virt-api's Status with `code`, `message` and, unless a 400, details naming the
+/// object by its singular resource.
+fn assert_refused(r: &Resp, code: u16, message: &str, singular: &str) {
+    assert_eq!(r.status, code, "{}", r.text());
+    let s = r.json();
+    assert_eq!(s["kind"], "Status", "{s}");
+    assert_eq!(s["status"], "Failure", "{s}");
+    assert_eq!(s["code"], code, "{s}");
+    assert_eq!(s["message"], message, "{s}");
+    let reason = match code {
+        400 => "BadRequest",
+        403 => "Forbidden",
+        404 => "NotFound",
+        409 => "Conflict",
+        500 => "InternalError",
+        _ => "",
+    };
+    assert_eq!(s["reason"].as_str().unwrap_or(""), reason, "{s}");
+    if code == 409 || code == 404 || code == 403 {
+        assert_eq!(s["details"]["group"], "kubevirt.io", "{s}");
+        assert_eq!(s["details"]["kind"], singular, "{s}");
+        assert!(s["details"]["name"].is_string(), "{s}");
+    }
+}
+
+fn conflict(kind: &str, name: &str, msg: &str) -> String {
+    format!("Operation cannot be fulfilled on {kind}.kubevirt.io \"{name}\": {msg}")
+}
+
+fn get(server: &TestServer, plural: &str, name: &str) -> Option<Value> {
+    let r = server.get(&format!("{KV}/ns/{plural}/{name}"));
+    (r.status == 200).then(|| r.json())
+}
+
+fn printable(server: &TestServer, name: &str) -> Option<String> {
+    get(server, "virtualmachines", name)?["status"]["printableStatus"].as_str().map(String::from)
+}
+
+fn wait_printable(server: &TestServer, name: &str, want: &str) -> Value {
+    eventually(Duration::from_secs(15), || {
+        (printable(server, name).as_deref() == Some(want))
+            .then(|| get(server, "virtualmachines", name))
+            .flatten()
+    })
+}
+
+fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+    obj["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_)
+}
+
+#[test]
+fn discovery_is_served_as_virt_api_serves_it() {
+    let server = TestServer::start();
+    let groups = server.get("/apis").json();
+    let group = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "subresources.kubevirt.io")
+        .expect("the group is listed")
+        .clone();
+    let versions: Vec<&str> = group["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["version"].as_str())
+        .collect();
+    assert_eq!(versions, ["v1", "v1alpha3"]);
+    assert_eq!(group["preferredVersion"]["groupVersion"], "subresources.kubevirt.io/v1");
+    let doc = server.get("/apis/subresources.kubevirt.io").json();
+    assert_eq!(
+        (doc["kind"].as_str(), doc["name"].as_str()),
+        (Some("APIGroup"), Some("subresources.kubevirt.io"))
+    );
+    for v in ["v1", "v1alpha3"] {
+        let list = server.get(&format!("/apis/subresources.kubevirt.io/{v}")).json();
+        assert_eq!(list["kind"], "APIResourceList");
+        assert_eq!(list["groupVersion"], format!("subresources.kubevirt.io/{v}"));
+        let entries = list["resources"].as_array().unwrap();
+        for e in entries {
+            // `APIResource{Name, Namespaced: true}`: nothing else set (verbs an empty list).
+            assert_eq!(e["namespaced"], true, "{e}");
+            assert_eq!(
+                (e["kind"].as_str(), e["singularName"].as_str()),
+                (Some(""), Some("")),
+                "{e}"
+            );
+            assert_eq!(e["verbs"], json!([]), "{e}");
+        }
+        let names: Vec<&str> = entries.iter().filter_map(|e| e["name"].as_str()).collect();
+        for listed in [
+            "expand-vm-spec",
+            "virtualmachines/start",
+            "virtualmachines/stop",
+            "virtualmachines/restart",
+            "virtualmachines/migrate",
+            "virtualmachines/expand-spec",
+            "virtualmachineinstances/pause",
+            "virtualmachineinstances/unpause",
+            "virtualmachineinstances/freeze",
+            "virtualmachineinstances/softreboot",
+            "virtualmachineinstances/guestosinfo",
+            "virtualmachineinstances/console",
+            "virtualmachineinstances/vnc/screenshot",
+            "virtualmachineinstances/addvolume",
+        ] {
+            assert!(names.contains(&listed), "{listed} missing from {names:?}");
+        }
+        // Routed but not listed.
+        for unlisted in [
+            "virtualmachines/addvolume",
+            "virtualmachines/portforward",
+            "virtualmachineinstances/usbredir",
+        ] {
+            assert!(!names.contains(&unlisted), "{unlisted} listed");
+        }
+    }
+    // Aggregated discovery lists them as kube-aggregator converts virt-api's legacy lists.
+    let accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    let agg = server.request("GET", "/apis", &[("Accept", accept)], None).json();
+    let item = agg["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["metadata"]["name"] == "subresources.kubevirt.io")
+        .expect("the group")
+        .clone();
+    let vms = item["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "virtualmachines")
+        .expect("a parent for the VM actions")
+        .clone();
+    assert_eq!(vms["responseKind"], json!({"group": "", "version": "", "kind": ""}));
+    assert_eq!(
+        vms["subresources"][0],
+        json!({"subresource": "start", "responseKind": {"group": "", "version": "", "kind": ""}, "verbs": []})
+    );
+    let kubectl = Kubectl::new(&server);
+    let versions = kubectl.ok(&["api-versions"]);
+    assert!(versions.lines().any(|l| l == "subresources.kubevirt.io/v1"), "{versions}");
+    let raw = kubectl.ok(&["get", "--raw", "/apis/subresources.kubevirt.io/v1alpha3"]);
+    assert!(raw.contains("virtualmachines/start"), "{raw}");
+}
+
+#[test]
+fn start_stop_and_restart_drive_a_vm() {
+    let server = simulating();
+    server.namespace("ns");
+    create_vm(&server, "ns", "vm1", "Halted");
+    wait_printable(&server, "vm1", "Stopped");
+    assert_done(&vm_act(&server, "vm1", "start", ""), 202);
+    let vm = wait_printable(&server, "vm1", "Running");
+    assert_eq!(vm["spec"]["runStrategy"], "Always");
+    assert_eq!(condition(&vm, "Ready").unwrap()["status"], "True");
+    // Both versions serve the actions.
+    let again = server.request(
+        "PUT",
+        "/apis/subresources.kubevirt.io/v1alpha3/namespaces/ns/virtualmachines/vm1/start",
+        &[],
+        None,
+    );
+    assert_refused(
+        &again,
+        409,
+        &conflict("virtualmachine", "vm1", "VM is already running"),
+        "virtualmachine",
+    );
+
+    let old = get(&server, "virtualmachineinstances", "vm1").unwrap();
+    assert_done(&vm_act(&server, "vm1", "restart", "{}"), 202);
+    let vmi = eventually(Duration::from_secs(15), || {
+        get(&server, "virtualmachineinstances", "vm1").filter(|v| {
+            v["metadata"]["uid"] != old["metadata"]["uid"] && v["status"]["phase"] == "Running"
+        })
+    });
+    assert_eq!(vmi["metadata"]["name"], "vm1");
+    let vm = wait_printable(&server, "vm1", "Running");
+    assert!(vm["status"]["stateChangeRequests"].is_null(), "the queue is consumed: {vm}");
+
+    assert_done(&vm_act(&server, "vm1", "stop", ""), 202);
+    let vm = wait_printable(&server, "vm1", "Stopped");
+    assert_eq!(vm["spec"]["runStrategy"], "Halted");
+    eventually(Duration::from_secs(10), || {
+        get(&server, "virtualmachineinstances", "vm1").is_none().then_some(())
+    });
+    assert_refused(
+        &vm_act(&server, "vm1", "stop", ""),
+        409,
+        &conflict("virtualmachine", "vm1", "VM is not running"),
+        "virtualmachine",
+    );
+}
+
+#[test]
+fn manual_vms_start_and_stop_through_the_queue() {
+    let server = simulating();
+    server.namespace("ns");
+    create_vm(&server, "ns", "man", "Manual");
+    wait_printable(&server, "man", "Stopped");
+    assert!(get(&server, "virtualmachineinstances", "man").is_none(), "Manual creates nothing");
+    assert_done(&vm_act(&server, "man", "start", ""), 202);
+    let vm = wait_printable(&server, "man", "Running");
+    assert_eq!(vm["spec"]["runStrategy"], "Manual");
+    assert!(vm["status"]["stateChangeRequests"].is_null(), "{vm}");
+    let vmi = get(&server, "virtualmachineinstances", "man").unwrap();
+    assert_done(&vm_act(&server, "man", "restart", ""), 202);
+    eventually(Duration::from_secs(15), || {
+        get(&server, "virtualmachineinstances", "man").filter(|v| {
+            v["metadata"]["uid"] != vmi["metadata"]["uid"] && v["status"]["phase"] == "Running"
+        })
+    });
+    assert_done(&vm_act(&server, "man", "stop", ""), 202);
+    let vm = wait_printable(&server, "man", "Stopped");
+    assert_eq!(vm["spec"]["runStrategy"], "Manual");
+    eventually(Duration::from_secs(10), || {
+        let vm = get(&server, "virtualmachines", "man")?;
+        (get(&server, "virtualmachineinstances", "man").is_none()
+            && vm["status"]["stateChangeRequests"].is_null())
+        .then_some(())
+    });
+}
+
+#[test]
+fn pause_freeze_guest_reads_and_streams_on_a_running_vmi() {
+    let server = simulating();
+    server.namespace("ns");
+    create_vm(&server, "ns", "p", "Always");
+    wait_printable(&server, "p", "Running");
+    eventually(Duration::from_secs(10), || {
+        get(&server, "virtualmachineinstances", "p")
+            .filter(|v| condition(v, "AgentConnected").is_some())
+    });
+
+    // dryRun stops after the checks.
+    assert_done(&vmi_act(&server, "p", "pause", r#"{"dryRun": ["All"]}"#), 200);
+    assert!(condition(&get(&server, "virtualmachineinstances", "p").unwrap(), "Paused").is_none());
+    assert_done(&vmi_act(&server, "p", "pause", ""), 200);
+    let vmi = get(&server, "virtualmachineinstances", "p").unwrap();
+    let paused = condition(&vmi, "Paused").unwrap();
+    assert_eq!(
+        (paused["status"].as_str(), paused["reason"].as_str()),
+        (Some("True"), Some("PausedByUser"))
+    );
+    assert_eq!(paused["message"], "VMI was paused by user");
+    assert_eq!(condition(&vmi, "Ready").unwrap()["status"], "False");
+    let vm = wait_printable(&server, "p", "Paused");
+    assert_eq!(condition(&vm, "Ready").unwrap()["status"], "False");
+    assert!(vm["status"]["ready"].is_null(), "{vm}");
+    assert_refused(
+        &vmi_act(&server, "p", "pause", ""),
+        409,
+        &conflict("virtualmachineinstance", "p", "VMI is already paused"),
+        "virtualmachineinstance",
+    );
+    assert_refused(
+        &vmi_act(&server, "p", "softreboot", ""),
+        409,
+        &conflict("virtualmachineinstance", "p", "VMI is paused"),
+        "virtualmachineinstance",
+    );
+    assert_refused(
+        &act(&server, "GET", "virtualmachineinstances", "p", "portforward", ""),
+        409,
+        &conflict("virtualmachineinstance", "p", "VMI is paused"),
+        "virtualmachineinstance",
+    );
+    assert_done(&vmi_act(&server, "p", "unpause", r#"{"dryRun": ["All"]}"#), 200);
+    assert!(condition(&get(&server, "virtualmachineinstances", "p").unwrap(), "Paused").is_some());
+    assert_done(&vmi_act(&server, "p", "unpause", ""), 200);
+    let vmi = get(&server, "virtualmachineinstances", "p").unwrap();
+    assert!(condition(&vmi, "Paused").is_none(), "{vmi}");
+    assert_eq!(condition(&vmi, "Ready").unwrap()["status"], "True");
+    wait_printable(&server, "p", "Running");
+    assert_refused(
+        &vmi_act(&server, "p", "unpause", ""),
+        409,
+        &conflict("virtualmachineinstance", "p", "VMI is not paused"),
+        "virtualmachineinstance",
+    );
+
+    assert_done(&vmi_act(&server, "p", "freeze", r#"{"unfreezeTimeout": "5m"}"#), 200);
+    assert_eq!(
+        get(&server, "virtualmachineinstances", "p").unwrap()["status"]["fsFreezeStatus"],
+        "frozen"
+    );
+    let info = vmi_read(&server, "p", "guestosinfo");
+    assert_eq!(info.status, 200, "{}", info.text());
+    let info = info.json();
+    assert_eq!(info["os"]["id"], "fedora");
+    assert_eq!(info["hostname"], "p");
+    assert_eq!(info["fsFreezeStatus"], "frozen");
+    assert!(info["supportedCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["name"] == "guest-ping"));
+    assert_done(&vmi_act(&server, "p", "unfreeze", ""), 200);
+    assert!(
+        get(&server, "virtualmachineinstances", "p").unwrap()["status"]["fsFreezeStatus"].is_null()
+    );
+    assert_eq!(vmi_read(&server, "p", "userlist").json(), json!({"items": []}));
+    let fs = vmi_read(&server, "p", "filesystemlist").json();
+    assert_eq!(fs["items"][0]["mountPoint"], "/");
+    assert_done(&vmi_act(&server, "p", "softreboot", ""), 200);
+    assert_done(&vmi_act(&server, "p", "reset", ""), 200);
+
+    // Streams pass virt-api's checks, then refuse: there is nothing to connect to.
+    for (stream, what) in [
+        ("console", "serial console"),
+        ("vnc", "display"),
+        ("portforward", "network to forward ports to"),
+    ] {
+        let r = act(&server, "GET", "virtualmachineinstances", "p", stream, "");
+        assert_eq!(r.status, 501, "{stream}: {}", r.text());
+        assert_eq!(r.json()["message"], format!("the simulated VMI has no {what}"));
+    }
+    let r = act(&server, "GET", "virtualmachineinstances", "p", "usbredir", "");
+    assert_refused(
+        &r,
+        409,
+        &conflict("virtualmachineinstance", "p", "Not configured with USB Redirection"),
+        "virtualmachineinstance",
+    );
+    let spec = act(&server, "GET", "virtualmachines", "p", "expand-spec", "");
+    assert_eq!(spec.json()["metadata"]["name"], "p");
+}
+
+#[test]
+fn migrate_creates_a_migration() {
+    let server = simulating();
+    server.namespace("ns");
+    create_vm(&server, "ns", "m", "Always");
+    wait_printable(&server, "m", "Running");
+    let migrations = || server.list_names(&format!("{KV}/ns/virtualmachineinstancemigrations"));
+    assert_done(&vm_act(&server, "m", "migrate", r#"{"dryRun": ["All"]}"#), 202);
+    assert!(migrations().is_empty());
+    assert_done(&vm_act(&server, "m", "migrate", r#"{"addedNodeSelector": {"zone": "b"}}"#), 202);
+    let names = migrations();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(names[0].starts_with("kubevirt-migrate-vm-"), "{names:?}");
+    let vmim = server.get_json(&format!("{KV}/ns/virtualmachineinstancemigrations/{}", names[0]));
+    assert_eq!(vmim["spec"], json!({"vmiName": "m", "addedNodeSelector": {"zone": "b"}}));
+    let managers: Vec<&str> = vmim["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert_eq!(managers, ["virt-api"]);
+}
+
+/// Without `--simulate` nothing moves, but each action's effect is written.
+#[test]
+fn actions_write_their_effect_without_simulate() {
+    let server = TestServer::start();
+    server.namespace("ns");
+    create_vm(&server, "ns", "h", "Halted");
+    assert_done(&vm_act(&server, "h", "start", r#"{"dryRun": ["All"]}"#), 202);
+    assert_eq!(get(&server, "virtualmachines", "h").unwrap()["spec"]["runStrategy"], "Halted");
+    assert_done(&vm_act(&server, "h", "start", ""), 202);
+    let vm = get(&server, "virtualmachines", "h").unwrap();
+    assert_eq!(vm["spec"]["runStrategy"], "Always");
+    assert!(get(&server, "virtualmachineinstances", "h").is_none(), "nothing moves");
+    let managers: Vec<&str> = vm["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert!(managers.contains(&"virt-api"), "{managers:?}");
+    assert_done(&vm_act(&server, "h", "stop", ""), 202);
+    assert_eq!(get(&server, "virtualmachines", "h").unwrap()["spec"]["runStrategy"], "Halted");
+
+    // Halted and `paused`: a Start request in the status, the spec untouched.
+    assert_done(&vm_act(&server, "h", "start", r#"{"paused": true}"#), 202);
+    let vm = get(&server, "virtualmachines", "h").unwrap();
+    assert_eq!(
+        vm["status"]["stateChangeRequests"],
+        json!([{"action": "Start", "data": {"paused": "true"}}])
+    );
+    assert_eq!(vm["spec"]["runStrategy"], "Halted");
+
+    create_vm(&server, "ns", "man", "Manual");
+    assert_done(&vm_act(&server, "man", "start", ""), 202);
+    let vm = get(&server, "virtualmachines", "man").unwrap();
+    assert_eq!(vm["status"]["stateChangeRequests"], json!([{"action": "Start"}]));
+    let underway = vm_act(&server, "man", "start", "");
+    assert_refused(
+        &underway,
+        500,
+        "Internal error occurred: unable to complete request: stop/start already underway",
+        "",
+    );
+    // A Stop replaces the queue; with a running VMI it names the VMI's UID.
+    let vmi = create_vmi(&server, "ns", "man", json!({"domain": {"devices": {}}}), running(&[]));
+    assert_done(&vm_act(&server, "man", "stop", ""), 202);
+    let vm = get(&server, "virtualmachines", "man").unwrap();
+    assert_eq!(
+        vm["status"]["stateChangeRequests"],
+        json!([{"action": "Stop", "uid": vmi["metadata"]["uid"]}])
+    );
+    let restart = vm_act(&server, "man", "restart", "");
+    assert_refused(
+        &restart,
+        500,
+        "Internal error occurred: unable to complete request: stop/start already underway",
+        "",
+    );
+
+    // A restart of a Manual VM queues Stop (the VMI's UID) then Start.
+    create_vm(&server, "ns", "r", "Manual");
+    let vmi = create_vmi(&server, "ns", "r", json!({"domain": {"devices": {}}}), running(&[]));
+    assert_done(&vm_act(&server, "r", "restart", r#"{"gracePeriodSeconds": 0}"#), 202);
+    let vm = get(&server, "virtualmachines", "r").unwrap();
+    assert_eq!(
+        vm["status"]["stateChangeRequests"],
+        json!([{"action": "Stop", "uid": vmi["metadata"]["uid"]}, {"action": "Start"}])
+    );
+    // A forced restart shortens the VMI's grace period first.
+    assert_eq!(
+        get(&server, "virtualmachineinstances", "r").unwrap()["spec"]
+            ["terminationGracePeriodSeconds"],
+        1
+    );
+
+    // Pause writes the condition virt-handler would report; migrate creates the migration.
+    assert_done(&vmi_act(&server, "r", "pause", ""), 200);
+    assert_eq!(
+        condition(&get(&server, "virtualmachineinstances", "r").unwrap(), "Paused").unwrap()
+            ["reason"],
+        "PausedByUser"
+    );
+    assert_done(&vm_act(&server, "r", "migrate", ""), 202);
+    assert_eq!(server.list_names(&format!("{KV}/ns/virtualmachineinstancemigrations")).len(), 1);
+    // Hotplug: the VM's volumeRequests, the VMI's spec.
+    let add = r#"{"name": "extra", "disk": {"disk": {"bus": "scsi"}}, "volumeSource": {"persistentVolumeClaim": {"claimName": "pvc1"}}}"#;
+    assert_done(&vm_act(&server, "r", "addvolume", add), 202);
+    let vm = get(&server, "virtualmachines", "r").unwrap();
+    assert_eq!(vm["status"]["volumeRequests"][0]["addVolumeOptions"]["name"], "extra");
+    assert_done(&vmi_act(&server, "r", "addvolume", add), 202);
+    let vmi = get(&server, "virtualmachineinstances", "r").unwrap();
+    assert_eq!(
+        vmi["spec"]["volumes"],
+        json!([{"name": "extra", "persistentVolumeClaim": {"claimName": "pvc1"}}])
+    );
+    assert_eq!(
+        vmi["spec"]["domain"]["devices"]["disks"],
+        json!([{"name": "extra", "disk": {"bus": "scsi"}}])
+    );
+    let dup = vmi_act(&server, "r", "addvolume", add);
+    assert_refused(
+        &dup,
+        409,
+        &conflict(
+            "virtualmachineinstance",
+            "r",
+            "Unable to add volume [extra] because volume with that name already exists",
+        ),
+        "virtualmachineinstance",
+    );
+    assert_done(&vmi_act(&server, "r", "removevolume", r#"{"name": "extra"}"#), 202);
+    assert_eq!(get(&server, "virtualmachineinstances", "r").unwrap()["spec"]["volumes"], json!([]));
+}
+
+#[test]
+fn every_error_of_the_table() {
+    let server = TestServer::start();
+    server.namespace("ns");
+    let vm_c = |name: &str, msg: &str| conflict("virtualmachine", name, msg);
+    let vmi_c = |name: &str, msg: &str| conflict("virtualmachineinstance", name, msg);
+    const VM: &str = "virtualmachine";
+    const VMI: &str = "virtualmachineinstance";
+
+    // Missing objects.
+    assert_refused(
+        &vm_act(&server, "ghost", "start", ""),
+        404,
+        r#"virtualmachine.kubevirt.io "ghost" not found"#,
+        VM,
+    );
+    assert_refused(
+        &vmi_act(&server, "ghost", "pause", ""),
+        404,
+        r#"virtualmachineinstance.kubevirt.io "ghost" not found"#,
+        VMI,
+    );
+
+    // Bad bodies, before anything else is looked at.
+    let bad = vm_act(&server, "ghost", "start", r#"{"paused": "yes"}"#);
+    assert_refused(&bad, 400, "Can not unmarshal Request body to struct, error: json: cannot unmarshal string into Go struct field StartOptions.paused of type bool", "");
+    let bad = vmi_act(&server, "ghost", "pause", "[1, 2]");
+    assert_refused(&bad, 400, "Can not unmarshal Request body to struct, error: json: cannot unmarshal array into Go value of type v1.PauseOptions", "");
+    let bad = vm_act(&server, "ghost", "stop", "{not json");
+    assert_eq!(bad.status, 400);
+    assert!(bad.json()["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Can not unmarshal Request body to struct, error: "));
+
+    // start.
+    create_vm(&server, "ns", "always", "Always");
+    assert_refused(
+        &vm_act(&server, "always", "start", ""),
+        409,
+        &vm_c("always", "Always does not support manual start requests"),
+        VM,
+    );
+    create_vm(&server, "ns", "once", "Once");
+    assert_refused(
+        &vm_act(&server, "once", "start", ""),
+        409,
+        &vm_c("once", "Once does not support manual start requests"),
+        VM,
+    );
+    create_vmi(&server, "ns", "always", json!({"domain": {"devices": {}}}), running(&[]));
+    assert_refused(
+        &vm_act(&server, "always", "start", ""),
+        409,
+        &vm_c("always", "VM is already running"),
+        VM,
+    );
+    create_vm(&server, "ns", "rerun", "RerunOnFailure");
+    create_vmi(&server, "ns", "rerun", json!({}), json!({"phase": "Failed"}));
+    assert_refused(
+        &vm_act(&server, "rerun", "start", ""),
+        409,
+        &vm_c("rerun", "RerunOnFailure does not support starting VM from failed state"),
+        VM,
+    );
+    create_vm(&server, "ns", "broken", "Manual");
+    set_vm_status(
+        &server,
+        "ns",
+        "broken",
+        json!({"conditions": [{"type": "ManualRecoveryRequired", "status": "True"}, {"type": "VolumesChange", "status": "True"}]}),
+    );
+    let recovery = "VM recovery required: Volume migration failed, leaving some volumes pointing to non-consistent targets, manual intervention is needed to reassign them to their original volumes.";
+    assert_refused(&vm_act(&server, "broken", "start", ""), 409, &vm_c("broken", recovery), VM);
+    assert_refused(&vm_act(&server, "broken", "restart", ""), 409, &vm_c("broken", recovery), VM);
+
+    // stop.
+    create_vm(&server, "ns", "manual", "Manual");
+    assert_refused(
+        &vm_act(&server, "manual", "stop", ""),
+        409,
+        &vm_c("manual", "VM is not running"),
+        VM,
+    );
+    create_vm(&server, "ns", "halted", "Halted");
+    assert_refused(
+        &vm_act(&server, "halted", "stop", ""),
+        409,
+        &vm_c("halted", "VM is not running"),
+        VM,
+    );
+    create_vmi(&server, "ns", "halted", json!({"domain": {"devices": {}}}), running(&[]));
+    assert_refused(
+        &vm_act(&server, "halted", "stop", ""),
+        409,
+        &vm_c("halted", "Halted only supports manual stop requests with a shorter graceperiod"),
+        VM,
+    );
+    assert_done(&vm_act(&server, "halted", "stop", r#"{"gracePeriod": 0}"#), 202);
+
+    // restart.
+    let r = vm_act(&server, "ghost", "restart", r#"{"gracePeriodSeconds": 5}"#);
+    assert_refused(&r, 400, "For force restart, only gracePeriod=0 is supported for now", "");
+    let r = vm_act(&server, "ghost", "restart", r#"{"gracePeriodSeconds": -1}"#);
+    assert_refused(&r, 400, "gracePeriod has to be greater or equal to 0", "");
+    assert_refused(
+        &vm_act(&server, "ghost", "restart", ""),
+        404,
+        r#"virtualmachine.kubevirt.io "ghost" not found"#,
+        VM,
+    );
+    assert_refused(
+        &vm_act(&server, "halted", "restart", ""),
+        409,
+        &vm_c("halted", "RunStategy Halted does not support manual restart requests"),
+        VM,
+    );
+    assert_refused(
+        &vm_act(&server, "once", "restart", ""),
+        409,
+        &vm_c("once", "RunStategy Once does not support manual restart requests"),
+        VM,
+    );
+    assert_refused(
+        &vm_act(&server, "manual", "restart", ""),
+        409,
+        &vm_c("manual", "VM is not running: Halted"),
+        VM,
+    );
+
+    // migrate.
+    assert_refused(
+        &vm_act(&server, "manual", "migrate", ""),
+        404,
+        r#"virtualmachineinstance.kubevirt.io "manual" not found"#,
+        VMI,
+    );
+    create_vmi(&server, "ns", "manual", json!({}), json!({"phase": "Scheduling"}));
+    assert_refused(
+        &vm_act(&server, "manual", "migrate", ""),
+        409,
+        &vm_c("manual", "VM is not running"),
+        VM,
+    );
+
+    // pause, unpause, freeze, unfreeze, softreboot, reset on a VMI that is not running.
+    let pending = "manual";
+    assert_refused(
+        &vmi_act(&server, pending, "pause", ""),
+        409,
+        &vmi_c(pending, "VM is not running"),
+        VMI,
+    );
+    assert_refused(
+        &vmi_act(&server, pending, "unpause", ""),
+        409,
+        &vmi_c(pending, "VMI is not running"),
+        VMI,
+    );
+    assert_refused(
+        &vmi_act(&server, pending, "freeze", ""),
+        409,
+        &vmi_c(pending, "VM is not running"),
+        VMI,
+    );
+    assert_refused(
+        &vmi_act(&server, pending, "unfreeze", ""),
+        409,
+        &vmi_c(pending, "VMI is not running"),
+        VMI,
+    );
+    assert_refused(
+        &vmi_act(&server, pending, "softreboot", ""),
+        409,
+        &vmi_c(pending, "VM is not running"),
+        VMI,
+    );
+    let reset = "Failed to reset non-running VMI with phase Scheduling: Unable to connect to VirtualMachineInstance because phase is Scheduling instead of Running or Scheduled";
+    assert_refused(&vmi_act(&server, pending, "reset", ""), 400, reset, VMI);
+
+    // A running VMI without a guest agent, with a liveness probe, with ACPI off.
+    let spec = json!({"livenessProbe": {"httpGet": {"port": 80}}, "domain": {"devices": {}, "features": {"acpi": {"enabled": false}}}});
+    create_vmi(&server, "ns", "bare", spec, running(&[]));
+    let forbidden = r#"virtualmachineinstance.kubevirt.io "bare" is forbidden: Pausing VMIs with a non-GuestAgentPing LivenessProbe is not supported"#;
+    assert_refused(&vmi_act(&server, "bare", "pause", ""), 403, forbidden, VMI);
+    assert_refused(
+        &vmi_act(&server, "bare", "unpause", ""),
+        409,
+        &vmi_c("bare", "VMI is not paused"),
+        VMI,
+    );
+    assert_refused(
+        &vmi_act(&server, "bare", "freeze", ""),
+        500,
+        "Internal error occurred: VMI does not have guest agent connected",
+        "",
+    );
+    assert_refused(
+        &vmi_act(&server, "bare", "softreboot", ""),
+        409,
+        &vmi_c("bare", "VMI neither have the agent connected nor the ACPI feature enabled"),
+        VMI,
+    );
+
+    // Guest reads fail in plain text, with a 500.
+    for (name, text) in [
+        ("ghost", r#"virtualmachineinstance.kubevirt.io "ghost" not found"#.to_string()),
+        (pending, vmi_c(pending, "VMI is not running")),
+        ("bare", vmi_c("bare", "VMI does not have guest agent connected")),
+    ] {
+        for read in ["guestosinfo", "userlist", "filesystemlist"] {
+            let r = vmi_read(&server, name, read);
+            assert_eq!((r.status, r.text()), (500, text.clone()), "{read} {name}");
+            assert!(r.header("content-type").unwrap().starts_with("text/plain"), "{read}");
+        }
+    }
+
+    // unpause while the VM's snapshot is in progress.
+    create_vm(&server, "ns", "snap", "Always");
+    set_vm_status(&server, "ns", "snap", json!({"snapshotInProgress": "s1"}));
+    create_vmi(&server, "ns", "snap", json!({}), running(&[agent()]));
+    let vmi = get(&server, "virtualmachineinstances", "snap").unwrap();
+    let owned = json!({"metadata": {"ownerReferences": [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "name": "snap", "uid": get(&server, "virtualmachines", "snap").unwrap()["metadata"]["uid"], "controller": true}]}});
+    let r = server.patch(
+        &format!("{KV}/ns/virtualmachineinstances/snap"),
+        "application/merge-patch+json",
+        &owned,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(vmi["metadata"]["uid"].is_string());
+    assert_refused(
+        &vmi_act(&server, "snap", "unpause", ""),
+        409,
+        &vm_c("snap", "VM snapshot is in progress"),
+        VM,
+    );
+
+    // Streams' checks.
+    let devices = json!({"domain": {"devices": {"autoattachSerialConsole": false, "autoattachGraphicsDevice": false}}});
+    create_vmi(&server, "ns", "headless", devices, running(&[]));
+    let get_ =
+        |name: &str, what: &str| act(&server, "GET", "virtualmachineinstances", name, what, "");
+    assert_refused(&get_("headless", "console"), 400, "No serial consoles are present.", VMI);
+    assert_refused(&get_("headless", "vnc"), 400, "No graphics devices are present.", VMI);
+    create_vmi(&server, "ns", "failed", json!({}), json!({"phase": "Failed"}));
+    assert_refused(
+        &get_("failed", "console"),
+        409,
+        &vmi_c("failed", "VMI is in failed status"),
+        VMI,
+    );
+    assert_refused(&get_(pending, "console"), 400, "VMI is not running", VMI);
+
+    // Hotplug bodies.
+    let r = vmi_act(&server, "bare", "addvolume", "{}");
+    assert_refused(&r, 400, "AddVolumeOptions requires name to be set", "");
+    let r = vm_act(&server, "manual", "removevolume", "{}");
+    assert_refused(&r, 400, "RemoveVolumeOptions requires name to be set", "");
+
+    // A method an action does not serve: kube's 405 for the kind's paths.
+    let r = server.request("POST", &format!("{SUB}/ns/virtualmachines/manual/start"), &[], None);
+    assert_eq!(r.status, 405, "{}", r.text());
+}
