@@ -728,8 +728,8 @@ async fn writer(
 pub fn markdown(r: &SoakResult, provenance: &str, plot: &str) -> String {
     let verdict = |ok: bool| if ok { "PASS" } else { "FAIL" };
     let mut out = format!(
-        "## Soak, {:.0} minute(s)\n\n\
-         Written by `cargo bench --bench compare -- --soak --minutes {:.0}` (benches/compare/soak.rs); \
+        "## Soak, {} minute(s)\n\n\
+         Written by `cargo bench --bench compare -- --soak --minutes {}` (benches/compare/soak.rs); \
          virt-apiserver only. {provenance}\n\n\
          At once, for the whole run: {WRITERS} writers, each on its own keep-alive connection, one \
          write every {} ms (about {:.0}/s in all) over {NAMESPACES} namespaces: a create in an \

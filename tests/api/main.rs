@@ -22,6 +22,7 @@ mod lists;
 mod logging;
 mod namespaces;
 mod openapi;
+mod overload;
 mod secrets;
 mod seed_ops;
 mod shutdown;
