@@ -102,7 +102,8 @@ impl Report {
     /// The goals table; answers it and how many goals were missed.
     fn goals_table(&self, out: &mut String) -> usize {
         out.push_str(
-            "| goal | virt-apiserver | etcd | figure | verdict |\n|---|---:|---:|---:|---|\n",
+            "| goal | virt-apiserver | etcd | figure | verdict | throughput, ours / etcd |\n\
+             |---|---:|---:|---:|---|---:|\n",
         );
         let mut missed = 0;
         for (text, goal) in &self.goals {
@@ -128,9 +129,14 @@ impl Report {
                 None => "n/a",
             };
             missed += usize::from(pass != Some(true));
+            // A CPU goal shows its operation's throughput ratio beside it.
+            let beside = key.strip_prefix("cpu_srv_").map_or(String::new(), |rate| {
+                ratio(self.medians(0, rate), self.medians(1, rate))
+                    .map_or("n/a".into(), |r| format!("{r:.2}×"))
+            });
             let _ = writeln!(
                 out,
-                "| {text} | {} | {} | {} | {verdict} |",
+                "| {text} | {} | {} | {} | {verdict} | {beside} |",
                 show(unit, a),
                 show(unit, b),
                 figure.unwrap_or_else(|| "n/a".into())
