@@ -3,6 +3,11 @@
 
 use plotters::prelude::*;
 
+/// One second: RSS MiB, write p99 ms, watch lag p99 ms.
+type Point = (f64, f64, f64);
+/// A panel: its label, its value of a second, its colour.
+type Column = (&'static str, fn(&Point) -> f64, RGBColor);
+
 /// Draws `series` (per second: RSS MiB, write p99 ms, watch lag p99 ms; NaN where nothing
 /// happened that second) to `path`.
 pub fn soak(path: &std::path::Path, title: &str, series: &[(f64, f64, f64)]) -> Result<(), String> {
@@ -12,7 +17,7 @@ pub fn soak(path: &std::path::Path, title: &str, series: &[(f64, f64, f64)]) -> 
     let root = root.titled(title, ("sans-serif", 20)).map_err(|e| err(&e))?;
     let panels = root.split_evenly((3, 1));
     let secs = series.len().max(2) as f64;
-    let columns: [(&str, fn(&(f64, f64, f64)) -> f64, RGBColor); 3] = [
+    let columns: [Column; 3] = [
         ("RSS (MiB)", |s| s.0, BLUE),
         ("write p99 (ms)", |s| s.1, RED),
         ("watch lag p99 (ms)", |s| s.2, GREEN),

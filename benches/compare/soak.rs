@@ -557,7 +557,7 @@ pub fn run(b: &dyn Backend, body: &Body, plan: &SoakPlan) -> SoakResult {
     let early = median_of(&rss[warmup_secs.min(rss.len())..(warmup_secs + window).min(rss.len())]);
     let late = median_of(&rss[rss.len().saturating_sub(window)..]);
     let growth = late / early - 1.0;
-    if !(growth < 0.10) {
+    if growth.is_nan() || growth >= 0.10 {
         failures.push(format!(
             "RSS grew {:.1}% after the warm-up ({early:.0} → {late:.0} MiB)",
             growth * 100.0

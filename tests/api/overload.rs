@@ -150,7 +150,7 @@ fn writes_past_the_mutating_limit_get_429_with_retry_after() {
     // Reads have their own limit.
     assert_eq!(s.get(&path).status, 200);
     // Once the held body arrives, its create finishes and the slot is free again.
-    held.write_all(body[10..].as_bytes()).unwrap();
+    held.write_all(&body.as_bytes()[10..]).unwrap();
     let mut answer = [0u8; 64];
     let n = held.read(&mut answer).unwrap();
     assert!(answer[..n].starts_with(b"HTTP/1.1 201"), "{}", String::from_utf8_lossy(&answer[..n]));
