@@ -104,6 +104,9 @@ struct Args {
     /// Test hook: GET of this path panics in its handler (proves panics become 500 Status).
     #[arg(long, hide = true)]
     debug_panic_path: Option<String>,
+    /// Test hook: the time a client has to send a request's head (default: kube's 32 s).
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    debug_read_header_timeout: Option<Duration>,
 
     /// Run the simulated KubeVirt runtime: objects move through their lifecycles
     /// (openapi/lifecycles.yaml). Off: a pure API server.
@@ -303,9 +306,24 @@ fn simulation(args: &Args) -> virt_apiserver::simulate::Config {
     }
 }
 
+/// Raises the soft limit on open files to the hard one, as Go's runtime does at start (since
+/// 1.19, so kube-apiserver does): every connection and watch holds a descriptor, and the usual
+/// soft limit of 1024 would cap them long before memory does.
+fn raise_open_files_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    if lim.current != lim.maximum {
+        let raised = Rlimit { current: lim.maximum, maximum: lim.maximum };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            log::warn!("cannot raise the open-files limit to its hard limit: {e}");
+        }
+    }
+}
+
 fn main() -> std::io::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args = Args::parse();
+    raise_open_files_limit();
     if let Some(command) = &args.command {
         subcommand(command);
         return Ok(());
@@ -332,8 +350,12 @@ fn main() -> std::io::Result<()> {
         delay: args.shutdown_delay_duration,
         watch_grace: args.shutdown_watch_termination_grace_period,
     };
-    let opts =
-        ServeOptions { tls: tls(&args), debug_panic_path: args.debug_panic_path.clone(), shutdown };
+    let opts = ServeOptions {
+        tls: tls(&args),
+        debug_panic_path: args.debug_panic_path.clone(),
+        shutdown,
+        read_header_timeout: args.debug_read_header_timeout,
+    };
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     actix_web::rt::System::new().block_on(async move {
         let watch = WatchConfig { bookmark_interval: args.bookmark_interval };

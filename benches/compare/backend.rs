@@ -161,6 +161,26 @@ pub fn stop(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
+/// Raises this process's open-files limit to `want` (or to its hard limit, when it may not
+/// raise that: root may), for its clients and for the servers it starts, which inherit it; answers
+/// the soft limit now in force. The soak and the overload scenario hold thousands of
+/// connections; the usual soft limit is 1024.
+pub fn raise_fd_limit(want: u64) -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    let (cur, max) = (lim.current.unwrap_or(u64::MAX), lim.maximum.unwrap_or(u64::MAX));
+    if max < want
+        && setrlimit(Resource::Nofile, Rlimit { current: Some(want), maximum: Some(want) }).is_ok()
+    {
+        return want;
+    }
+    let target = max.min(want.max(cur));
+    match setrlimit(Resource::Nofile, Rlimit { current: Some(target), maximum: lim.maximum }) {
+        Ok(()) => target,
+        Err(_) => cur,
+    }
+}
+
 /// A free loopback port, for servers (etcd) that cannot report the port they took.
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");

@@ -87,3 +87,98 @@ fn read_chunks(mut r: BufReader<TcpStream>, tx: mpsc::Sender<(Vec<u8>, Instant)>
         }
     }
 }
+
+/// A watch stream on a tokio socket, so one thread can follow hundreds: its body's lines, each
+/// with the time the read that completed it returned.
+pub struct AsyncLines {
+    sock: tokio::net::TcpStream,
+    /// Bytes read and not yet de-chunked.
+    raw: Vec<u8>,
+    /// De-chunked body bytes not yet handed out as lines.
+    body: Vec<u8>,
+    last_read: Instant,
+}
+
+impl AsyncLines {
+    /// Sends `GET path` to `addr` and reads the head: a 200 with a chunked body, or an error.
+    pub async fn open(addr: &str, path: &str) -> Result<AsyncLines, String> {
+        use tokio::io::AsyncWriteExt;
+        let mut sock = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        sock.set_nodelay(true).ok();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: bench/1\r\n\r\n");
+        sock.write_all(req.as_bytes()).await.map_err(|e| format!("send {path}: {e}"))?;
+        let mut s =
+            AsyncLines { sock, raw: Vec::new(), body: Vec::new(), last_read: Instant::now() };
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut res = httparse::Response::new(&mut headers);
+            match res.parse(&s.raw).map_err(|e| format!("{path}: answer head: {e}"))? {
+                httparse::Status::Complete(n) => {
+                    if res.code != Some(200) {
+                        return Err(format!("GET {path}: {:?}", res.code));
+                    }
+                    let chunked = res.headers.iter().any(|h| {
+                        h.name.eq_ignore_ascii_case("transfer-encoding")
+                            && h.value.eq_ignore_ascii_case(b"chunked")
+                    });
+                    if !chunked {
+                        return Err(format!("GET {path}: not a chunked stream"));
+                    }
+                    s.raw.drain(..n);
+                    return Ok(s);
+                }
+                httparse::Status::Partial => {
+                    if !s.read().await? {
+                        return Err(format!("GET {path}: closed before an answer"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads more into `raw`; false at the end of the connection.
+    async fn read(&mut self) -> Result<bool, String> {
+        use tokio::io::AsyncReadExt;
+        self.raw.reserve(16 * 1024);
+        let n = self.sock.read_buf(&mut self.raw).await.map_err(|e| format!("read: {e}"))?;
+        self.last_read = Instant::now();
+        Ok(n > 0)
+    }
+
+    /// The next non-empty line, or None where the stream ended (its last chunk, or the
+    /// connection closed between chunks).
+    pub async fn next_line(&mut self) -> Result<Option<(Vec<u8>, Instant)>, String> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.body) {
+                let line: Vec<u8> = self.body.drain(..=i).collect();
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                return Ok(Some((line, self.last_read)));
+            }
+            if let Some(nl) = memchr::memchr(b'\n', &self.raw) {
+                let size = std::str::from_utf8(&self.raw[..nl]).unwrap_or("").trim();
+                let size = size.split(';').next().unwrap_or("");
+                let n =
+                    usize::from_str_radix(size, 16).map_err(|_| format!("chunk size {size:?}"))?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                if self.raw.len() >= nl + 1 + n + 2 {
+                    self.body.extend_from_slice(&self.raw[nl + 1..nl + 1 + n]);
+                    self.raw.drain(..nl + 1 + n + 2);
+                    continue;
+                }
+            }
+            if !self.read().await? {
+                return if self.raw.is_empty() && self.body.is_empty() {
+                    Ok(None)
+                } else {
+                    Err("connection closed amid a chunk".into())
+                };
+            }
+        }
+    }
+}

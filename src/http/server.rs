@@ -148,7 +148,16 @@ pub struct ServeOptions {
     /// Set only by the hidden `--debug-panic-path` flag.
     pub debug_panic_path: Option<String>,
     pub shutdown: ShutdownOptions,
+    /// How long a client may take to send a request's head; `None`: kube's 32 s. Shorter only
+    /// through the hidden `--debug-read-header-timeout` flag, for tests.
+    pub read_header_timeout: Option<Duration>,
 }
+
+/// kube-apiserver's `http.Server` (secure_serving.go): `ReadHeaderTimeout` 32 s ("just shy of
+/// requestTimeoutUpperBound"), so a head sent a byte at a time cannot hold a connection, and
+/// `IdleTimeout` 90 s (http.DefaultTransport's keep-alive) for idle keep-alive connections.
+pub const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// How the server stops on SIGTERM: kube-apiserver's flags.
 #[derive(Debug, Clone, Copy, Default)]
@@ -249,7 +258,11 @@ pub fn run_with(
     .shutdown_timeout((REQUEST_TIMEOUT + opts.shutdown.watch_grace).as_secs_f64().ceil() as u64)
     // As Go's net/http (and so kube-apiserver): without it, the last small segment of a
     // response or a watch event waits for the client's delayed ACK (~40 ms on Linux).
-    .tcp_nodelay(true);
+    .tcp_nodelay(true)
+    // actix answers 408 and closes when the head is not all there in time (its default, 5 s,
+    // is stricter than Go's); idle keep-alive connections close after kube's idle timeout.
+    .client_request_timeout(opts.read_header_timeout.unwrap_or(READ_HEADER_TIMEOUT))
+    .keep_alive(actix_web::http::KeepAlive::Timeout(IDLE_TIMEOUT));
     let server = match opts.tls {
         None => server.listen(listener)?,
         Some(config) => server.listen_rustls_0_23(listener, (*config).clone())?,

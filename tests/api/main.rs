@@ -23,6 +23,7 @@ mod lists;
 mod logging;
 mod namespaces;
 mod openapi;
+mod overload;
 mod secrets;
 mod seed_ops;
 mod shutdown;
