@@ -136,7 +136,8 @@ fn writes_past_the_mutating_limit_get_429_with_retry_after() {
     let started = Instant::now();
     let r = loop {
         let r = s.post(&path, &object(res, "busy", "other"));
-        if r.status != 201 || started.elapsed() > Duration::from_secs(3) {
+        // Generous: on a loaded machine the held request may take a while to be read.
+        if r.status != 201 || started.elapsed() > Duration::from_secs(15) {
             break r;
         }
         s.delete(&format!("{path}/other"));
