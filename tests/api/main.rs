@@ -28,6 +28,7 @@ mod secrets;
 mod seed_ops;
 mod shutdown;
 mod simulate;
+mod simulate_failures;
 mod simulate_kinds;
 mod simulate_storage;
 mod storage_files;

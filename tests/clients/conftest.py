@@ -17,12 +17,11 @@ def server_binary():
     return path
 
 
-@pytest.fixture()
-def server():
-    """Starts the server with a temporary database; yields its base URL."""
+def run_server(*args):
+    """Starts the server with a temporary database and `args`; yields its base URL."""
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.Popen(
-            [server_binary(), "--listen", "127.0.0.1:0", "--database", os.path.join(tmp, "virt.db")],
+            [server_binary(), "--listen", "127.0.0.1:0", "--database", os.path.join(tmp, "virt.db"), *args],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -33,6 +32,18 @@ def server():
         finally:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.fixture()
+def server():
+    """A pure API server (nothing moves objects)."""
+    yield from run_server()
+
+
+@pytest.fixture()
+def simulating_server():
+    """A server whose simulated runtime moves VMs as KubeVirt would, at five times the speed."""
+    yield from run_server("--simulate", "--simulate-speed", "0.2")
 
 
 def wait_for(predicate, timeout=10.0):

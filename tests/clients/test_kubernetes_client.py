@@ -1,5 +1,5 @@
-"""The Python `kubernetes` client (PyPI) against the real server: DynamicClient CRUD and
-`watch.Watch().stream` with a resource_version."""
+"""The Python `kubernetes` client (PyPI) against the real server: DynamicClient CRUD,
+`watch.Watch().stream` with a resource_version, and a watch following a simulated VM to Running."""
 
 import threading
 
@@ -111,3 +111,34 @@ def test_watch_stream_from_a_resource_version(server):
     assert done.wait(15), seen
     t.join()
     assert seen == [("ADDED", "w2"), ("MODIFIED", "w2"), ("DELETED", "w2")]
+
+
+def test_watch_follows_a_simulated_vm_to_running(simulating_server):
+    create_namespace(simulating_server, "sim")
+    custom = client.CustomObjectsApi(api(simulating_server))
+    body = vm("runs")
+    body["spec"]["runStrategy"] = "Always"
+    created = custom.create_namespaced_custom_object("kubevirt.io", "v1", "sim", "virtualmachines", body)
+
+    # Each printableStatus once, in the order the watch delivers them, until Running.
+    seen = []
+    w = watch.Watch()
+    for event in w.stream(
+        custom.list_namespaced_custom_object,
+        "kubevirt.io",
+        "v1",
+        "sim",
+        "virtualmachines",
+        field_selector="metadata.name=runs",
+        resource_version=created["metadata"]["resourceVersion"],
+        timeout_seconds=30,
+    ):
+        status = event["object"].get("status", {}).get("printableStatus")
+        if status and (not seen or seen[-1] != status):
+            seen.append(status)
+        if status == "Running":
+            w.stop()
+    assert seen == ["Starting", "Running"], seen
+    got = custom.get_namespaced_custom_object("kubevirt.io", "v1", "sim", "virtualmachines", "runs")
+    assert got["status"]["ready"] is True
+    assert got["status"]["created"] is True

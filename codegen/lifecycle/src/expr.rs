@@ -47,6 +47,14 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         2,
         "the condition's lastTransitionTime if its status is the second argument, else now",
     ),
+    ("sum", 1, 8, "the numbers added (null values count 0; null if one is not a number)"),
+    (
+        "backoff",
+        3,
+        3,
+        "a retry's back-off as a Go duration (\"13s\"): base seconds times the failure count \
+         squared, plus up to half of that at random, at most max seconds (KubeVirt's crash loop)",
+    ),
 ];
 
 /// The name that reads the stage's own object.
@@ -574,6 +582,32 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
                 _ => Value::String(env.now()),
             }
         }
+        "sum" => {
+            let mut total = 0.0;
+            for i in 0..n {
+                match arg(i) {
+                    Value::Null => {}
+                    v => match v.as_f64() {
+                        Some(x) => total += x,
+                        None => return Value::Null,
+                    },
+                }
+            }
+            if total.fract() == 0.0 && total.abs() < 9e15 {
+                json!(total as i64)
+            } else {
+                json!(total)
+            }
+        }
+        // vm.go calculateStartBackoffTime: interval × count², plus rand(delay/2 + 1), capped.
+        "backoff" => {
+            let count = number(&arg(0)).unwrap_or(1.0).max(1.0) as u64;
+            let base = number(&arg(1)).unwrap_or(10.0).max(0.0) as u64;
+            let max = number(&arg(2)).unwrap_or(300.0).max(0.0) as u64;
+            let delay = base.saturating_mul(count.saturating_mul(count));
+            let delay = delay.saturating_add(env.rng().below(delay / 2 + 1));
+            Value::String(format!("{}s", delay.min(max)))
+        }
         _ => Value::Null,
     }
 }
@@ -689,6 +723,15 @@ mod tests {
         let n = number(&p).unwrap();
         assert!((10.0..20.0).contains(&n) && p.as_str().unwrap().ends_with('%'), "{p}");
         assert_eq!(p.as_str().unwrap().split('.').nth(1).unwrap().len(), 3, "{p}");
+        assert_eq!(ev("sum(int(.metadata.annotations['x.io/gen']), 1)"), json!(4));
+        assert_eq!(ev("sum(.nope, 1)"), json!(1));
+        assert_eq!(ev("sum(1, 'x')"), Value::Null);
+        for (count, lo, hi) in [(1, 10, 15), (2, 40, 60), (3, 90, 135), (9, 300, 300)] {
+            let d = ev(&format!("backoff({count}, 10, 300)"));
+            let secs = go_duration(d.as_str().unwrap()).unwrap();
+            assert!((lo as f64..=hi as f64).contains(&secs), "{count}: {d}");
+        }
+        assert_eq!(ev("backoff(.nope, 10, 300)").as_str().unwrap().len(), 3);
     }
 
     #[test]

@@ -22,6 +22,11 @@ struct Server {
 }
 
 async fn start() -> Server {
+    start_with(&[]).await
+}
+
+/// A server with extra flags (`--simulate`, …).
+async fn start_with(args: &[&str]) -> Server {
     let bin = std::env::var("VIRT_APISERVER_BIN").unwrap_or_else(|_| {
         concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/debug/virt-apiserver").to_string()
     });
@@ -30,6 +35,7 @@ async fn start() -> Server {
     let mut child = tokio::process::Command::new(&bin)
         .args(["--listen", "127.0.0.1:0", "--database"])
         .arg(dir.path().join("virt.db"))
+        .args(args)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -285,4 +291,40 @@ fn assert_core_group(discovery: &Discovery) {
     let (ar, caps) = find("ConfigMap");
     assert_eq!(ar.plural, "configmaps");
     assert_eq!(caps.scope, Scope::Namespaced);
+}
+
+/// kube's runtime watcher follows a VM the simulated runtime starts (`runStrategy: Always`),
+/// from creation through Starting to Running, as a controller or UI built on kube-rs would.
+#[tokio::test]
+async fn runtime_watcher_follows_a_simulated_vm_to_running() {
+    let s = start_with(&["--simulate", "--simulate-speed", "0.2"]).await;
+    let c = client(&s).await;
+    namespace(&c, "sim").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(c, "sim", &vm_resource());
+    let config = watcher::Config::default().fields("metadata.name=runs");
+    let mut events = watcher(api.clone(), config).boxed();
+    let mut obj = vm("runs");
+    obj.data["spec"]["runStrategy"] = json!("Always");
+    api.create(&PostParams::default(), &obj).await.unwrap();
+
+    // Each printableStatus once, in the order the watcher delivers them.
+    let mut seen: Vec<String> = Vec::new();
+    let follow = async {
+        while seen.last().map(String::as_str) != Some("Running") {
+            let o = match events.try_next().await.unwrap() {
+                Some(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => o,
+                Some(_) => continue,
+                None => panic!("watcher ended"),
+            };
+            let status = o.data["status"]["printableStatus"].as_str().unwrap_or("").to_string();
+            if !status.is_empty() && seen.last() != Some(&status) {
+                seen.push(status);
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), follow).await.expect("Running within 30 s");
+    assert_eq!(seen, ["Starting", "Running"]);
+    let vm = api.get("runs").await.unwrap();
+    assert_eq!(vm.data["status"]["ready"], true);
+    assert_eq!(vm.data["status"]["created"], true);
 }
