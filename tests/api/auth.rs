@@ -139,11 +139,16 @@ fn requests_in_flight_are_bounded_per_user() {
     });
     let base = s.base.clone();
     // A read of a future revision waits about 3 s before its 504: long enough to hold the slot.
-    let slow = std::thread::spawn(move || {
-        ureq::get(&format!("{base}/apis/kubevirt.io/v1/virtualmachines?resourceVersion=999999&resourceVersionMatch=NotOlderThan")).call().err().map(|e| match e {
+    let slow = std::thread::spawn(move || loop {
+        let url = format!("{base}/apis/kubevirt.io/v1/virtualmachines?resourceVersion=999999&resourceVersionMatch=NotOlderThan");
+        let code = ureq::get(&url).call().err().map(|e| match e {
             ureq::Error::Status(code, _) => code,
             _ => 0,
-        })
+        });
+        // The probes below may hold the slot when it arrives: then it tries again.
+        if code != Some(429) {
+            break code;
+        }
     });
     // Until the slow read holds the slot (on a loaded machine it may take a while to arrive).
     let started = std::time::Instant::now();

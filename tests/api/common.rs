@@ -770,3 +770,26 @@ impl Kubectl {
         path
     }
 }
+
+/// The object at `path`, if it exists.
+pub fn found(server: &TestServer, path: &str) -> Option<Value> {
+    let r = server.get(path);
+    (r.status == 200).then(|| r.json())
+}
+
+/// The distinct values the string at `field` takes on the watched object `name`, in order,
+/// until one of `last`.
+pub fn sequence(watch: &Watch, name: &str, field: &str, last: &[&str]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    while seen.last().is_none_or(|v| !last.contains(&v.as_str())) {
+        let ev = watch.expect();
+        if ev["object"]["metadata"]["name"] != name {
+            continue;
+        }
+        let v = ev["object"].pointer(field).and_then(Value::as_str).unwrap_or("").to_string();
+        if seen.last() != Some(&v) {
+            seen.push(v);
+        }
+    }
+    seen
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{eventually, ServerOptions, TestServer, Watch};
+use crate::common::{eventually, found, sequence, ServerOptions, TestServer};
 
 const KV: &str = "/apis/kubevirt.io/v1/namespaces";
 const CDI: &str = "/apis/cdi.kubevirt.io/v1beta1";
@@ -25,27 +25,6 @@ fn create(server: &TestServer, path: &str, body: Value) {
     assert_eq!(r.status, 201, "{}", r.text());
 }
 
-fn get(server: &TestServer, path: &str) -> Option<Value> {
-    let r = server.get(path);
-    (r.status == 200).then(|| r.json())
-}
-
-/// The distinct values `field` takes on the watched object `name`, in order, until `last`.
-fn sequence(watch: &Watch, name: &str, field: &str, last: &[&str]) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
-    while seen.last().is_none_or(|v| !last.contains(&v.as_str())) {
-        let ev = watch.expect();
-        if ev["object"]["metadata"]["name"] != name {
-            continue;
-        }
-        let v = ev["object"].pointer(field).and_then(Value::as_str).unwrap_or("").to_string();
-        if seen.last() != Some(&v) {
-            seen.push(v);
-        }
-    }
-    seen
-}
-
 fn running_vm(server: &TestServer, ns: &str, name: &str) -> Value {
     create(
         server,
@@ -55,7 +34,7 @@ fn running_vm(server: &TestServer, ns: &str, name: &str) -> Value {
                "spec": {"runStrategy": "Always", "template": {"spec": {"domain": {"devices": {}}}}}}),
     );
     eventually(Duration::from_secs(20), || {
-        get(server, &format!("{KV}/{ns}/virtualmachineinstances/{name}"))
+        found(server, &format!("{KV}/{ns}/virtualmachineinstances/{name}"))
             .filter(|v| v["status"]["phase"] == "Running")
     })
 }
@@ -98,7 +77,7 @@ fn a_migration_goes_through_its_phases_and_moves_the_vmi() {
         ]
     );
     let vmi =
-        get(&server, "/apis/kubevirt.io/v1/namespaces/mig/virtualmachineinstances/vm1").unwrap();
+        found(&server, "/apis/kubevirt.io/v1/namespaces/mig/virtualmachineinstances/vm1").unwrap();
     let target = vmi["status"]["nodeName"].as_str().unwrap();
     assert_ne!(target, source);
     assert_eq!(vmi["metadata"]["labels"]["kubevirt.io/nodeName"], target);
@@ -114,7 +93,7 @@ fn a_migration_goes_through_its_phases_and_moves_the_vmi() {
     assert!(state["targetPod"].as_str().unwrap().starts_with("virt-launcher-vm1-"), "{state}");
     assert!(state["startTimestamp"].is_string() && state["endTimestamp"].is_string(), "{state}");
     let m = eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{KV}/mig/virtualmachineinstancemigrations/m1"))
+        found(&server, &format!("{KV}/mig/virtualmachineinstancemigrations/m1"))
             .filter(|m| m["metadata"].get("finalizers").is_none())
     });
     assert_eq!(m["metadata"]["labels"]["kubevirt.io/vmi-name"], "vm1");
@@ -131,7 +110,7 @@ fn a_migration_goes_through_its_phases_and_moves_the_vmi() {
     let statuses = sequence(&vms, "vm1", "/status/printableStatus", &["Migrating"]);
     assert_eq!(statuses.last().unwrap(), "Migrating");
     eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{KV}/mig/virtualmachines/vm1"))
+        found(&server, &format!("{KV}/mig/virtualmachines/vm1"))
             .filter(|vm| vm["status"]["printableStatus"] == "Running")
     });
 }
@@ -147,7 +126,7 @@ fn migrations_fail_on_request_and_without_a_running_vmi() {
     let phases = sequence(&watch, "bad", "/status/phase", &["Succeeded", "Failed"]);
     assert_eq!(phases.last().unwrap(), "Failed");
     assert!(phases.contains(&"Running".to_string()), "{phases:?}");
-    let vmi = get(&server, &format!("{KV}/migfail/virtualmachineinstances/vm1")).unwrap();
+    let vmi = found(&server, &format!("{KV}/migfail/virtualmachineinstances/vm1")).unwrap();
     assert_eq!(vmi["status"]["nodeName"], before["status"]["nodeName"]);
     assert_eq!(vmi["status"]["migrationState"]["failed"], true);
     assert_eq!(vmi["status"]["migrationState"]["completed"], true);
@@ -156,7 +135,7 @@ fn migrations_fail_on_request_and_without_a_running_vmi() {
     let phases = sequence(&watch, "ghost", "/status/phase", &["Succeeded", "Failed"]);
     assert_eq!(phases, ["", "Failed"]);
     let events = eventually(Duration::from_secs(10), || {
-        let list = get(&server, "/api/v1/namespaces/migfail/events")?;
+        let list = found(&server, "/api/v1/namespaces/migfail/events")?;
         let items = list["items"].as_array()?.clone();
         let found =
             items.iter().any(|e| e["message"] == "Migration failed because vmi does not exist.");
@@ -176,7 +155,7 @@ fn replica_set(replicas: i64) -> Value {
 }
 
 fn rs_vmis(server: &TestServer, ns: &str) -> Vec<Value> {
-    let list = get(server, &format!("{KV}/{ns}/virtualmachineinstances")).unwrap();
+    let list = found(server, &format!("{KV}/{ns}/virtualmachineinstances")).unwrap();
     list["items"].as_array().unwrap().clone()
 }
 
@@ -187,7 +166,7 @@ fn a_replica_set_scales_counts_ready_pauses_and_scales_down() {
     let path = format!("{KV}/rs/virtualmachineinstancereplicasets");
     create(&server, &path, replica_set(3));
     let rs = eventually(Duration::from_secs(20), || {
-        get(&server, &format!("{path}/rs")).filter(|rs| rs["status"]["readyReplicas"] == 3)
+        found(&server, &format!("{path}/rs")).filter(|rs| rs["status"]["readyReplicas"] == 3)
     });
     assert_eq!(rs["status"]["replicas"], 3);
     assert_eq!(rs["status"]["labelSelector"], "app=web");
@@ -210,7 +189,7 @@ fn a_replica_set_scales_counts_ready_pauses_and_scales_down() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     let rs = eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{path}/rs"))
+        found(&server, &format!("{path}/rs"))
             .filter(|rs| rs["status"]["conditions"][0]["type"] == "ReplicaPaused")
     });
     let cond = &rs["status"]["conditions"][0];
@@ -224,7 +203,7 @@ fn a_replica_set_scales_counts_ready_pauses_and_scales_down() {
     let r = server.patch(&format!("{path}/rs"), merge, &json!({"spec": {"paused": false}}));
     assert_eq!(r.status, 200, "{}", r.text());
     let rs = eventually(Duration::from_secs(20), || {
-        let rs = get(&server, &format!("{path}/rs"))?;
+        let rs = found(&server, &format!("{path}/rs"))?;
         (rs_vmis(&server, "rs").len() == 1
             && rs["status"]["replicas"] == 1
             && rs["status"].get("conditions").is_none())
@@ -275,7 +254,7 @@ fn a_data_volume_imports_with_progress_and_kubes_conditions() {
         let (int, frac) = r.strip_suffix('%').unwrap().split_once('.').unwrap();
         assert!(int.parse::<u32>().unwrap() < 100 && frac.len() == 2, "{r}");
     }
-    let dv = get(&server, &format!("{path}/disk")).unwrap();
+    let dv = found(&server, &format!("{path}/disk")).unwrap();
     assert_eq!(dv["status"]["claimName"], "disk");
     let cond = |t: &str| {
         dv["status"]["conditions"]
@@ -305,7 +284,7 @@ fn a_data_volume_imports_with_progress_and_kubes_conditions() {
         "spec": {"source": {"pvc": {"name": "disk", "namespace": "cdi"}}}}),
     );
     let ds = eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{CDI}/namespaces/cdi/datasources/ds"))
+        found(&server, &format!("{CDI}/namespaces/cdi/datasources/ds"))
             .filter(|d| d["status"]["conditions"][0]["status"] == "True")
     });
     assert_eq!(ds["status"]["conditions"][0]["message"], "DataSource is ready to be consumed");
@@ -319,7 +298,7 @@ fn a_data_volume_imports_with_progress_and_kubes_conditions() {
                  "template": {"spec": {"source": {"registry": {"url": "docker://quay.io/containerdisks/fedora"}}}}}}),
     );
     let cron = eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{CDI}/namespaces/cdi/dataimportcrons/cron"))
+        found(&server, &format!("{CDI}/namespaces/cdi/dataimportcrons/cron"))
             .filter(|c| c["status"].get("conditions").is_some())
     });
     assert_eq!(cron["status"]["conditions"][1]["type"], "UpToDate");
@@ -331,7 +310,7 @@ fn a_data_volume_imports_with_progress_and_kubes_conditions() {
         "apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "CDI", "metadata": {"name": "cdi"}, "spec": {}}),
     );
     let cdi = eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{CDI}/namespaces/cdi/cdis/cdi"))
+        found(&server, &format!("{CDI}/namespaces/cdi/cdis/cdi"))
             .filter(|c| c["status"]["phase"] == "Deployed")
     });
     assert_eq!(cdi["status"]["conditions"][0]["type"], "Available");
@@ -343,7 +322,7 @@ fn a_data_volume_imports_with_progress_and_kubes_conditions() {
         "apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "CDIConfig", "metadata": {"name": "config"}, "spec": {}}),
     );
     let cfg = eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{CDI}/namespaces/cdi/cdiconfigs/config"))
+        found(&server, &format!("{CDI}/namespaces/cdi/cdiconfigs/config"))
             .filter(|c| c["status"].get("uploadProxyURL").is_some())
     });
     assert_eq!(cfg["status"]["filesystemOverhead"]["global"], "0.055");
@@ -358,7 +337,7 @@ fn an_import_fails_on_request() {
     create(&server, &path, data_volume("bad", true));
     let phases = sequence(&watch, "bad", "/status/phase", &["Succeeded", "Failed"]);
     assert_eq!(phases, ["", "Pending", "ImportScheduled", "ImportInProgress", "Failed"]);
-    let dv = get(&server, &format!("{path}/bad")).unwrap();
+    let dv = found(&server, &format!("{path}/bad")).unwrap();
     assert_eq!(dv["status"]["progress"], "N/A");
     assert_eq!(dv["status"]["restartCount"], 1);
     let running = dv["status"]["conditions"]
@@ -371,5 +350,5 @@ fn an_import_fails_on_request() {
     assert_eq!(running["reason"], "Error");
     // Nothing moves it on.
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(get(&server, &format!("{path}/bad")).unwrap()["status"]["phase"], "Failed");
+    assert_eq!(found(&server, &format!("{path}/bad")).unwrap()["status"]["phase"], "Failed");
 }

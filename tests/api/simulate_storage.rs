@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{eventually, ServerOptions, TestServer, Watch};
+use crate::common::{eventually, found, sequence, ServerOptions, TestServer};
 
 const KV: &str = "/apis/kubevirt.io/v1/namespaces";
 const SNAP: &str = "/apis/snapshot.kubevirt.io/v1alpha1/namespaces";
@@ -26,27 +26,6 @@ fn create(server: &TestServer, path: &str, body: Value) -> Value {
     let r = server.post(path, &body);
     assert_eq!(r.status, 201, "{}", r.text());
     r.json()
-}
-
-fn get(server: &TestServer, path: &str) -> Option<Value> {
-    let r = server.get(path);
-    (r.status == 200).then(|| r.json())
-}
-
-/// The distinct values `field` takes on the watched object `name`, in order, until `last`.
-fn sequence(watch: &Watch, name: &str, field: &str, last: &[&str]) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
-    while seen.last().is_none_or(|v| !last.contains(&v.as_str())) {
-        let ev = watch.expect();
-        if ev["object"]["metadata"]["name"] != name {
-            continue;
-        }
-        let v = ev["object"].pointer(field).and_then(Value::as_str).unwrap_or("").to_string();
-        if seen.last() != Some(&v) {
-            seen.push(v);
-        }
-    }
-    seen
 }
 
 /// A VM with a DataVolume disk, a container disk and a cloud-init volume, and one interface.
@@ -109,7 +88,7 @@ fn a_snapshot_locks_its_vm_creates_its_content_and_succeeds() {
     let locks = sequence(&vms, "vm1", "/status/snapshotInProgress", &["s1"]);
     assert_eq!(locks.last().unwrap(), "s1");
     let vm_now = eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{KV}/snap/virtualmachines/vm1"))
+        found(&server, &format!("{KV}/snap/virtualmachines/vm1"))
             .filter(|v| v["status"].get("snapshotInProgress").is_none())
             // The lock's status and its finalizer go in two writes.
             .filter(|v| {
@@ -121,7 +100,7 @@ fn a_snapshot_locks_its_vm_creates_its_content_and_succeeds() {
 
     let uid = snap["metadata"]["uid"].as_str().unwrap();
     let content_name = format!("vmsnapshot-content-{uid}");
-    let s = get(&server, &format!("{SNAP}/snap/virtualmachinesnapshots/s1")).unwrap();
+    let s = found(&server, &format!("{SNAP}/snap/virtualmachinesnapshots/s1")).unwrap();
     assert_eq!(s["metadata"]["finalizers"], json!(["snapshot.kubevirt.io/vmsnapshot-protection"]));
     assert_eq!(s["status"]["readyToUse"], true);
     assert_eq!(s["status"]["sourceUID"], vm["metadata"]["uid"]);
@@ -140,7 +119,7 @@ fn a_snapshot_locks_its_vm_creates_its_content_and_succeeds() {
         json!(["cloudinit", "containerdisk"])
     );
 
-    let c = get(&server, &format!("{SNAP}/snap/virtualmachinesnapshotcontents/{content_name}"))
+    let c = found(&server, &format!("{SNAP}/snap/virtualmachinesnapshotcontents/{content_name}"))
         .unwrap();
     assert_eq!(
         c["metadata"]["finalizers"],
@@ -184,7 +163,7 @@ fn a_running_vms_snapshot_is_online() {
     server.namespace("online");
     vm(&server, "online", "vm1", "Always", &["dv"]);
     eventually(Duration::from_secs(20), || {
-        get(&server, &format!("{KV}/online/virtualmachineinstances/vm1"))
+        found(&server, &format!("{KV}/online/virtualmachineinstances/vm1"))
             .filter(|v| v["status"]["phase"] == "Running")
             .filter(|v| {
                 let conditions = v["status"]["conditions"].as_array().cloned().unwrap_or_default();
@@ -197,7 +176,7 @@ fn a_running_vms_snapshot_is_online() {
         snapshot("online", "s1", "vm1", None, false),
     );
     let s = eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{SNAP}/online/virtualmachinesnapshots/s1"))
+        found(&server, &format!("{SNAP}/online/virtualmachinesnapshots/s1"))
             .filter(|s| s["status"]["phase"] == "Succeeded")
     });
     // The simulated guest runs an agent: KubeVirt indicates a consistent, agent-frozen snapshot.
@@ -221,7 +200,7 @@ fn a_snapshot_without_its_source_or_past_its_deadline_fails() {
         snapshot("late", "stuck", "vm1", Some("2s"), true),
     );
     let missing = eventually(Duration::from_secs(5), || {
-        get(&server, &format!("{SNAP}/late/virtualmachinesnapshots/ghost"))
+        found(&server, &format!("{SNAP}/late/virtualmachinesnapshots/ghost"))
             .filter(|s| condition(s, "Progressing")["status"] == "False")
     });
     assert_eq!(missing["status"]["phase"], "InProgress");
@@ -229,7 +208,7 @@ fn a_snapshot_without_its_source_or_past_its_deadline_fails() {
     assert_eq!(condition(&missing, "Ready")["reason"], "Not ready");
     // The failure on request keeps the volume snapshots from becoming ready: the VM stays locked.
     let vm = eventually(Duration::from_secs(5), || {
-        get(&server, &format!("{KV}/late/virtualmachines/vm1"))
+        found(&server, &format!("{KV}/late/virtualmachines/vm1"))
             .filter(|v| v["status"]["snapshotInProgress"] == "stuck")
     });
     assert!(vm["metadata"]["finalizers"]
@@ -240,7 +219,7 @@ fn a_snapshot_without_its_source_or_past_its_deadline_fails() {
         let phases = sequence(&watch, name, "/status/phase", &["Succeeded", "Failed"]);
         assert_eq!(phases.last().unwrap(), "Failed", "{name}: {phases:?}");
         assert!(!phases.contains(&"Succeeded".to_string()), "{name}: {phases:?}");
-        let s = get(&server, &format!("{SNAP}/late/virtualmachinesnapshots/{name}")).unwrap();
+        let s = found(&server, &format!("{SNAP}/late/virtualmachinesnapshots/{name}")).unwrap();
         let failure = condition(&s, "Failure");
         assert_eq!(failure["status"], "True");
         assert_eq!(failure["reason"], "snapshot deadline exceeded");
@@ -249,7 +228,7 @@ fn a_snapshot_without_its_source_or_past_its_deadline_fails() {
     }
     // Failed: the VM is unlocked.
     eventually(Duration::from_secs(5), || {
-        get(&server, &format!("{KV}/late/virtualmachines/vm1"))
+        found(&server, &format!("{KV}/late/virtualmachines/vm1"))
             .filter(|v| v["status"].get("snapshotInProgress").is_none())
     });
 }
@@ -281,7 +260,7 @@ fn an_export_becomes_ready_with_links_and_an_owned_token_secret() {
     );
     let phases = sequence(&watch, "e1", "/status/phase", &["Ready", "Skipped"]);
     assert_eq!(phases, ["", "Pending", "Ready"]);
-    let e = get(&server, &format!("{EXPORT}/exp/virtualmachineexports/e1")).unwrap();
+    let e = found(&server, &format!("{EXPORT}/exp/virtualmachineexports/e1")).unwrap();
     let st = &e["status"];
     assert_eq!(st["tokenSecretRef"], "export-token-e1");
     assert_eq!(st["serviceName"], "virt-export-e1");
@@ -306,7 +285,7 @@ fn an_export_becomes_ready_with_links_and_an_owned_token_secret() {
     );
     assert!(st["links"].get("external").is_none(), "{st}");
 
-    let secret = get(&server, "/api/v1/namespaces/exp/secrets/export-token-e1").unwrap();
+    let secret = found(&server, "/api/v1/namespaces/exp/secrets/export-token-e1").unwrap();
     let owner = &secret["metadata"]["ownerReferences"][0];
     assert_eq!(owner["kind"], "VirtualMachineExport");
     assert_eq!(owner["uid"], created["metadata"]["uid"]);
@@ -323,7 +302,7 @@ fn exports_wait_for_a_stopped_vm_skip_container_disks_and_expire() {
     vm(&server, "wait", "disks", "Halted", &["containerdisk"]);
     vm(&server, "wait", "brief", "Halted", &["pvc"]);
     eventually(Duration::from_secs(20), || {
-        get(&server, &format!("{KV}/wait/virtualmachineinstances/running"))
+        found(&server, &format!("{KV}/wait/virtualmachineinstances/running"))
             .filter(|v| v["status"]["phase"] == "Running")
     });
     let watch = server.watch(&format!("{EXPORT}/wait/virtualmachineexports?watch=true"));
@@ -334,7 +313,7 @@ fn exports_wait_for_a_stopped_vm_skip_container_disks_and_expire() {
     create(&server, &path, export("wait", "short", "brief", Some("3s")));
     let reason = |name: &str, want: &str| {
         eventually(Duration::from_secs(10), || {
-            get(&server, &format!("{path}/{name}"))
+            found(&server, &format!("{path}/{name}"))
                 .filter(|e| condition(e, "Ready")["reason"] == want)
         })
     };
@@ -345,7 +324,7 @@ fn exports_wait_for_a_stopped_vm_skip_container_disks_and_expire() {
     assert_eq!(missing["status"]["phase"], "Pending");
     assert_eq!(condition(&missing, "Ready")["status"], "False");
     eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{path}/cd")).filter(|e| e["status"]["phase"] == "Skipped")
+        found(&server, &format!("{path}/cd")).filter(|e| e["status"]["phase"] == "Skipped")
     });
     // Expiry: Ready, then deleted at its ttlExpirationTime; the token Secret goes with it.
     let mut phases = Vec::new();
@@ -396,7 +375,7 @@ fn a_clone_snapshots_restores_and_creates_its_target() {
         phases,
         ["", "SnapshotInProgress", "RestoreInProgress", "CreatingTargetVM", "Succeeded"]
     );
-    let done = get(&server, &format!("{CLONES}/c1")).unwrap();
+    let done = found(&server, &format!("{CLONES}/c1")).unwrap();
     // The webhook's default target name.
     let target = done["spec"]["target"]["name"].as_str().unwrap();
     assert!(target.starts_with("clone-src-") && target.len() == 15, "{target}");
@@ -417,7 +396,7 @@ fn a_clone_snapshots_restores_and_creates_its_target() {
     });
 
     // The target: the source's spec, its MAC blanked, its labels kept.
-    let vm = get(&server, &format!("{KV}/default/virtualmachines/{target}")).unwrap();
+    let vm = found(&server, &format!("{KV}/default/virtualmachines/{target}")).unwrap();
     let iface = &vm["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"][0];
     assert_eq!(iface["name"], "default");
     assert!(iface.get("macAddress").is_none(), "{vm}");
@@ -439,18 +418,18 @@ fn a_clone_keeps_given_macs_and_fails_without_its_source() {
     create(&server, CLONES, c);
     create(&server, CLONES, clone("c3", "ghost", Some("nothing"), Some("cl")));
     let copy = eventually(Duration::from_secs(15), || {
-        get(&server, &format!("{KV}/cl/virtualmachines/copy"))
+        found(&server, &format!("{KV}/cl/virtualmachines/copy"))
     });
     let iface = &copy["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"][0];
     assert_eq!(iface["macAddress"], "02:aa:bb:cc:dd:ee");
     let failed = eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{CLONES}/c3")).filter(|c| c["status"]["phase"] == "Failed")
+        found(&server, &format!("{CLONES}/c3")).filter(|c| c["status"]["phase"] == "Failed")
     });
     assert_eq!(condition(&failed, "Ready")["status"], "False");
     assert_eq!(server.get(&format!("{KV}/cl/virtualmachines/nothing")).status, 404);
     // A succeeded clone whose target is deleted deletes itself.
     eventually(Duration::from_secs(10), || {
-        get(&server, &format!("{CLONES}/c2")).filter(|c| c["status"]["phase"] == "Succeeded")
+        found(&server, &format!("{CLONES}/c2")).filter(|c| c["status"]["phase"] == "Succeeded")
     });
     assert_eq!(server.delete(&format!("{KV}/cl/virtualmachines/copy")).status, 200);
     eventually(Duration::from_secs(10), || {
