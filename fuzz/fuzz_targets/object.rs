@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     if let Some(m) = obj.get("metadata").and_then(|m| m.as_object()) {
-        let _ = meta::validate(m, kind & 4 == 0);
+        let _ = meta::validate(m, kind & 4 == 0, kind & 8 == 0);
     }
     let _ = serde_json::to_vec(&obj);
     let _ = strict_decoding::duplicate_fields(body);

@@ -5,10 +5,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
+use virt_apiserver::limits::{depth, MAX_OBJECT_DEPTH};
 use virt_apiserver::patch::{
     apply_json_patch, apply_merge_patch, parse_json_patch, parse_merge_patch,
 };
-use virt_apiserver::limits::{depth, MAX_OBJECT_DEPTH};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&kind, rest)) = data.split_first() else { return };
