@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{eventually, Kubectl, Resp, ServerOptions, TestServer};
+use crate::common::{condition, eventually, managers, Kubectl, Resp, ServerOptions, TestServer};
 
 const KV: &str = "/apis/kubevirt.io/v1/namespaces";
 const SUB: &str = "/apis/subresources.kubevirt.io/v1/namespaces";
@@ -133,10 +133,6 @@ fn wait_printable(server: &TestServer, name: &str, want: &str) -> Value {
             .then(|| get(server, "virtualmachines", name))
             .flatten()
     })
-}
-
-fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
-    obj["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_)
 }
 
 #[test]
@@ -433,12 +429,7 @@ fn migrate_creates_a_migration() {
     assert!(names[0].starts_with("kubevirt-migrate-vm-"), "{names:?}");
     let vmim = server.get_json(&format!("{KV}/ns/virtualmachineinstancemigrations/{}", names[0]));
     assert_eq!(vmim["spec"], json!({"vmiName": "m", "addedNodeSelector": {"zone": "b"}}));
-    let managers: Vec<&str> = vmim["metadata"]["managedFields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["manager"].as_str())
-        .collect();
+    let managers = managers(&vmim);
     assert_eq!(managers, ["virt-api"]);
 }
 
@@ -454,12 +445,7 @@ fn actions_write_their_effect_without_simulate() {
     let vm = get(&server, "virtualmachines", "h").unwrap();
     assert_eq!(vm["spec"]["runStrategy"], "Always");
     assert!(get(&server, "virtualmachineinstances", "h").is_none(), "nothing moves");
-    let managers: Vec<&str> = vm["metadata"]["managedFields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["manager"].as_str())
-        .collect();
+    let managers = managers(&vm);
     assert!(managers.contains(&"virt-api"), "{managers:?}");
     assert_done(&vm_act(&server, "h", "stop", ""), 202);
     assert_eq!(get(&server, "virtualmachines", "h").unwrap()["spec"]["runStrategy"], "Halted");

@@ -793,3 +793,15 @@ pub fn sequence(watch: &Watch, name: &str, field: &str, last: &[&str]) -> Vec<St
     }
     seen
 }
+
+/// The status condition of `type_`, if the object has one.
+pub fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+    obj["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_)
+}
+
+/// The field managers that wrote the object.
+pub fn managers(obj: &Value) -> Vec<&str> {
+    let entries =
+        obj["metadata"]["managedFields"].as_array().map(Vec::as_slice).unwrap_or_default();
+    entries.iter().filter_map(|m| m["manager"].as_str()).collect()
+}

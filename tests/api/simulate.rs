@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{binary, eventually, Kubectl, ServerOptions, TestServer};
+use crate::common::{binary, eventually, managers, Kubectl, ServerOptions, TestServer};
 
 const VMS: &str = "/apis/kubevirt.io/v1/namespaces";
 
@@ -81,12 +81,7 @@ fn a_vm_runs_halts_and_goes_through_kubectl() {
     assert_eq!(vm["status"]["runStrategy"], "Always");
     assert_eq!(vm["status"]["desiredGeneration"], 1);
     assert_eq!(vm["status"]["observedGeneration"], 1);
-    let managers: Vec<&str> = vm["metadata"]["managedFields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["manager"].as_str())
-        .collect();
+    let managers = managers(&vm);
     assert!(managers.contains(&"virt-controller"), "{managers:?}");
     let vmi = get(&server, "sim", "virtualmachineinstances", "vm1").unwrap();
     let owner = &vmi["metadata"]["ownerReferences"][0];

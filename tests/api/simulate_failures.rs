@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{eventually, ServerOptions, TestServer, Watch};
+use crate::common::{condition, eventually, ServerOptions, TestServer, Watch};
 
 const KV: &str = "/apis/kubevirt.io/v1/namespaces";
 const SUB: &str = "/apis/subresources.kubevirt.io/v1/namespaces";
@@ -41,10 +41,6 @@ fn create(server: &TestServer, ns: &str, obj: &Value) {
 fn get(server: &TestServer, ns: &str, plural: &str, name: &str) -> Option<Value> {
     let r = server.get(&format!("{KV}/{ns}/{plural}/{name}"));
     (r.status == 200).then(|| r.json())
-}
-
-fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
-    obj["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_)
 }
 
 /// The VM's printableStatus values, each change once, until `last` (within `within`).

@@ -190,13 +190,21 @@ mod testing {
             problems.join("\n")
         );
     }
+
+    /// Exactly these problems: each needle in one of them, and no others.
+    pub(super) fn assert_problems(problems: &[String], expected: &[&str]) {
+        for e in expected {
+            assert_problem(problems, e);
+        }
+        assert_eq!(problems.len(), expected.len(), "{}", problems.join("\n"));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::Value;
 
-    use super::testing::{assert_problem, lower_json};
+    use super::testing::{assert_problems, lower_json};
     use crate::model::*;
     use crate::swagger::Method;
     use crate::test_doc::TestDoc;
@@ -351,9 +359,6 @@ mod tests {
             "(listAIoV1Stuff): path names `stuff` but Thing has plural `things`",
             "GET /apis/c.io/ (getCIoAPIGroup): group `c.io` is not in x-virt-api-groups",
         ];
-        for e in expected {
-            assert_problem(&problems, e);
-        }
-        assert_eq!(problems.len(), expected.len(), "{}", problems.join("\n"));
+        assert_problems(&problems, &expected);
     }
 }

@@ -216,7 +216,7 @@ impl<'d> Lowering<'d> {
 mod tests {
     use serde_json::Value;
 
-    use super::super::testing::{assert_problem, lower_json};
+    use super::super::testing::{assert_problem, assert_problems, lower_json};
     use crate::model::*;
     use crate::swagger::Method;
     use crate::test_doc::TestDoc;
@@ -354,10 +354,7 @@ mod tests {
             "definition io.a.v1.Doohickey: scale.labelSelectorPath `.spec.selector[0]` is not a simple JSON path under .spec or .status",
             "definition io.a.v1beta1.Thing: status and scale subresources must match io.a.v1.Thing (same kind)",
         ];
-        for e in expected {
-            assert_problem(&problems, e);
-        }
-        assert_eq!(problems.len(), expected.len(), "{}", problems.join("\n"));
+        assert_problems(&problems, &expected);
     }
 
     /// kube's Namespace `finalize`: put only, the kind's own GVK.
@@ -495,10 +492,7 @@ mod tests {
             "(putGizmoPoke): actions are on namespaced kinds, under a namespace",
             "x-virt-api-resources belongs only on an `apiResources` operation",
         ];
-        for e in expected {
-            assert_problem(&problems, e);
-        }
-        assert_eq!(problems.len(), expected.len(), "{}", problems.join("\n"));
+        assert_problems(&problems, &expected);
     }
 
     #[test]
