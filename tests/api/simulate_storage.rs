@@ -189,6 +189,7 @@ fn a_snapshot_without_its_source_or_past_its_deadline_fails() {
     server.namespace("late");
     vm(&server, "late", "vm1", "Halted", &["dv"]);
     let watch = server.watch(&format!("{SNAP}/late/virtualmachinesnapshots?watch=true"));
+    let vm_watch = server.watch(&format!("{KV}/late/virtualmachines?watch=true"));
     create(
         &server,
         &format!("{SNAP}/late/virtualmachinesnapshots"),
@@ -199,26 +200,43 @@ fn a_snapshot_without_its_source_or_past_its_deadline_fails() {
         &format!("{SNAP}/late/virtualmachinesnapshots"),
         snapshot("late", "stuck", "vm1", Some("2s"), true),
     );
-    let missing = eventually(Duration::from_secs(5), || {
-        found(&server, &format!("{SNAP}/late/virtualmachinesnapshots/ghost"))
-            .filter(|s| condition(s, "Progressing")["status"] == "False")
-    });
+    // Both states before the deadline are transient (2 s), so they are read from the watches, which
+    // see every write, not polled.
+    let mut history: Vec<Value> = Vec::new();
+    let failed = |h: &[Value], name: &str| {
+        h.iter().any(|e| {
+            e["object"]["metadata"]["name"] == name && e["object"]["status"]["phase"] == "Failed"
+        })
+    };
+    while !(failed(&history, "ghost") && failed(&history, "stuck")) {
+        history.push(watch.expect());
+    }
+    let of = |name: &str| -> Vec<&Value> {
+        history
+            .iter()
+            .filter(|e| e["object"]["metadata"]["name"] == name)
+            .map(|e| &e["object"])
+            .collect()
+    };
+    let missing = of("ghost")
+        .into_iter()
+        .find(|s| condition(s, "Progressing")["status"] == "False")
+        .expect("the sourceless snapshot stops progressing before its deadline");
     assert_eq!(missing["status"]["phase"], "InProgress");
-    assert_eq!(condition(&missing, "Progressing")["reason"], "Source does not exist");
-    assert_eq!(condition(&missing, "Ready")["reason"], "Not ready");
+    assert_eq!(condition(missing, "Progressing")["reason"], "Source does not exist");
+    assert_eq!(condition(missing, "Ready")["reason"], "Not ready");
     // The failure on request keeps the volume snapshots from becoming ready: the VM stays locked.
-    let vm = eventually(Duration::from_secs(5), || {
-        found(&server, &format!("{KV}/late/virtualmachines/vm1"))
-            .filter(|v| v["status"]["snapshotInProgress"] == "stuck")
+    first_on(&vm_watch, |v| {
+        v["status"]["snapshotInProgress"] == "stuck"
+            && v["metadata"]["finalizers"].as_array().is_some_and(|f| {
+                f.contains(&json!("snapshot.kubevirt.io/snapshot-source-protection"))
+            })
     });
-    assert!(vm["metadata"]["finalizers"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("snapshot.kubevirt.io/snapshot-source-protection")));
     for name in ["ghost", "stuck"] {
-        let phases = sequence(&watch, name, "/status/phase", &["Succeeded", "Failed"]);
-        assert_eq!(phases.last().unwrap(), "Failed", "{name}: {phases:?}");
-        assert!(!phases.contains(&"Succeeded".to_string()), "{name}: {phases:?}");
+        let phases: Vec<&str> =
+            of(name).iter().filter_map(|s| s["status"]["phase"].as_str()).collect();
+        assert_eq!(phases.last().copied(), Some("Failed"), "{name}: {phases:?}");
+        assert!(!phases.contains(&"Succeeded"), "{name}: {phases:?}");
         let s = found(&server, &format!("{SNAP}/late/virtualmachinesnapshots/{name}")).unwrap();
         let failure = condition(&s, "Failure");
         assert_eq!(failure["status"], "True");
@@ -227,10 +245,17 @@ fn a_snapshot_without_its_source_or_past_its_deadline_fails() {
         assert_eq!(s["status"]["readyToUse"], false);
     }
     // Failed: the VM is unlocked.
-    eventually(Duration::from_secs(5), || {
-        found(&server, &format!("{KV}/late/virtualmachines/vm1"))
-            .filter(|v| v["status"].get("snapshotInProgress").is_none())
-    });
+    first_on(&vm_watch, |v| v["status"].get("snapshotInProgress").is_none());
+}
+
+/// The first object on `watch` that satisfies `ok`.
+fn first_on(watch: &crate::common::Watch, ok: impl Fn(&Value) -> bool) -> Value {
+    loop {
+        let ev = watch.expect();
+        if ok(&ev["object"]) {
+            return ev["object"].clone();
+        }
+    }
 }
 
 fn export(ns: &str, name: &str, vm: &str, ttl: Option<&str>) -> Value {
