@@ -79,6 +79,10 @@ struct Args {
     /// Most mutating requests in flight per user.
     #[arg(long, default_value_t = virt_apiserver::filters::DEFAULT_MAX_MUTATING)]
     max_mutating_requests_inflight: usize,
+    /// The most a request other than a watch may take before it is answered 504 (kube's flag;
+    /// a client's `?timeout=` may shorten it).
+    #[arg(long, default_value = "1m0s", value_parser = parse_duration)]
+    request_timeout: Duration,
     /// Serve on a non-loopback address without authentication (anyone who reaches it may write).
     #[arg(long)]
     insecure_allow_unauthenticated_remote: bool,
@@ -101,6 +105,12 @@ struct Args {
     /// flag; 0: at once).
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     shutdown_watch_termination_grace_period: Duration,
+    /// After the delay, keep the listener open and answer new requests 429 with Retry-After
+    /// until those in flight have drained (kube-apiserver's flag, so `=true` is taken too); off:
+    /// the listener closes.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set,
+          default_value_t = false)]
+    shutdown_send_retry_after: bool,
     /// Test hook: GET of this path panics in its handler (proves panics become 500 Status).
     #[arg(long, hide = true)]
     debug_panic_path: Option<String>,
@@ -209,35 +219,13 @@ fn tls(args: &Args) -> Option<std::sync::Arc<rustls::ServerConfig>> {
     Some(virt_apiserver::tls::server_config(&files).unwrap_or_else(|e| fail(e)))
 }
 
-/// Seconds (`300`), or a sum of numbers with units ms, s, m, h (`5m`, `1m30s`, `1.5s`).
+/// Seconds (`300`), or Go's duration syntax as kube's flags take it (`5m`, `1m30s`, `500ms`).
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    if let Ok(secs) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
+    match text.parse::<u64>() {
+        Ok(secs) => Ok(Duration::from_secs(secs)),
+        Err(_) => virt_apiserver::duration::parse(text),
     }
-    let bad = || format!("invalid duration {text:?}: use seconds or e.g. 5m, 90s, 1m30s, 500ms");
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let split = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
-        let (number, tail) = rest.split_at(split);
-        let number: f64 = number.parse().map_err(|_| bad())?;
-        let unit_len = tail.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_len);
-        let scale = match unit {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad()),
-        };
-        total += Duration::try_from_secs_f64(number * scale).map_err(|_| bad())?;
-        rest = tail;
-    }
-    Ok(total)
 }
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -260,7 +248,8 @@ fn filters(args: &Args, addr: &std::net::SocketAddr) -> Filters {
         other => fail(format!("unknown --authorization-mode {other:?}: use AlwaysAllow or ABAC")),
     };
     let mut filters =
-        Filters::new(tokens, abac, args.max_requests_inflight, args.max_mutating_requests_inflight);
+        Filters::new(tokens, abac, args.max_requests_inflight, args.max_mutating_requests_inflight)
+            .with_request_timeout(args.request_timeout);
     if args.client_ca_file.is_some() {
         filters = filters.with_client_certificates();
     }
@@ -349,6 +338,7 @@ fn main() -> std::io::Result<()> {
     let shutdown = ShutdownOptions {
         delay: args.shutdown_delay_duration,
         watch_grace: args.shutdown_watch_termination_grace_period,
+        send_retry_after: args.shutdown_send_retry_after,
     };
     let opts = ServeOptions {
         tls: tls(&args),

@@ -4,16 +4,18 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::middleware::Next;
-use actix_web::{web, HttpMessage, ResponseError};
+use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
 
 use crate::http::authn::{TokenFile, User};
 use crate::http::authz::{forbidden_message, Abac};
 use crate::http::request_info::RequestInfo;
+use crate::http::server::AppState;
 use crate::http::tls::ClientCertUser;
 use crate::object::error::ApiError;
 use crate::object::limits::MAX_BODY_BYTES;
@@ -21,6 +23,8 @@ use crate::object::limits::MAX_BODY_BYTES;
 /// kube-apiserver's defaults for `--max-requests-inflight` and `--max-mutating-requests-inflight`.
 pub const DEFAULT_MAX_READONLY: usize = 400;
 pub const DEFAULT_MAX_MUTATING: usize = 200;
+/// kube-apiserver's `--request-timeout` default.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What the chain enforces.
 pub struct Filters {
@@ -33,6 +37,8 @@ pub struct Filters {
     pub abac: Option<Abac>,
     pub max_readonly: usize,
     pub max_mutating: usize,
+    /// `--request-timeout`: the most a request that is not a watch may take.
+    pub request_timeout: Duration,
     /// Requests in flight per user: (read-only, mutating).
     inflight: Mutex<HashMap<String, (usize, usize)>>,
 }
@@ -50,8 +56,15 @@ impl Filters {
             abac,
             max_readonly,
             max_mutating,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             inflight: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Bounds requests other than watches by `timeout` (kube's `--request-timeout`).
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Filters {
+        self.request_timeout = timeout;
+        self
     }
 
     /// Also authenticates verified client certificates (TLS with `--client-ca-file`).
@@ -78,6 +91,12 @@ impl Filters {
         }
         let auth = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         self.tokens.as_ref().and_then(|t| t.authenticate(auth))
+    }
+
+    /// Requests holding an in-flight slot now: (read-only, mutating).
+    pub fn in_flight(&self) -> (usize, usize) {
+        let map = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        map.values().fold((0, 0), |(r, m), (a, b)| (r + a, m + b))
     }
 
     /// Takes an in-flight slot for `user`, or says the limit is reached.
@@ -157,6 +176,23 @@ pub async fn chain(
     };
     let path = req.path().to_string();
     let info = RequestInfo::parse(req.method().as_str(), &path, req.query_string());
+    // kube's WithRetryAfter and WithWaitGroup, outside authentication as there.
+    let lifecycle = req.app_data::<web::Data<AppState>>().map(|s| s.lifecycle.clone());
+    let _in_flight = match &lifecycle {
+        Some(life) if !info.is_long_running() && !exempt_from_retry_after(&req) => {
+            if life.refuses_new_requests() {
+                let res = HttpResponse::TooManyRequests()
+                    .insert_header((header::RETRY_AFTER, "5"))
+                    .force_close()
+                    .insert_header((header::CONTENT_TYPE, "text/plain; charset=utf-8"))
+                    .insert_header(("X-Content-Type-Options", "nosniff"))
+                    .body("The apiserver is shutting down, please try again later.\n");
+                return Ok(req.into_response(res).map_into_right_body());
+            }
+            Some(life.request_started())
+        }
+        _ => None,
+    };
     let public = public_paths().contains(path.trim_end_matches('/'));
 
     let user = match filters.authenticate(&req) {
@@ -182,7 +218,12 @@ pub async fn chain(
             return Ok(reject(req, ApiError::RequestEntityTooLarge(msg)));
         }
     }
-    let _slot = if info.is_long_running() {
+    let long_running = info.is_long_running();
+    let deadline = match request_deadline(&filters, req.query_string()) {
+        Ok(d) => d,
+        Err(err) => return Ok(reject(req, err)),
+    };
+    let _slot = if long_running {
         None
     } else {
         let mutating = !info.is_read_only() && info.is_resource;
@@ -193,7 +234,26 @@ pub async fn chain(
     };
     req.extensions_mut().insert(user);
     // Panics are answered further out, by `outermost` (this layer cannot keep the request).
-    let res = next.call(req).await?;
+    let res = if long_running {
+        next.call(req).await?
+    } else {
+        // kube's WithTimeoutForNonLongRunningRequests: past the deadline the client gets 504,
+        // whatever holds the request (a body sent a byte at a time, a slow store). The
+        // handler is dropped; a write it handed to the store may still commit, as in kube
+        // ("the server ... may still be processing the request").
+        // The request itself is inside the dropped handler, so the 504 leaves as an error that
+        // actix answers with its `error_response` (the Status body).
+        match tokio::time::timeout(deadline, next.call(req)).await {
+            Ok(res) => res?,
+            Err(_) => {
+                return Err(ApiError::Timeout {
+                    message: "request did not complete within the allotted timeout".into(),
+                    causes: Vec::new(),
+                }
+                .into())
+            }
+        }
+    };
     Ok(match foreign_error(&res) {
         None => res.map_into_left_body(),
         Some(err) => {
@@ -201,6 +261,31 @@ pub async fn chain(
             ServiceResponse::new(req, err.error_response()).map_into_right_body()
         }
     })
+}
+
+/// Health probes and metrics are served through the drain, as is kube-apiserver's own loopback
+/// client (`isRequestExemptFromRetryAfter`).
+fn exempt_from_retry_after(req: &ServiceRequest) -> bool {
+    let agent = req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+    agent.is_some_and(|a| a.starts_with("kube-apiserver/"))
+        || ["/readyz", "/livez", "/healthz", "/metrics"].iter().any(|p| req.path().starts_with(p))
+}
+
+/// The deadline of a request that is not a watch: the `timeout` query parameter client-go sends
+/// (`kubectl --request-timeout`), when above zero and below the server's own bound (kube's
+/// WithRequestDeadline), else `--request-timeout`.
+fn request_deadline(filters: &Filters, query: &str) -> Result<Duration, ApiError> {
+    // A query that does not decode is the handler's 400 to give, in its words.
+    let query = crate::http::params::Query::from_query(query).ok();
+    let asked = query.as_ref().and_then(|q| q.get("timeout")).filter(|v| !v.is_empty());
+    let Some(asked) = asked else { return Ok(filters.request_timeout) };
+    match crate::object::duration::parse(asked) {
+        Ok(d) if !d.is_zero() && d < filters.request_timeout => Ok(d),
+        Ok(_) => Ok(filters.request_timeout),
+        Err(e) => {
+            Err(ApiError::BadRequest(format!("invalid timeout specified in the request URL - {e}")))
+        }
+    }
 }
 
 /// An error answered by actix itself rather than by our handlers (their errors are `ApiError`s

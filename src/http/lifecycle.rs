@@ -6,13 +6,16 @@
 //! `NotAcceptingNewRequest` (after the delay): the listener closes, in-flight requests finish,
 //! and every watch ends its stream cleanly. As kube's `WithWatchTerminationDuringShutdown` rate
 //! limits the watches' ends (at least 200 a second, all of them within
-//! `--shutdown-watch-termination-grace-period`), each watch here takes its turn.
+//! `--shutdown-watch-termination-grace-period`), each watch here takes its turn. With
+//! `--shutdown-send-retry-after` the listener stays open after the delay instead: every new
+//! request (health and metrics aside) gets 429 with `Retry-After` and `Connection: close` until
+//! the requests in flight have drained (kube's `WithRetryAfter` and `WithWaitGroup`).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 /// Where the server is in its life.
@@ -42,6 +45,12 @@ struct Inner {
     drain: std::sync::OnceLock<Drain>,
     /// The next turn to end a watch.
     turns: AtomicU64,
+    /// Requests in flight that are neither watches nor exempt from the drain.
+    requests: AtomicUsize,
+    /// Told whenever `requests` drops to zero.
+    drained: Notify,
+    /// After the delay, new requests get 429 while those in flight drain.
+    send_retry_after: AtomicBool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +68,9 @@ impl Default for Lifecycle {
                 watches: AtomicUsize::new(0),
                 drain: std::sync::OnceLock::new(),
                 turns: AtomicU64::new(0),
+                requests: AtomicUsize::new(0),
+                drained: Notify::new(),
+                send_retry_after: AtomicBool::new(false),
             }),
         }
     }
@@ -72,6 +84,19 @@ pub struct WatchGuard {
 impl Drop for WatchGuard {
     fn drop(&mut self) {
         self.inner.watches.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Holds one request in the drain's count; dropping it leaves.
+pub struct RequestGuard {
+    inner: Arc<Inner>,
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        if self.inner.requests.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.inner.drained.notify_waiters();
+        }
     }
 }
 
@@ -103,6 +128,36 @@ impl Lifecycle {
             *p = (*p).max(to);
             moved
         });
+    }
+
+    /// `--shutdown-send-retry-after`: once the delay is over, new requests are refused with 429
+    /// until those in flight have drained, and only then does the listener close.
+    pub fn set_send_retry_after(&self, on: bool) {
+        self.inner.send_retry_after.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether a new request is to be refused with 429 and `Retry-After` (kube's
+    /// `WithRetryAfter`, after the delay, with `--shutdown-send-retry-after`).
+    pub fn refuses_new_requests(&self) -> bool {
+        self.inner.send_retry_after.load(Ordering::Relaxed)
+            && self.phase() >= Phase::NotAcceptingNewRequests
+    }
+
+    /// Counts a request in flight until the guard drops.
+    pub fn request_started(&self) -> RequestGuard {
+        self.inner.requests.fetch_add(1, Ordering::AcqRel);
+        RequestGuard { inner: self.inner.clone() }
+    }
+
+    /// Resolves once no counted request is in flight.
+    pub async fn requests_drained(&self) {
+        loop {
+            let told = self.inner.drained.notified();
+            if self.inner.requests.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            told.await;
+        }
     }
 
     /// Counts a watch as open until the guard drops.
@@ -172,5 +227,23 @@ mod tests {
         );
         drop((a, b));
         assert_eq!(life.open_watches(), 0);
+    }
+
+    #[tokio::test]
+    async fn requests_drain_and_new_ones_are_refused_only_when_asked() {
+        let life = Lifecycle::default();
+        let held = life.request_started();
+        life.stop_accepting(Duration::ZERO);
+        assert!(!life.refuses_new_requests(), "off by default");
+        life.set_send_retry_after(true);
+        assert!(life.refuses_new_requests());
+        let waiter = tokio::spawn({
+            let life = life.clone();
+            async move { life.requests_drained().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "a request is still in flight");
+        drop(held);
+        tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
     }
 }

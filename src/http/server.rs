@@ -105,10 +105,19 @@ fn keep_peer_socket(tcp: &actix_web::rt::net::TcpStream, data: &mut Extensions) 
 /// kube-apiserver's names (tests use them to check that dropped watches leave nothing behind),
 /// then whatever the storage backend reports of itself (SQLite: committed writes and the
 /// transactions that held them, whose ratio is the group commit's batch size).
-async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+async fn metrics(state: web::Data<AppState>, filters: Option<web::Data<Filters>>) -> HttpResponse {
     use std::fmt::Write as _;
     let stats = state.store.watch_stats();
+    let (read_only, mutating) = filters.map(|f| f.in_flight()).unwrap_or_default();
     let mut body = format!(
+        "# HELP apiserver_current_inflight_requests Requests in flight under the in-flight limits, \
+         by kind (this scrape counts itself).\n\
+         # TYPE apiserver_current_inflight_requests gauge\n\
+         apiserver_current_inflight_requests{{request_kind=\"mutating\"}} {mutating}\n\
+         apiserver_current_inflight_requests{{request_kind=\"readOnly\"}} {read_only}\n"
+    );
+    let _ = write!(
+        body,
         "# HELP apiserver_registered_watchers Number of currently registered watchers.\n\
          # TYPE apiserver_registered_watchers gauge\n\
          apiserver_registered_watchers {}\n\
@@ -166,11 +175,10 @@ pub struct ShutdownOptions {
     pub delay: Duration,
     /// `--shutdown-watch-termination-grace-period`: watches end within it.
     pub watch_grace: Duration,
+    /// `--shutdown-send-retry-after`: after the delay, keep listening and answer new requests
+    /// 429 until those in flight have drained.
+    pub send_retry_after: bool,
 }
-
-/// kube-apiserver's `--request-timeout` default, which bounds its HTTP server's graceful
-/// shutdown: in-flight requests get this long to finish once the listener is closed.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs `server` until SIGTERM or SIGINT, then stops as kube-apiserver does: `/readyz` fails
 /// at once, requests are served for the delay, then the listener closes, watches end cleanly
@@ -204,12 +212,18 @@ pub async fn serve_until_signalled(
         std::process::exit(1);
     });
     tokio::time::sleep(opts.delay).await;
+    lifecycle.set_send_retry_after(opts.send_retry_after);
     lifecycle.stop_accepting(opts.watch_grace);
     log::info!(
         "[graceful-termination] not accepting new requests; ending {} watches within {:?}",
         lifecycle.open_watches(),
         opts.watch_grace
     );
+    if opts.send_retry_after {
+        // Every request has its deadline (`--request-timeout`), so this ends.
+        lifecycle.requests_drained().await;
+        log::info!("[graceful-termination] requests in flight drained; closing the listener");
+    }
     handle.stop(true).await;
     running.await.map_err(std::io::Error::other)?
 }
@@ -231,6 +245,9 @@ pub fn run_with(
     opts: ServeOptions,
 ) -> std::io::Result<actix_web::dev::Server> {
     let data = web::Data::new(state);
+    // kube's `--request-timeout` also bounds its graceful shutdown: in-flight requests get this
+    // long to finish once the listener is closed.
+    let request_timeout = filters.request_timeout;
     let filters = web::Data::new(filters);
     let panic_path = opts.debug_panic_path.clone();
     let server = HttpServer::new(move || {
@@ -255,7 +272,7 @@ pub fn run_with(
     .on_connect(on_connect)
     // The shutdown is `serve_until_signalled`'s, on kube's terms, not actix's own.
     .disable_signals()
-    .shutdown_timeout((REQUEST_TIMEOUT + opts.shutdown.watch_grace).as_secs_f64().ceil() as u64)
+    .shutdown_timeout((request_timeout + opts.shutdown.watch_grace).as_secs_f64().ceil() as u64)
     // As Go's net/http (and so kube-apiserver): without it, the last small segment of a
     // response or a watch event waits for the client's delayed ACK (~40 ms on Linux).
     .tcp_nodelay(true)

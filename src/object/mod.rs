@@ -4,6 +4,7 @@
 
 pub mod data_rules;
 pub mod defaults;
+pub mod duration;
 pub mod error;
 pub mod limits;
 pub mod managed_fields;

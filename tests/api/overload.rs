@@ -168,3 +168,77 @@ fn writes_past_the_mutating_limit_get_429_with_retry_after() {
     assert!(answer[..n].starts_with(b"HTTP/1.1 201"), "{}", String::from_utf8_lossy(&answer[..n]));
     assert_eq!(s.post(&path, &json!(object(res, "busy", "after"))).status, 201);
 }
+
+/// The answer read from `conn` until the server closes it or `wait` passes.
+fn answer(conn: &mut TcpStream, wait: Duration) -> String {
+    conn.set_read_timeout(Some(wait)).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = conn.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if String::from_utf8_lossy(&buf).contains("\"code\":") {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[test]
+fn a_body_that_never_arrives_gets_504_at_the_request_timeout() {
+    let s = TestServer::start_with(ServerOptions {
+        memory: true,
+        args: vec!["--request-timeout".into(), "2s".into()],
+        ..Default::default()
+    });
+    s.namespace("slow");
+    let res = preferred("kubevirt.io", "virtualmachines");
+    let path = collection_path(res, Some("slow"));
+    let body = object(res, "slow", "late").to_string();
+    let send_part = |query: &str| {
+        let mut c = TcpStream::connect(addr(&s)).unwrap();
+        write!(
+            c,
+            "POST {path}{query} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{}",
+            body.len(),
+            &body[..10]
+        )
+        .unwrap();
+        c
+    };
+    // kube's `--request-timeout`, here 2 s: the client hears 504 Timeout, not silence.
+    let started = Instant::now();
+    let mut held = send_part("");
+    let text = answer(&mut held, Duration::from_secs(20));
+    let took = started.elapsed();
+    assert!(text.starts_with("HTTP/1.1 504"), "{text}");
+    assert!(text.contains(r#""reason":"Timeout""#), "{text}");
+    assert!(
+        text.contains("Timeout: request did not complete within the allotted timeout"),
+        "{text}"
+    );
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(15), "{took:?}");
+    // client-go's `?timeout=` (kubectl --request-timeout) shortens it, never lengthens it.
+    let started = Instant::now();
+    let text = answer(&mut send_part("?timeout=500ms"), Duration::from_secs(20));
+    assert!(text.starts_with("HTTP/1.1 504"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    let started = Instant::now();
+    let text = answer(&mut send_part("?timeout=1h"), Duration::from_secs(20));
+    assert!(text.starts_with("HTTP/1.1 504"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    // A timeout that is no duration is kube's 400; a sane one leaves a quick request alone.
+    let r = s.get(&format!("{path}?timeout=soon"));
+    let status = assert_status(&r, 400, "BadRequest");
+    assert_eq!(
+        status["message"],
+        r#"invalid timeout specified in the request URL - time: invalid duration "soon""#
+    );
+    assert_eq!(s.post(&format!("{path}?timeout=30s"), &object(res, "slow", "quick")).status, 201);
+    // Watches are long-running: the request timeout does not end them.
+    let watch = s.watch(&format!("{path}?watch=true&timeout=1s"));
+    assert!(!watch.ends_within(Duration::from_secs(3)));
+}

@@ -199,6 +199,56 @@ fn by_default_sigterm_ends_watches_at_once_and_a_second_signal_exits_1() {
     assert_eq!(s.wait_exit(Duration::from_secs(5)).expect("exits at once").code(), Some(1));
 }
 
+#[test]
+fn with_send_retry_after_new_requests_get_429_until_those_in_flight_drain() {
+    let mut s = TestServer::start_with(ServerOptions {
+        args: ["--shutdown-delay-duration=1s", "--shutdown-send-retry-after=true"]
+            .map(String::from)
+            .to_vec(),
+        ..Default::default()
+    });
+    s.namespace("sra");
+    // A create whose body is still on its way when the delay ends.
+    let body = serde_json::to_vec(&configmap("in-flight", 0)).unwrap();
+    let mut slow = raw(&s.base);
+    write!(
+        slow,
+        "POST {} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        configmaps("sra"),
+        body.len()
+    )
+    .unwrap();
+    slow.write_all(&body[..10]).unwrap();
+    slow.flush().unwrap();
+    // Taken: the server counts it in flight once its head is read.
+    eventually(Duration::from_secs(5), || {
+        let m = s.get("/metrics").text();
+        let held = "apiserver_current_inflight_requests{request_kind=\"mutating\"} 1";
+        m.lines().any(|l| l == held).then_some(())
+    });
+    s.signal("TERM");
+    // After the delay: kube's 429, the listener still open, health and metrics still served.
+    let refused = eventually(Duration::from_secs(5), || {
+        let r = s.get(&configmaps("sra"));
+        (r.status == 429).then_some(r)
+    });
+    assert_eq!(refused.header("Retry-After"), Some("5"));
+    assert_eq!(refused.header("Connection"), Some("close"));
+    assert_eq!(refused.header("content-type"), Some("text/plain; charset=utf-8"));
+    assert_eq!(refused.text(), "The apiserver is shutting down, please try again later.\n");
+    assert_eq!(s.get("/readyz").status, 500);
+    assert_eq!(s.get("/livez").status, 200);
+    assert_eq!(s.get("/metrics").status, 200);
+    // The request in flight finishes; then the listener closes and the server exits clean.
+    slow.write_all(&body[10..]).unwrap();
+    let mut answer = String::new();
+    let _ = slow.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    let status = s.wait_exit(Duration::from_secs(10)).expect("the server exits once drained");
+    assert_eq!(status.code(), Some(0));
+}
+
 /// The flags parse as the server's other durations do, and refuse what is not one.
 #[test]
 fn shutdown_flags_take_durations() {
