@@ -12,6 +12,8 @@
 //! that read the small set (get, list) still populate it, and the goals table lists only goals
 //! whose measures were taken. A full-mode run with `--only` writes target/BENCHMARKS-only.md,
 //! never BENCHMARKS.md.
+//! `--soak [--minutes N]` and `--overload` are scenarios of their own against our server only
+//! (issue 18): see `soak.rs` and `overload.rs`; with `--quick` they report to target/.
 //! Each throughput (creates, gets, lists) also records CPU time per operation (per item for
 //! lists) of the server process, all threads, and of this process (the client), from
 //! utime + stime in /proc/PID/stat and /proc/self/stat around the measurement.
@@ -29,6 +31,7 @@ mod etcd;
 mod http;
 mod object;
 mod ours;
+mod overload;
 mod plot;
 mod report;
 mod scan;
@@ -325,6 +328,9 @@ fn main() {
         };
         std::process::exit(run_soak(minutes, quick));
     }
+    if args.iter().any(|a| a == "--overload") {
+        std::process::exit(run_overload(quick));
+    }
     let note = arg("--note").cloned();
     if args.iter().any(|a| a == "--only") && arg("--only").is_none() {
         eprintln!("error: --only needs a list of groups among {}", GROUPS.join(","));
@@ -540,6 +546,51 @@ fn run_soak(minutes: f64, quick: bool) -> i32 {
     } else {
         for f in &result.failures {
             eprintln!("error: soak: {f}");
+        }
+        1
+    }
+}
+
+/// `--overload`: our server only; answers the exit status (1 when a check failed). A quick run
+/// reports to target/; a full one to its section of BENCHMARKS.md.
+fn run_overload(quick: bool) -> i32 {
+    let plan = overload::OverloadPlan::new(quick);
+    // The client and the server (which inherits the limit) each hold one end of every connection.
+    let want = (plan.idle + plan.watchers) as u64 + 2_048;
+    let fds = backend::raise_fd_limit(want.max(65_536));
+    if fds < want {
+        eprintln!("error: the open-files limit is {fds}; the overload scenario needs {want}");
+        return 1;
+    }
+    let provenance = format!(
+        "Commit {}, {}, {}; open-files limit {fds}.",
+        report::commit(),
+        report::date(),
+        report::machine()
+    );
+    let ours = ours::Ours::start().unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "overload: {} idle connections, {} watchers, {} writes against virt-apiserver",
+        plan.idle, plan.watchers, plan.writes
+    );
+    let result = overload::run(&ours, &Body::new(), &plan);
+    drop(ours);
+    let text = overload::markdown(&result, &provenance, quick);
+    println!("\n{text}");
+    let md = if quick {
+        target_dir().join("BENCHMARKS-overload-quick.md")
+    } else {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md")
+    };
+    let old = std::fs::read_to_string(&md).unwrap_or_default();
+    std::fs::write(&md, report::splice(&old, "overload", &text))
+        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
+    println!("overload report written to {}", md.display());
+    if result.failures.is_empty() {
+        0
+    } else {
+        for f in &result.failures {
+            eprintln!("error: overload: {f}");
         }
         1
     }

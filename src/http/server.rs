@@ -53,52 +53,10 @@ impl Default for WatchConfig {
     }
 }
 
-/// A second handle on a connection's socket, kept with the connection, so a streaming response
-/// can tell that its client went away. actix notices a closed connection only when it writes
-/// (actix-web#1313), so an idle watch would otherwise live on until its timeout.
-#[derive(Clone)]
-pub struct PeerSocket(Arc<std::net::TcpStream>);
-
-impl PeerSocket {
-    /// Whether the client has closed the connection (end of stream or an error). Peeking takes
-    /// nothing from the socket; the socket is non-blocking (tokio set it so), so this never waits.
-    pub fn closed(&self) -> bool {
-        let mut byte = [0u8; 1];
-        match self.0.peek(&mut byte) {
-            Ok(0) => true,
-            Ok(_) => false,
-            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
-        }
-    }
-}
-
-/// Keeps a `PeerSocket` in each connection's data (`HttpRequest::conn_data`), plain or TLS (a
-/// TLS client that goes away closes the same TCP socket), and on TLS connections the user a
-/// verified client certificate names.
+/// On TLS connections, keeps the user a verified client certificate names
+/// (`HttpRequest::conn_data`).
 fn on_connect(conn: &dyn Any, data: &mut Extensions) {
-    use actix_tls::accept::rustls_0_23::TlsStream;
-    use actix_web::rt::net::TcpStream;
-    if let Some(tcp) = conn.downcast_ref::<TcpStream>() {
-        keep_peer_socket(tcp, data);
-    } else if let Some(tls) = conn.downcast_ref::<TlsStream<TcpStream>>() {
-        keep_peer_socket(tls.get_ref().0, data);
-        crate::http::tls::on_connect(conn, data);
-    }
-}
-
-fn keep_peer_socket(tcp: &actix_web::rt::net::TcpStream, data: &mut Extensions) {
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsFd;
-        match tcp.as_fd().try_clone_to_owned() {
-            Ok(fd) => {
-                data.insert(PeerSocket(Arc::new(std::net::TcpStream::from(fd))));
-            }
-            Err(e) => log::warn!("cannot watch the connection for disconnects: {e}"),
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = (tcp, data);
+    crate::http::tls::on_connect(conn, data);
 }
 
 /// Prometheus text: open watches and watchers cut off for falling behind, under
@@ -276,6 +234,11 @@ pub fn run_with(
     // As Go's net/http (and so kube-apiserver): without it, the last small segment of a
     // response or a watch event waits for the client's delayed ACK (~40 ms on Linux).
     .tcp_nodelay(true)
+    // As Go's net/http, whose background read cancels a request when its client closes the
+    // connection: a client that goes away (even only its sending half) ends the connection,
+    // and so its watch, at once. actix otherwise notices only when it next writes
+    // (actix-web#1313), so an idle watch would live on until its timeout.
+    .h1_allow_half_closed(false)
     // actix answers 408 and closes when the head is not all there in time (its default, 5 s,
     // is stricter than Go's); idle keep-alive connections close after kube's idle timeout.
     .client_request_timeout(opts.read_header_timeout.unwrap_or(READ_HEADER_TIMEOUT))

@@ -201,7 +201,7 @@ fn a_crash_loop_counts_start_failures_and_restarts_after_the_back_off() {
     });
     let failure = &second["status"]["startFailure"];
     assert_ne!(failure["lastFailedVMIUID"], first_uid.as_str());
-    let created = eventually(Duration::from_secs(1), || {
+    let created = eventually(Duration::from_secs(10), || {
         let events = server.get_json("/api/v1/namespaces/crash/events");
         let items = events["items"].as_array()?.clone();
         let starts: Vec<Value> =

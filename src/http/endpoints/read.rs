@@ -17,7 +17,7 @@ use crate::http::codec::{
 };
 use crate::http::lifecycle::{Lifecycle, WatchGuard};
 use crate::http::params::{ListOptions, Query};
-use crate::http::server::{AppState, PeerSocket};
+use crate::http::server::AppState;
 use crate::object::error::ApiError;
 use crate::object::table::{self, TableOptions};
 use crate::object::{for_version, meta_str};
@@ -221,9 +221,6 @@ pub async fn watch(
     watch_response(state, res, target, req, opts, false).await
 }
 
-/// How often a watch checks whether its client has gone away.
-const PEER_CHECK: Duration = Duration::from_secs(1);
-
 /// Kube waits this long before a watch's deadline to send a last bookmark (cache_watcher.go).
 const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
 
@@ -296,8 +293,6 @@ async fn watch_response(
         end_bookmark,
         table,
         api_version: api_version_json(res),
-        peer: req.conn_data::<PeerSocket>().cloned(),
-        next_peer_check: now + PEER_CHECK,
         done: false,
         lifecycle: state.lifecycle.clone(),
         _open: state.lifecycle.watch_opened(),
@@ -333,9 +328,6 @@ struct WatchStream {
     table: Option<TableOptions>,
     /// The watched version's `apiVersion`, JSON-encoded once for every event's line.
     api_version: Vec<u8>,
-    /// The connection, to end the watch (and drop its subscription) once the client is gone.
-    peer: Option<PeerSocket>,
-    next_peer_check: Instant,
     done: bool,
     /// Once the server stops taking requests, the stream ends at its turn (`lifecycle`).
     lifecycle: Lifecycle,
@@ -419,13 +411,6 @@ impl WatchStream {
                 _ = sleep_until_some(bookmark_at), if bookmark_at.is_some() => {
                     if let Some(b) = &mut self.bookmarks {
                         b.due = true;
-                    }
-                }
-                _ = tokio::time::sleep_until(self.next_peer_check), if self.peer.is_some() => {
-                    self.next_peer_check = Instant::now() + PEER_CHECK;
-                    if self.peer.as_ref().is_some_and(PeerSocket::closed) {
-                        self.done = true;
-                        return None;
                     }
                 }
             }
