@@ -505,16 +505,21 @@ fn target_dir() -> std::path::PathBuf {
     )
 }
 
-/// `--soak`: our server only; answers the exit status (1 when any check failed). A quick soak
-/// reports to target/; a timed one to its section of BENCHMARKS.md, its plot beside it.
-fn run_soak(minutes: f64, quick: bool) -> i32 {
-    let fds = backend::raise_fd_limit(65_536);
-    let provenance = format!(
+/// Where and when a scenario of our server alone ran.
+fn scenario_provenance(fds: u64) -> String {
+    format!(
         "Commit {}, {}, {}; open-files limit {fds}.",
         report::commit(),
         report::date(),
         report::machine()
-    );
+    )
+}
+
+/// `--soak`: our server only; answers the exit status (1 when any check failed). A quick soak
+/// reports to target/; a timed one to its section of BENCHMARKS.md, its plot beside it.
+fn run_soak(minutes: f64, quick: bool) -> i32 {
+    let fds = backend::raise_fd_limit(65_536);
+    let provenance = scenario_provenance(fds);
     let ours = ours::Ours::start().unwrap_or_else(|e| panic!("{e}"));
     println!("soak: {minutes} minute(s) against virt-apiserver (open-files limit {fds})");
     let plan = soak::SoakPlan { duration: Duration::from_secs_f64(minutes * 60.0), quick };
@@ -562,12 +567,7 @@ fn run_overload(quick: bool) -> i32 {
         eprintln!("error: the open-files limit is {fds}; the overload scenario needs {want}");
         return 1;
     }
-    let provenance = format!(
-        "Commit {}, {}, {}; open-files limit {fds}.",
-        report::commit(),
-        report::date(),
-        report::machine()
-    );
+    let provenance = scenario_provenance(fds);
     let ours = ours::Ours::start().unwrap_or_else(|e| panic!("{e}"));
     println!(
         "overload: {} idle connections, {} watchers, {} writes against virt-apiserver",

@@ -70,6 +70,43 @@ fn read_chunked(mut stream: TcpStream) -> Chunked {
     Chunked { head: head.to_string(), body, clean, ended }
 }
 
+/// A create of the ConfigMap `in-flight` whose body has begun to arrive and then stops: a
+/// request in flight. Returns once the server counts it so.
+struct HeldCreate {
+    conn: TcpStream,
+    body: Vec<u8>,
+}
+
+fn held_create(s: &TestServer, ns: &str) -> HeldCreate {
+    let body = serde_json::to_vec(&configmap("in-flight", 0)).unwrap();
+    let mut conn = raw(&s.base);
+    write!(
+        conn,
+        "POST {} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        configmaps(ns),
+        body.len()
+    )
+    .unwrap();
+    conn.write_all(&body[..10]).unwrap();
+    conn.flush().unwrap();
+    eventually(Duration::from_secs(5), || {
+        let held = "apiserver_current_inflight_requests{request_kind=\"mutating\"} 1";
+        s.get("/metrics").text().lines().any(|l| l == held).then_some(())
+    });
+    HeldCreate { conn, body }
+}
+
+impl HeldCreate {
+    /// Sends the rest of the body; answers the response as it came.
+    fn finish(mut self) -> String {
+        self.conn.write_all(&self.body[10..]).unwrap();
+        let mut answer = String::new();
+        let _ = self.conn.read_to_string(&mut answer);
+        answer
+    }
+}
+
 fn refused(base: &str) -> bool {
     let addr = base.strip_prefix("http://").unwrap();
     matches!(TcpStream::connect(addr), Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused)
@@ -93,19 +130,7 @@ fn sigterm_fails_readyz_serves_through_the_delay_then_drains_watches_and_writes_
     let watch = std::thread::spawn(move || read_chunked(watch));
 
     // A write whose request is under way when the listener closes: its body comes later.
-    let body = serde_json::to_vec(&configmap("in-flight", 0)).unwrap();
-    let mut slow = raw(&s.base);
-    write!(
-        slow,
-        "POST {} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n",
-        configmaps("sd"),
-        body.len()
-    )
-    .unwrap();
-    slow.write_all(&body[..10]).unwrap();
-    slow.flush().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    let slow = held_create(&s, "sd");
 
     let term = Instant::now();
     s.signal("TERM");
@@ -136,9 +161,7 @@ fn sigterm_fails_readyz_serves_through_the_delay_then_drains_watches_and_writes_
     assert!(term.elapsed() >= Duration::from_secs(4), "the listener closed before the delay");
 
     // The write under way finishes, and is answered.
-    slow.write_all(&body[10..]).unwrap();
-    let mut answer = String::new();
-    let _ = slow.read_to_string(&mut answer);
+    let answer = slow.finish();
     assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
 
     // The watch ended with a clean end of stream, within the grace period, after sending what
@@ -209,24 +232,7 @@ fn with_send_retry_after_new_requests_get_429_until_those_in_flight_drain() {
     });
     s.namespace("sra");
     // A create whose body is still on its way when the delay ends.
-    let body = serde_json::to_vec(&configmap("in-flight", 0)).unwrap();
-    let mut slow = raw(&s.base);
-    write!(
-        slow,
-        "POST {} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n",
-        configmaps("sra"),
-        body.len()
-    )
-    .unwrap();
-    slow.write_all(&body[..10]).unwrap();
-    slow.flush().unwrap();
-    // Taken: the server counts it in flight once its head is read.
-    eventually(Duration::from_secs(5), || {
-        let m = s.get("/metrics").text();
-        let held = "apiserver_current_inflight_requests{request_kind=\"mutating\"} 1";
-        m.lines().any(|l| l == held).then_some(())
-    });
+    let slow = held_create(&s, "sra");
     s.signal("TERM");
     // After the delay: kube's 429, the listener still open, health and metrics still served.
     let refused = eventually(Duration::from_secs(5), || {
@@ -241,9 +247,7 @@ fn with_send_retry_after_new_requests_get_429_until_those_in_flight_drain() {
     assert_eq!(s.get("/livez").status, 200);
     assert_eq!(s.get("/metrics").status, 200);
     // The request in flight finishes; then the listener closes and the server exits clean.
-    slow.write_all(&body[10..]).unwrap();
-    let mut answer = String::new();
-    let _ = slow.read_to_string(&mut answer);
+    let answer = slow.finish();
     assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
     let status = s.wait_exit(Duration::from_secs(10)).expect("the server exits once drained");
     assert_eq!(status.code(), Some(0));
