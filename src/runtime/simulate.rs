@@ -32,8 +32,9 @@ use crate::object::{meta_str, stored_revision};
 use crate::registry::keys::{self, collection_prefix, object_key};
 use crate::registry::{Change, DeleteOptions, Registry, Target, WriteOptions};
 use crate::resource::ResourceInfo;
+use crate::runtime::controlled::Controlled;
 use crate::runtime::recorder::{ObjectRef, Recorder, Severity};
-use crate::store::{Event, ListRequest};
+use crate::store::{Event, EventType, ListRequest};
 
 /// How the simulation runs.
 #[derive(Debug, Clone)]
@@ -88,6 +89,14 @@ pub fn spawn(registry: Registry, cfg: Config) {
             }
         }
     }
+    // The kinds whose objects a `by: controller` relation finds by their controller.
+    let mut by_controller: Vec<String> = Vec::new();
+    for (i, res) in &kinds {
+        let rels = cfg.lifecycles.kinds[*i].related.values();
+        if rels.into_iter().any(|r| matches!(r.by, By::Controller)) {
+            by_controller.push(collection_prefix(res, None));
+        }
+    }
     if WATCHED.set(watched).is_err() {
         log::warn!("the simulated runtime runs once per process");
         return;
@@ -97,6 +106,8 @@ pub fn spawn(registry: Registry, cfg: Config) {
         registry,
         cfg,
         kinds,
+        by_controller,
+        controlled: RefCell::default(),
         pending: RefCell::default(),
         running: RefCell::default(),
         again: RefCell::default(),
@@ -117,6 +128,10 @@ struct Engine {
     cfg: Config,
     /// Lifecycle kinds (index into `cfg.lifecycles.kinds`) with their served kind.
     kinds: Vec<(usize, &'static ResourceInfo)>,
+    /// The collections (key prefixes) `controlled` indexes.
+    by_controller: Vec<String>,
+    /// Their objects by controller: an owner's change finds what it controls without a scan.
+    controlled: RefCell<Controlled>,
     /// Stages scheduled and not yet done: (kind, stage, key). A stage never runs twice at once
     /// for one object.
     pending: RefCell<HashSet<(usize, usize, String)>>,
@@ -158,8 +173,27 @@ impl Engine {
         (&self.cfg.lifecycles.kinds[i], res)
     }
 
-    /// Every stored object of every kind with stages.
+    /// Every stored object of every kind with stages, after the index is built anew.
     async fn rescan(&self) {
+        self.controlled.borrow_mut().clear();
+        for prefix in &self.by_controller {
+            let all = ListRequest { prefix: prefix.clone(), ..ListRequest::default() };
+            match self.registry.store().list_raw(all).await {
+                Ok(list) => {
+                    let mut index = self.controlled.borrow_mut();
+                    for (key, bytes) in list.items {
+                        // Most objects' bytes say they have no owner without a parse.
+                        if memchr::memmem::find(&bytes, b"\"ownerReferences\"").is_none() {
+                            continue;
+                        }
+                        if let Ok(obj) = serde_json::from_slice::<Value>(&bytes) {
+                            index.set(&key, Some(&obj));
+                        }
+                    }
+                }
+                Err(e) => log::warn!("simulation: listing {prefix} failed: {e}"),
+            }
+        }
         for k in 0..self.kinds.len() {
             let res = self.kinds[k].1;
             let all =
@@ -178,6 +212,10 @@ impl Engine {
     /// A committed change: its own object, and the objects whose stages relate to it.
     async fn changed(&self, ev: &Event) {
         let Some((group, plural, ns, name)) = keys::split(&ev.key) else { return };
+        if self.by_controller.iter().any(|p| ev.key.starts_with(p.as_str())) {
+            let now = (ev.kind != EventType::Deleted).then_some(&*ev.object);
+            self.controlled.borrow_mut().set(&ev.key, now);
+        }
         for k in 0..self.kinds.len() {
             let (kind, res) = self.kind(k);
             if res.group == group && res.plural == plural {
@@ -216,17 +254,12 @@ impl Engine {
                         }
                     }
                     By::Controller => {
-                        // The objects this one controls.
+                        // The objects this one controls, from the index.
                         let uid = meta_str(&ev.object, "uid");
-                        let mine = ListRequest {
-                            prefix: collection_prefix(res, scope),
-                            ..ListRequest::default()
-                        };
-                        let Ok(list) = self.registry.store().list_raw(mine).await else { continue };
-                        for (key, bytes) in list.items {
-                            if memchr::memmem::find(&bytes, uid.as_bytes()).is_some() {
-                                self.evaluate(k, &key).await;
-                            }
+                        let prefix = collection_prefix(res, scope);
+                        let mine = self.controlled.borrow().keys(uid, &prefix);
+                        for key in mine {
+                            self.evaluate(k, &key).await;
                         }
                     }
                 }
