@@ -12,6 +12,10 @@
 //! that read the small set (get, list) still populate it, and the goals table lists only goals
 //! whose measures were taken. A full-mode run with `--only` writes target/BENCHMARKS-only.md,
 //! never BENCHMARKS.md.
+//! `--soak [--minutes N]` (soak.rs) and `--vms [--count N]` (vms.rs: N VMs created at once
+//! under `--simulate` reach Running; time, transitions, server CPU per transition) are
+//! scenarios of our server alone, each writing its own section of BENCHMARKS.md (with
+//! `--quick`: 1 minute, 100 VMs, reported to target/).
 //! Each throughput (creates, gets, lists) also records CPU time per operation (per item for
 //! lists) of the server process, all threads, and of this process (the client), from
 //! utime + stime in /proc/PID/stat and /proc/self/stat around the measurement.
@@ -301,6 +305,7 @@ fn main() {
             scan::tests::all();
             etcd::tests::all();
             report::tests::all();
+            vms::tests::all();
             tests::all();
         }
         println!("compare: a benchmark; run it with `cargo bench --bench compare [-- --quick]`");

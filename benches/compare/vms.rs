@@ -382,3 +382,49 @@ pub fn markdown(results: &[VmsResult], provenance: &str, note: Option<&str>) -> 
     }
     s
 }
+
+/// Checks of the pure helpers, run by `cargo test --bench compare` (see `main`).
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    pub fn all() {
+        the_vm_runs_always();
+        the_report_has_a_column_per_speed_and_says_what_failed();
+    }
+
+    fn the_vm_runs_always() {
+        let vm: Value = serde_json::from_str(&vm_body(&Body::new(), &vm_name(7))).unwrap();
+        assert_eq!(vm["spec"]["runStrategy"], "Always");
+        assert_eq!(vm["metadata"]["name"], "vm-00007");
+    }
+
+    fn the_report_has_a_column_per_speed_and_says_what_failed() {
+        let result = |speed, failures: Vec<String>| VmsResult {
+            speed,
+            count: 1000,
+            running: 1000,
+            creates: Duration::from_millis(300),
+            took: Duration::from_secs(7),
+            p50: Duration::from_secs(5),
+            p99: Duration::from_secs(6),
+            vm_events: 4000,
+            vmi_events: 4000,
+            writes: Some(11_000),
+            server_cpu: Duration::from_secs(4),
+            client_cpu: Duration::from_millis(250),
+            throttled: 0,
+            failures,
+        };
+        let ok = [result("a", vec![]), result("b", vec![])];
+        let text = markdown(&ok, "Commit x.", Some("before: y"));
+        assert!(text.starts_with("## 1 000 VMs created at once reach Running\n"), "{text}");
+        assert!(text.contains("| figure | a | b |\n|---|---:|---:|\n"), "{text}");
+        assert!(text.contains("| server CPU per transition | 500 µs | 500 µs |"), "{text}");
+        assert!(text.contains("| transitions (VM + VMI watch events) | 8000 (4000 + 4000) |"));
+        assert!(text.contains("Note: before: y") && text.ends_with("The scenario passed.\n"));
+        let failed = [result("a", vec!["only 3 of 1000 VMs Running".into()])];
+        let text = markdown(&failed, "Commit x.", None);
+        assert!(text.contains("FAILED:\n\n- a: only 3 of 1000 VMs Running\n"), "{text}");
+    }
+}
