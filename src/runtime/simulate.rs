@@ -32,8 +32,8 @@ use crate::object::{meta_str, stored_revision};
 use crate::registry::keys::{self, collection_prefix, object_key};
 use crate::registry::{Change, DeleteOptions, Registry, Target, WriteOptions};
 use crate::resource::ResourceInfo;
-use crate::runtime::controlled::Controlled;
 use crate::runtime::recorder::{ObjectRef, Recorder, Severity};
+use crate::runtime::reverse::{self, Reverse};
 use crate::store::{Event, EventType, ListRequest};
 
 /// How the simulation runs.
@@ -89,12 +89,21 @@ pub fn spawn(registry: Registry, cfg: Config) {
             }
         }
     }
-    // The kinds whose objects a `by: controller` relation finds by their controller.
-    let mut by_controller: Vec<String> = Vec::new();
-    for (i, res) in &kinds {
-        let rels = cfg.lifecycles.kinds[*i].related.values();
-        if rels.into_iter().any(|r| matches!(r.by, By::Controller)) {
-            by_controller.push(collection_prefix(res, None));
+    // A reverse lookup per relation by controller or by field.
+    let mut indexes = Vec::new();
+    for (k, (i, res)) in kinds.iter().enumerate() {
+        for (name, rel) in &cfg.lifecycles.kinds[*i].related {
+            let field = match &rel.by {
+                By::Controller => None,
+                // A path that does not parse names nothing (`Registry::related`).
+                By::Field(path) => match lifecycle::expr::parse(path) {
+                    Ok(e) => Some(e),
+                    Err(_) => continue,
+                },
+                By::Name | By::Owned => continue,
+            };
+            let prefix = collection_prefix(res, None);
+            indexes.push(Index { k, prefix, rel: name.clone(), field, keys: RefCell::default() });
         }
     }
     if WATCHED.set(watched).is_err() {
@@ -106,8 +115,7 @@ pub fn spawn(registry: Registry, cfg: Config) {
         registry,
         cfg,
         kinds,
-        by_controller,
-        controlled: RefCell::default(),
+        indexes,
         pending: RefCell::default(),
         running: RefCell::default(),
         again: RefCell::default(),
@@ -116,6 +124,17 @@ pub fn spawn(registry: Registry, cfg: Config) {
         tx,
     });
     tokio::task::spawn_local(run(engine, rx));
+}
+
+/// The objects of lifecycle kind `k` by the value its relation `rel` reads from each: the uid of
+/// their controller, or (`field`) the name the field holds. Kept from the engine's events.
+struct Index {
+    k: usize,
+    /// The kind's collection (key prefix).
+    prefix: String,
+    rel: String,
+    field: Option<lifecycle::expr::Expr>,
+    keys: RefCell<Reverse>,
 }
 
 enum Msg {
@@ -128,10 +147,9 @@ struct Engine {
     cfg: Config,
     /// Lifecycle kinds (index into `cfg.lifecycles.kinds`) with their served kind.
     kinds: Vec<(usize, &'static ResourceInfo)>,
-    /// The collections (key prefixes) `controlled` indexes.
-    by_controller: Vec<String>,
-    /// Their objects by controller: an owner's change finds what it controls without a scan.
-    controlled: RefCell<Controlled>,
+    /// The reverse lookups of the relations by controller and by field, so a change finds the
+    /// objects that relate to it without a scan of their namespace.
+    indexes: Vec<Index>,
     /// Stages scheduled and not yet done: (kind, stage, key). A stage never runs twice at once
     /// for one object.
     pending: RefCell<HashSet<(usize, usize, String)>>,
@@ -173,21 +191,46 @@ impl Engine {
         (&self.cfg.lifecycles.kinds[i], res)
     }
 
-    /// Every stored object of every kind with stages, after the index is built anew.
+    /// What relation `ix` reads from `obj`.
+    fn indexed(&self, ix: &Index, obj: &Value) -> Option<String> {
+        let Some(path) = &ix.field else { return reverse::controller(obj).map(str::to_string) };
+        let (kind, _) = self.kind(ix.k);
+        // As `related` reads it: no related objects in the context.
+        let ctx = Ctx::new(kind, obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
+        let value = lifecycle::expr::eval(path, obj, &ctx);
+        value.as_str().filter(|n| !n.is_empty()).map(str::to_string)
+    }
+
+    /// Records the object at `key` as it now is (`None`: gone) in its kind's indexes.
+    fn index(&self, key: &str, obj: Option<&Value>) {
+        for ix in self.indexes.iter().filter(|ix| key.starts_with(ix.prefix.as_str())) {
+            let value = obj.and_then(|o| self.indexed(ix, o));
+            ix.keys.borrow_mut().set(key, value.as_deref());
+        }
+    }
+
+    /// The keys under `prefix` of kind `k`'s objects whose relation `rel` reads `value`.
+    fn lookup(&self, k: usize, rel: &str, value: &str, prefix: &str) -> Vec<String> {
+        let ix = self.indexes.iter().find(|ix| ix.k == k && ix.rel == rel);
+        ix.map_or_else(Vec::new, |ix| ix.keys.borrow().keys(value, prefix))
+    }
+
+    /// Every stored object of every kind with stages, after the indexes are built anew.
     async fn rescan(&self) {
-        self.controlled.borrow_mut().clear();
-        for prefix in &self.by_controller {
+        let mut prefixes = Vec::new();
+        for ix in &self.indexes {
+            ix.keys.borrow_mut().clear();
+            if !prefixes.contains(&ix.prefix) {
+                prefixes.push(ix.prefix.clone());
+            }
+        }
+        for prefix in prefixes {
             let all = ListRequest { prefix: prefix.clone(), ..ListRequest::default() };
             match self.registry.store().list_raw(all).await {
                 Ok(list) => {
-                    let mut index = self.controlled.borrow_mut();
                     for (key, bytes) in list.items {
-                        // Most objects' bytes say they have no owner without a parse.
-                        if memchr::memmem::find(&bytes, b"\"ownerReferences\"").is_none() {
-                            continue;
-                        }
                         if let Ok(obj) = serde_json::from_slice::<Value>(&bytes) {
-                            index.set(&key, Some(&obj));
+                            self.index(&key, Some(&obj));
                         }
                     }
                 }
@@ -212,16 +255,13 @@ impl Engine {
     /// A committed change: its own object, and the objects whose stages relate to it.
     async fn changed(&self, ev: &Event) {
         let Some((group, plural, ns, name)) = keys::split(&ev.key) else { return };
-        if self.by_controller.iter().any(|p| ev.key.starts_with(p.as_str())) {
-            let now = (ev.kind != EventType::Deleted).then_some(&*ev.object);
-            self.controlled.borrow_mut().set(&ev.key, now);
-        }
+        self.index(&ev.key, (ev.kind != EventType::Deleted).then_some(&*ev.object));
         for k in 0..self.kinds.len() {
             let (kind, res) = self.kind(k);
             if res.group == group && res.plural == plural {
                 self.evaluate(k, &ev.key).await;
             }
-            for rel in kind.related.values() {
+            for (rel_name, rel) in &kind.related {
                 let Some(rel_res) = resource(&rel.resource) else { continue };
                 if rel_res.group != group || rel_res.plural != plural {
                     continue;
@@ -242,23 +282,14 @@ impl Engine {
                             self.evaluate(k, &object_key(res, ns, owner)).await;
                         }
                     }
-                    // Any object of the namespace may name it.
-                    By::Field(_) => {
-                        let all = ListRequest {
-                            prefix: collection_prefix(res, scope),
-                            ..ListRequest::default()
+                    // The objects whose field names it, and the objects it controls.
+                    By::Field(_) | By::Controller => {
+                        let value = match rel.by {
+                            By::Controller => meta_str(&ev.object, "uid"),
+                            _ => name,
                         };
-                        let Ok(list) = self.registry.store().list_raw(all).await else { continue };
-                        for (key, _) in list.items {
-                            self.evaluate(k, &key).await;
-                        }
-                    }
-                    By::Controller => {
-                        // The objects this one controls, from the index.
-                        let uid = meta_str(&ev.object, "uid");
                         let prefix = collection_prefix(res, scope);
-                        let mine = self.controlled.borrow().keys(uid, &prefix);
-                        for key in mine {
+                        for key in self.lookup(k, rel_name, value, &prefix) {
                             self.evaluate(k, &key).await;
                         }
                     }
