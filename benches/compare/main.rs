@@ -12,8 +12,11 @@
 //! that read the small set (get, list) still populate it, and the goals table lists only goals
 //! whose measures were taken. A full-mode run with `--only` writes target/BENCHMARKS-only.md,
 //! never BENCHMARKS.md.
-//! `--soak [--minutes N]` and `--overload` are scenarios of their own against our server only
-//! (issue 18): see `soak.rs` and `overload.rs`; with `--quick` they report to target/.
+//! `--soak [--minutes N]` (soak.rs), `--overload` (overload.rs: idle connections and watchers
+//! held while gets and creates run) and `--vms [--count N]` (vms.rs: N VMs created at once
+//! under `--simulate` reach Running; time, transitions, server CPU per transition) are
+//! scenarios of our server alone, each writing its own section of BENCHMARKS.md (with
+//! `--quick`: smaller, reported to target/).
 //! Each throughput (creates, gets, lists) also records CPU time per operation (per item for
 //! lists) of the server process, all threads, and of this process (the client), from
 //! utime + stime in /proc/PID/stat and /proc/self/stat around the measurement.
@@ -37,6 +40,7 @@ mod report;
 mod scan;
 mod soak;
 mod stream;
+mod vms;
 mod workload;
 
 use std::collections::BTreeMap;
@@ -303,6 +307,7 @@ fn main() {
             scan::tests::all();
             etcd::tests::all();
             report::tests::all();
+            vms::tests::all();
             tests::all();
         }
         println!("compare: a benchmark; run it with `cargo bench --bench compare [-- --quick]`");
@@ -332,6 +337,23 @@ fn main() {
         std::process::exit(run_overload(quick));
     }
     let note = arg("--note").cloned();
+    if args.iter().any(|a| a == "--vms") {
+        let count = match arg("--count").map(|n| n.parse::<usize>()) {
+            None => {
+                if quick {
+                    100
+                } else {
+                    1000
+                }
+            }
+            Some(Ok(n)) if n > 0 => n,
+            Some(_) => {
+                eprintln!("error: --count needs a positive whole number");
+                std::process::exit(2);
+            }
+        };
+        std::process::exit(run_vms(count, quick, note.as_deref()));
+    }
     if args.iter().any(|a| a == "--only") && arg("--only").is_none() {
         eprintln!("error: --only needs a list of groups among {}", GROUPS.join(","));
         std::process::exit(2);
@@ -594,6 +616,49 @@ fn run_overload(quick: bool) -> i32 {
         }
         1
     }
+}
+
+/// `--vms`: our server only, once per simulation speed; answers the exit status (1 when any
+/// check failed). A quick run reports to target/; a full one to its section of BENCHMARKS.md.
+fn run_vms(count: usize, quick: bool, note: Option<&str>) -> i32 {
+    let provenance =
+        format!("Commit {}, {}, {}.", report::commit(), report::date(), report::machine());
+    // Generous: a run of 1 000 at the default delays takes well under a minute.
+    let deadline = Duration::from_secs(60 + count as u64 / 2);
+    let plan = vms::VmsPlan { count, deadline };
+    let body = Body::new();
+    let mut results = Vec::new();
+    for speed in &vms::SPEEDS {
+        println!("vms: {} VMs, {}", count, speed.label);
+        let r = vms::run(&plan, speed, &body);
+        println!(
+            "  all Running after {:.2} s, {} transitions, server CPU {:.2} s",
+            r.took.as_secs_f64(),
+            r.vm_events + r.vmi_events,
+            r.server_cpu.as_secs_f64()
+        );
+        results.push(r);
+    }
+    let text = vms::markdown(&results, &provenance, note);
+    println!("\n{text}");
+    let key = format!("vms-{count}");
+    let md = if quick {
+        target_dir().join("BENCHMARKS-vms-quick.md")
+    } else {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md")
+    };
+    let old = std::fs::read_to_string(&md).unwrap_or_default();
+    std::fs::write(&md, report::splice(&old, &key, &text))
+        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
+    println!("vms report written to {}", md.display());
+    let failures: Vec<String> = results
+        .iter()
+        .flat_map(|r| r.failures.iter().map(move |f| format!("{}: {f}", r.speed)))
+        .collect();
+    for f in &failures {
+        eprintln!("error: vms: {f}");
+    }
+    i32::from(!failures.is_empty())
 }
 
 /// What was measured where, taken before the run (the tree may change while it runs).

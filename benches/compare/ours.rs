@@ -25,6 +25,8 @@ struct ListMeta {
 
 pub struct Ours {
     child: Child,
+    /// Flags beyond the defaults (`--simulate`…), kept for a restart.
+    extra: Vec<String>,
     ep: Endpoint,
     db: PathBuf,
     _dir: tempfile::TempDir,
@@ -39,10 +41,11 @@ impl Drop for Ours {
 
 /// Starts the binary and answers it with its address (`host:port`), read from its first stdout
 /// line.
-fn spawn(db: &PathBuf) -> Result<(Child, String), String> {
+fn spawn(db: &PathBuf, extra: &[String]) -> Result<(Child, String), String> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_virt-apiserver"))
         .args(["--listen", "127.0.0.1:0", "--database"])
         .arg(db)
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -66,10 +69,16 @@ fn collection(set: &str) -> String {
 
 impl Ours {
     pub fn start() -> Result<Ours, String> {
+        Ours::start_with(&[])
+    }
+
+    /// Started with `extra` flags after the defaults.
+    pub fn start_with(extra: &[&str]) -> Result<Ours, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let db = dir.path().join("bench.db");
-        let (child, addr) = spawn(&db)?;
-        let ours = Ours { child, ep: Endpoint::new(&addr), db, _dir: dir };
+        let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+        let (child, addr) = spawn(&db, &extra)?;
+        let ours = Ours { child, extra, ep: Endpoint::new(&addr), db, _dir: dir };
         ours.wait_serving(Instant::now())?;
         Ok(ours)
     }
@@ -195,7 +204,7 @@ impl Backend for Ours {
     fn restart(&mut self) -> Result<Duration, String> {
         backend::stop(&mut self.child);
         let t0 = Instant::now();
-        let (child, addr) = spawn(&self.db)?;
+        let (child, addr) = spawn(&self.db, &self.extra)?;
         self.child = child;
         self.ep.set_addr(&addr);
         self.wait_serving(t0)

@@ -30,7 +30,7 @@ pub struct Throughput {
 /// with 32 clients was 9.5 µs against 19.5 (ours) and 23.5 against 29.5 (etcd), per create about
 /// a quarter less: fewer context switches, one epoll_wait serves several answers, and each
 /// answer takes one send and one recv. The client shares the servers' cores.
-fn spread<C>(
+pub fn spread<C>(
     b: &dyn Backend,
     clients: usize,
     n: usize,

@@ -25,6 +25,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -69,28 +70,39 @@ async fn run(registry: Registry, interval: Duration) {
                 }
             }
         }
-        // Wait for a write that may matter (or lost ones), or the timer.
+        // Wait for a write that may matter (or lost ones), or the timer; then take every
+        // other write already queued, so a burst of them costs one pass, not one each.
         tokio::select! {
             ev = events.recv() => if let Err(RecvError::Closed) = ev {
                 return;
             },
             _ = tokio::time::sleep(interval) => {}
         }
+        while let Some(ev) = events.recv().now_or_never() {
+            if let Err(RecvError::Closed) = ev {
+                return;
+            }
+        }
     }
 }
 
-/// Whether an event can give the collector work.
+/// Whether an event can give the collector work: a delete (its dependents may now dangle), an
+/// object being deleted, or owner references made or changed. An update that leaves a
+/// dependent's references as they were (a status write of an owned object, most writes of a
+/// running simulation) cannot: a pass for each would read every object per write.
 fn relevant(ev: &Event) -> bool {
-    let touches = |v: &Value| {
-        v.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
-            || v.pointer("/metadata/ownerReferences").is_some_and(|r| !r.is_null())
-    };
-    // The previous state only as bytes, as a pass scans objects: decoding it here would cost a
-    // decode of every update for the few that matter.
-    let marked = |b: &[u8]| NEEDLES.iter().any(|n| memchr::memmem::find(b, n).is_some());
-    matches!(ev.kind, crate::store::EventType::Deleted)
-        || touches(&ev.object)
-        || ev.prev.as_ref().is_some_and(|p| marked(p.bytes()))
+    let refs = |v: &Value| v.pointer("/metadata/ownerReferences").filter(|r| !r.is_null()).cloned();
+    if matches!(ev.kind, crate::store::EventType::Deleted) || deleting(&ev.object) {
+        return true;
+    }
+    let now = refs(&ev.object);
+    let Some(prev) = ev.prev.as_ref().map(|p| p.bytes()) else { return now.is_some() };
+    // The previous state only as bytes, as a pass scans objects, and only its references
+    // decoded, only when it has some: a full decode of every update would cost more.
+    if memchr::memmem::find(prev, NEEDLES[0]).is_none() {
+        return now.is_some();
+    }
+    gc_view(prev).map_or(true, |before| refs(&before) != now)
 }
 
 /// The kind a storage key belongs to, in its storage version.
@@ -181,7 +193,9 @@ fn owner_key(dependent_key: &str, r: &Value) -> Option<String> {
 }
 
 async fn owner_has_uid(registry: &Registry, key: &str, uid: &str) -> Result<bool, ApiError> {
-    Ok(registry.store().get(key).await?.is_some_and(|o| meta_str(&o, "uid") == uid))
+    // Its metadata only: a pass asks this of every dependent's owners.
+    let Some(entry) = registry.store().get_raw(key) else { return Ok(false) };
+    Ok(meta_str(&gc_view(&entry.value)?, "uid") == uid)
 }
 
 /// The collector's warnings about owner references that point across namespaces, each told
@@ -472,5 +486,53 @@ async fn change(
         Ok(outcome) => Ok(outcome.change != Change::Unchanged),
         Err(ApiError::NotFound { .. }) => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use serde_json::json;
+
+    use super::relevant;
+    use crate::store::{Event, EventType, Prev};
+
+    fn event(kind: EventType, object: serde_json::Value, prev: Option<serde_json::Value>) -> Event {
+        Event {
+            rev: 2,
+            key: "g/things/ns/x".into(),
+            kind,
+            object: Arc::new(object),
+            value: Bytes::new(),
+            prev: prev.map(|p| Prev::new(Bytes::from(p.to_string()))),
+            size: 0,
+        }
+    }
+
+    #[test]
+    fn only_deletes_deletion_state_and_changed_owner_references_wake_the_collector() {
+        let owned = |status: &str, owner: &str| {
+            json!({"metadata": {"name": "x", "ownerReferences": [{"uid": owner, "controller": true}]},
+                   "status": {"phase": status}})
+        };
+        let plain = json!({"metadata": {"name": "x"}, "status": {"phase": "Running"}});
+        let (added, modified) = (EventType::Added, EventType::Modified);
+        // A status write of an owned object, references as they were: nothing to collect.
+        let status = event(modified, owned("Running", "u1"), Some(owned("Pending", "u1")));
+        assert!(!relevant(&status));
+        assert!(!relevant(&event(modified, plain.clone(), Some(plain.clone()))));
+        assert!(!relevant(&event(added, plain.clone(), None)));
+        // A new dependent, references changed, made or dropped.
+        assert!(relevant(&event(added, owned("Pending", "u1"), None)));
+        assert!(relevant(&event(modified, owned("Running", "u2"), Some(owned("Running", "u1")))));
+        assert!(relevant(&event(modified, owned("Running", "u1"), Some(plain.clone()))));
+        assert!(relevant(&event(modified, plain.clone(), Some(owned("Running", "u1")))));
+        // Deletion state and deletes.
+        let mut deleting = plain.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert!(relevant(&event(modified, deleting, Some(plain.clone()))));
+        assert!(relevant(&event(EventType::Deleted, plain, None)));
     }
 }

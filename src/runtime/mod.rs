@@ -6,4 +6,5 @@ pub mod event_ttl;
 pub mod gc;
 pub mod namespaces;
 pub mod recorder;
+mod reverse;
 pub mod simulate;

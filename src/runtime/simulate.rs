@@ -33,7 +33,8 @@ use crate::registry::keys::{self, collection_prefix, object_key};
 use crate::registry::{Change, DeleteOptions, Registry, Target, WriteOptions};
 use crate::resource::ResourceInfo;
 use crate::runtime::recorder::{ObjectRef, Recorder, Severity};
-use crate::store::{Event, ListRequest};
+use crate::runtime::reverse::{self, Reverse};
+use crate::store::{Event, EventType, ListRequest};
 
 /// How the simulation runs.
 #[derive(Debug, Clone)]
@@ -88,6 +89,23 @@ pub fn spawn(registry: Registry, cfg: Config) {
             }
         }
     }
+    // A reverse lookup per relation by controller or by field.
+    let mut indexes = Vec::new();
+    for (k, (i, res)) in kinds.iter().enumerate() {
+        for (name, rel) in &cfg.lifecycles.kinds[*i].related {
+            let field = match &rel.by {
+                By::Controller => None,
+                // A path that does not parse names nothing (`Registry::related`).
+                By::Field(path) => match lifecycle::expr::parse(path) {
+                    Ok(e) => Some(e),
+                    Err(_) => continue,
+                },
+                By::Name | By::Owned => continue,
+            };
+            let prefix = collection_prefix(res, None);
+            indexes.push(Index { k, prefix, rel: name.clone(), field, keys: RefCell::default() });
+        }
+    }
     if WATCHED.set(watched).is_err() {
         log::warn!("the simulated runtime runs once per process");
         return;
@@ -97,6 +115,7 @@ pub fn spawn(registry: Registry, cfg: Config) {
         registry,
         cfg,
         kinds,
+        indexes,
         pending: RefCell::default(),
         running: RefCell::default(),
         again: RefCell::default(),
@@ -105,6 +124,17 @@ pub fn spawn(registry: Registry, cfg: Config) {
         tx,
     });
     tokio::task::spawn_local(run(engine, rx));
+}
+
+/// The objects of lifecycle kind `k` by the value its relation `rel` reads from each: the uid of
+/// their controller, or (`field`) the name the field holds. Kept from the engine's events.
+struct Index {
+    k: usize,
+    /// The kind's collection (key prefix).
+    prefix: String,
+    rel: String,
+    field: Option<lifecycle::expr::Expr>,
+    keys: RefCell<Reverse>,
 }
 
 enum Msg {
@@ -117,6 +147,9 @@ struct Engine {
     cfg: Config,
     /// Lifecycle kinds (index into `cfg.lifecycles.kinds`) with their served kind.
     kinds: Vec<(usize, &'static ResourceInfo)>,
+    /// The reverse lookups of the relations by controller and by field, so a change finds the
+    /// objects that relate to it without a scan of their namespace.
+    indexes: Vec<Index>,
     /// Stages scheduled and not yet done: (kind, stage, key). A stage never runs twice at once
     /// for one object.
     pending: RefCell<HashSet<(usize, usize, String)>>,
@@ -158,8 +191,52 @@ impl Engine {
         (&self.cfg.lifecycles.kinds[i], res)
     }
 
-    /// Every stored object of every kind with stages.
+    /// What relation `ix` reads from `obj`.
+    fn indexed(&self, ix: &Index, obj: &Value) -> Option<String> {
+        let Some(path) = &ix.field else { return reverse::controller(obj).map(str::to_string) };
+        let (kind, _) = self.kind(ix.k);
+        // As `related` reads it: no related objects in the context.
+        let ctx = Ctx::new(kind, obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
+        let value = lifecycle::expr::eval(path, obj, &ctx);
+        value.as_str().filter(|n| !n.is_empty()).map(str::to_string)
+    }
+
+    /// Records the object at `key` as it now is (`None`: gone) in its kind's indexes.
+    fn index(&self, key: &str, obj: Option<&Value>) {
+        for ix in self.indexes.iter().filter(|ix| key.starts_with(ix.prefix.as_str())) {
+            let value = obj.and_then(|o| self.indexed(ix, o));
+            ix.keys.borrow_mut().set(key, value.as_deref());
+        }
+    }
+
+    /// The keys under `prefix` of kind `k`'s objects whose relation `rel` reads `value`.
+    fn lookup(&self, k: usize, rel: &str, value: &str, prefix: &str) -> Vec<String> {
+        let ix = self.indexes.iter().find(|ix| ix.k == k && ix.rel == rel);
+        ix.map_or_else(Vec::new, |ix| ix.keys.borrow().keys(value, prefix))
+    }
+
+    /// Every stored object of every kind with stages, after the indexes are built anew.
     async fn rescan(&self) {
+        let mut prefixes = Vec::new();
+        for ix in &self.indexes {
+            ix.keys.borrow_mut().clear();
+            if !prefixes.contains(&ix.prefix) {
+                prefixes.push(ix.prefix.clone());
+            }
+        }
+        for prefix in prefixes {
+            let all = ListRequest { prefix: prefix.clone(), ..ListRequest::default() };
+            match self.registry.store().list_raw(all).await {
+                Ok(list) => {
+                    for (key, bytes) in list.items {
+                        if let Ok(obj) = serde_json::from_slice::<Value>(&bytes) {
+                            self.index(&key, Some(&obj));
+                        }
+                    }
+                }
+                Err(e) => log::warn!("simulation: listing {prefix} failed: {e}"),
+            }
+        }
         for k in 0..self.kinds.len() {
             let res = self.kinds[k].1;
             let all =
@@ -178,12 +255,13 @@ impl Engine {
     /// A committed change: its own object, and the objects whose stages relate to it.
     async fn changed(&self, ev: &Event) {
         let Some((group, plural, ns, name)) = keys::split(&ev.key) else { return };
+        self.index(&ev.key, (ev.kind != EventType::Deleted).then_some(&*ev.object));
         for k in 0..self.kinds.len() {
             let (kind, res) = self.kind(k);
             if res.group == group && res.plural == plural {
                 self.evaluate(k, &ev.key).await;
             }
-            for rel in kind.related.values() {
+            for (rel_name, rel) in &kind.related {
                 let Some(rel_res) = resource(&rel.resource) else { continue };
                 if rel_res.group != group || rel_res.plural != plural {
                     continue;
@@ -204,29 +282,15 @@ impl Engine {
                             self.evaluate(k, &object_key(res, ns, owner)).await;
                         }
                     }
-                    // Any object of the namespace may name it.
-                    By::Field(_) => {
-                        let all = ListRequest {
-                            prefix: collection_prefix(res, scope),
-                            ..ListRequest::default()
+                    // The objects whose field names it, and the objects it controls.
+                    By::Field(_) | By::Controller => {
+                        let value = match rel.by {
+                            By::Controller => meta_str(&ev.object, "uid"),
+                            _ => name,
                         };
-                        let Ok(list) = self.registry.store().list_raw(all).await else { continue };
-                        for (key, _) in list.items {
+                        let prefix = collection_prefix(res, scope);
+                        for key in self.lookup(k, rel_name, value, &prefix) {
                             self.evaluate(k, &key).await;
-                        }
-                    }
-                    By::Controller => {
-                        // The objects this one controls.
-                        let uid = meta_str(&ev.object, "uid");
-                        let mine = ListRequest {
-                            prefix: collection_prefix(res, scope),
-                            ..ListRequest::default()
-                        };
-                        let Ok(list) = self.registry.store().list_raw(mine).await else { continue };
-                        for (key, bytes) in list.items {
-                            if memchr::memmem::find(&bytes, uid.as_bytes()).is_some() {
-                                self.evaluate(k, &key).await;
-                            }
                         }
                     }
                 }
