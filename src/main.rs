@@ -330,6 +330,7 @@ fn main() -> std::io::Result<()> {
     }
     let cfg = StoreConfig {
         path: args.database.clone(),
+        etcd: None,
         retention: RetentionConfig {
             window: args.history_window,
             min_revisions: args.compaction_min_retain,
