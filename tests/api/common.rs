@@ -57,6 +57,14 @@ pub fn storage_is_etcd() -> bool {
     std::env::var("VIRT_TEST_STORAGE").is_ok_and(|v| v == "etcd")
 }
 
+/// The etcd prefix each database path stood for on etcd, so restarts find their data.
+fn etcd_prefixes() -> std::sync::MutexGuard<'static, std::collections::HashMap<PathBuf, String>> {
+    static PREFIXES: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, String>>,
+    > = std::sync::OnceLock::new();
+    PREFIXES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The test process's etcd (started on first use; fails the test when `etcd` is not on PATH).
 pub fn test_etcd() -> &'static TestEtcd {
     TestEtcd::shared()
@@ -115,11 +123,18 @@ impl TestServer {
                 (Some(dir), db)
             }
         };
+        // On the etcd axis, a restart "with the same database" is one on the same prefix.
+        let earlier = opts.db.as_ref().and_then(|db| etcd_prefixes().get(db).cloned());
         let on_etcd = opts.etcd
             || opts.etcd_prefix.is_some()
+            || earlier.is_some()
             || (storage_is_etcd() && opts.db.is_none() && !opts.memory);
-        let etcd_prefix = on_etcd
-            .then(|| opts.etcd_prefix.clone().unwrap_or_else(|| test_etcd().unique_prefix()));
+        let etcd_prefix = on_etcd.then(|| {
+            opts.etcd_prefix.clone().or(earlier).unwrap_or_else(|| test_etcd().unique_prefix())
+        });
+        if let Some(prefix) = &etcd_prefix {
+            etcd_prefixes().insert(db.clone(), prefix.clone());
+        }
         let etcd_args: Vec<String> = match &etcd_prefix {
             Some(prefix) => vec![
                 "--etcd-servers".into(),

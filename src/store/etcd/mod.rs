@@ -85,6 +85,8 @@ struct Shared {
     compacted: AtomicU64,
     retention: RetentionConfig,
     closed: AtomicBool,
+    /// The feed ended for good (it fell behind compaction).
+    feed_stopped: AtomicBool,
     /// Writes handed over and not yet answered, for `close`.
     inflight: AtomicU64,
     drained: Notify,
@@ -188,6 +190,7 @@ impl Shared {
             compacted: AtomicU64::new(0),
             retention,
             closed: AtomicBool::new(false),
+            feed_stopped: AtomicBool::new(false),
             inflight: AtomicU64::new(0),
             drained: Notify::new(),
             writes: AtomicU64::new(0),
@@ -208,11 +211,23 @@ impl Shared {
                 Ok(()) => return,
                 Err(WatchEnd::Compacted(c)) => {
                     // Relisting (kube's reflector restart) is a later step: until then the
-                    // feed stops and the server must be restarted.
+                    // backend stops (every operation, the health probe included, fails) and
+                    // the server must be restarted. Writes waiting for the feed were committed,
+                    // but their writers cannot be told so after the cache: their outcome is
+                    // unknown to them, as after a timeout.
                     log::error!(
                         "the etcd feed fell behind compaction (revision {from} < {c}); restart \
                          the server to reload"
                     );
+                    self.closed.store(true, Ordering::Release);
+                    self.feed_stopped.store(true, Ordering::Release);
+                    let parked: Vec<Ticket> =
+                        self.pending.lock().unwrap().tickets.drain().map(|(_, t)| t).collect();
+                    for ticket in parked {
+                        ticket.fail(StoreError::Unavailable(
+                            "the etcd feed stopped; the write's outcome is unknown".into(),
+                        ));
+                    }
                     return;
                 }
                 Err(WatchEnd::Failed(e)) => {
@@ -371,6 +386,11 @@ impl Shared {
         if pending.applied >= rev {
             drop(pending);
             ticket.succeed(rev, &persisted);
+        } else if self.feed_stopped.load(Ordering::Acquire) {
+            // The feed stopped (see `follow`): nobody would answer.
+            ticket.fail(StoreError::Unavailable(
+                "the etcd feed stopped; the write's outcome is unknown".into(),
+            ));
         } else {
             pending.tickets.insert(rev, ticket);
         }
