@@ -160,3 +160,33 @@ fn objects_are_kept_as_kube_apiserver_keeps_them() {
         (Some("DELETED"), Some("theirs"))
     );
 }
+
+#[test]
+fn an_object_over_etcds_request_limit_is_413() {
+    let s = on_etcd();
+    s.namespace(NS);
+    let with_user_data = |len: usize| {
+        let mut big = object(vm(), NS, "big");
+        big["spec"]["template"]["spec"]["volumes"] =
+            json!([{"name": "init", "cloudInitNoCloud": {"userData": "x".repeat(len)}}]);
+        s.post(&collection_path(vm(), Some(NS)), &big)
+    };
+    // The server's own object limit is etcd's request limit (1.5 MiB); its answer says how
+    // large the stored object came out, so the next one can be just under it.
+    const LIMIT: usize = 1572864;
+    let over = assert_status(&with_user_data(LIMIT), 413, "RequestEntityTooLarge");
+    let message = over["message"].as_str().unwrap();
+    let size: usize = message
+        .split("the object is ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{message}"));
+    // Under the object limit, but the transaction with its key is over etcd's.
+    let r = with_user_data(LIMIT - (size - LIMIT) - 4);
+    let status = assert_status(&r, 413, "RequestEntityTooLarge");
+    assert!(status["message"].as_str().unwrap().contains("request is too large"), "{status}");
+    assert_status(&s.get(&item_path(vm(), NS, "big")), 404, "NotFound");
+    // The server goes on.
+    s.create(vm(), &object(vm(), NS, "small"));
+}
