@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 use virt_apiserver::resource::ResourceInfo;
+use virt_apiserver::storage::TestEtcd;
 
 const NS: &str = "on-etcd";
 
@@ -189,4 +190,45 @@ fn an_object_over_etcds_request_limit_is_413() {
     assert_status(&s.get(&item_path(vm(), NS, "big")), 404, "NotFound");
     // The server goes on.
     s.create(vm(), &object(vm(), NS, "small"));
+}
+
+#[test]
+fn etcd_over_tls_with_a_client_certificate() {
+    let pki = crate::tls::pki();
+    let etcd = TestEtcd::start_tls(
+        &pki.path("ca.pem"),
+        &pki.path("server.pem"),
+        &pki.path("server-key.pem"),
+    );
+    let tls_args = |with_client_cert: bool| {
+        let mut args = vec![
+            "--etcd-servers".to_owned(),
+            etcd.url.clone(),
+            "--etcd-cafile".into(),
+            pki.arg("ca.pem"),
+        ];
+        if with_client_cert {
+            args.extend([
+                "--etcd-certfile".into(),
+                pki.arg("alice.pem"),
+                "--etcd-keyfile".into(),
+                pki.arg("alice-key.pem"),
+            ]);
+        }
+        args
+    };
+    let s = TestServer::start_with(ServerOptions { args: tls_args(true), ..Default::default() });
+    s.namespace(NS);
+    let created = s.create(vm(), &object(vm(), NS, "secure"));
+    assert_eq!(s.get_json(&item_path(vm(), NS, "secure")), created);
+
+    // Without a client certificate etcd refuses the connection: the server does not start.
+    let out = Command::new(binary())
+        .args(["--listen", "127.0.0.1:0", "--database", ":memory:"])
+        .args(tls_args(false))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("loading from etcd"), "{stderr}");
 }

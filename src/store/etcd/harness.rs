@@ -1,14 +1,18 @@
 //! A private etcd for tests, as kube's integration tests start one (`RunCustomEtcd`): `etcd` from
 //! PATH on free loopback ports, its data in a fresh directory (on tmpfs `/dev/shm` when there is
 //! one: etcd 3.4 cannot skip fsync), one per test process, shared by every test through key
-//! prefixes of their own. A missing `etcd` fails loudly: the tests never skip.
+//! prefixes of their own (`shared`); a test that needs another kind (TLS) starts its own, stopped
+//! when dropped. A missing `etcd` fails loudly: the tests never skip. Readiness is etcd's
+//! `/health` on a plain-HTTP metrics port, whatever the client port speaks.
 //!
 //! etcd runs under a small shell that holds the read end of a pipe from this process: when the
 //! test process ends, however it ends, the pipe closes and the shell stops etcd and removes its
 //! directory, so no etcd outlives its tests.
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -30,7 +34,7 @@ impl TestEtcd {
     /// The process's etcd, started on first use; panics (failing the test) if it cannot start.
     pub fn shared() -> &'static TestEtcd {
         static ETCD: OnceLock<TestEtcd> = OnceLock::new();
-        ETCD.get_or_init(TestEtcd::start)
+        ETCD.get_or_init(|| TestEtcd::start("http", Vec::new()))
     }
 
     /// A key prefix no other caller in this process gets (`/t<pid>-<n>`).
@@ -44,7 +48,20 @@ impl TestEtcd {
         std::fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default()
     }
 
-    fn start() -> TestEtcd {
+    /// A private etcd serving clients over TLS with `cert`/`key`, and taking only clients whose
+    /// certificates `ca` signed.
+    pub fn start_tls(ca: &Path, cert: &Path, key: &Path) -> TestEtcd {
+        let mut args: Vec<OsString> = Vec::new();
+        for (flag, path) in [("--trusted-ca-file", ca), ("--cert-file", cert), ("--key-file", key)]
+        {
+            args.push(flag.into());
+            args.push(path.into());
+        }
+        args.push("--client-cert-auth".into());
+        TestEtcd::start("https", args)
+    }
+
+    fn start(scheme: &str, extra: Vec<OsString>) -> TestEtcd {
         match Command::new("etcd").arg("--version").output() {
             Ok(out) if out.status.success() => {}
             _ => panic!(
@@ -61,9 +78,10 @@ impl TestEtcd {
             .map_or(0, |d| d.subsec_nanos());
         let dir = base.join(format!("virt-etcd-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("etcd's test directory");
-        let (client, peer) = (free_port(), free_port());
-        let url = format!("http://127.0.0.1:{client}");
+        let (client, peer, metrics) = (free_port(), free_port(), free_port());
+        let url = format!("{scheme}://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
+        let metrics_url = format!("http://127.0.0.1:{metrics}");
         let script = r#"dir=$1; shift
 etcd "$@" >"$dir/etcd.log" 2>&1 &
 pid=$!
@@ -79,7 +97,9 @@ kill "$pid"; wait "$pid"; rm -rf "$dir""#;
             .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
             .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
             .args(["--initial-cluster", &format!("test={peer_url}")])
+            .args(["--listen-metrics-urls", &metrics_url])
             .args(["--logger", "zap", "--log-outputs", "stderr"])
+            .args(&extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -87,7 +107,7 @@ kill "$pid"; wait "$pid"; rm -rf "$dir""#;
             .expect("sh");
         let etcd = TestEtcd { url, dir, _guard: Mutex::new(child) };
         let deadline = Instant::now() + START_DEADLINE;
-        while !healthy(client) {
+        while !healthy(metrics) {
             if Instant::now() > deadline {
                 panic!("etcd did not become healthy in {START_DEADLINE:?}:\n{}", etcd.log());
             }
