@@ -232,3 +232,26 @@ fn etcd_over_tls_with_a_client_certificate() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("loading from etcd"), "{stderr}");
 }
+
+#[test]
+fn a_patch_right_after_another_writer_keeps_its_change() {
+    let s = on_etcd();
+    s.namespace(NS);
+    s.create(vm(), &object(vm(), NS, "shared"));
+    for round in 0..5 {
+        // Another writer (another replica, say) changes the object in etcd...
+        let key = vm_key(&s, "shared");
+        let mut theirs: Value =
+            serde_json::from_str(&etcdctl(&["get", &key, "--print-value-only"])).unwrap();
+        theirs["metadata"]["labels"] = json!({"theirs": round.to_string()});
+        etcdctl(&["put", &key, &theirs.to_string()]);
+        // ...and at once a patch here: decided on the state that won, whatever the cache held.
+        let patch = json!({"metadata": {"annotations": {"ours": round.to_string()}}});
+        let r = s.patch(&item_path(vm(), NS, "shared"), "application/merge-patch+json", &patch);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let patched = r.json();
+        assert_eq!(patched["metadata"]["labels"]["theirs"], round.to_string(), "{patched}");
+        assert_eq!(patched["metadata"]["annotations"]["ours"], round.to_string());
+        assert_eq!(mod_revision(&key), rv(&patched));
+    }
+}
