@@ -64,8 +64,9 @@ const _: fn(EtcdBackend) -> Box<dyn Backend> = |b| Box::new(b);
 
 /// Keys per Range page when loading the cache at start.
 const LOAD_PAGE: i64 = 1000;
-/// Between attempts to reopen a failed feed watch.
+/// Between attempts to reopen a failed feed watch: doubled after each failure in a row.
 const REWATCH_DELAY: Duration = Duration::from_millis(200);
+const MAX_REWATCH_DELAY: Duration = Duration::from_secs(5);
 
 pub const WRITES_TOTAL: &str = "virt_apiserver_etcd_writes_total";
 pub const CONFLICTS_TOTAL: &str = "virt_apiserver_etcd_failed_writes_total";
@@ -205,9 +206,15 @@ impl Shared {
 
     /// The feed: one watch of the root, reopened from the last applied revision when it fails.
     async fn follow(self: Arc<Self>) {
+        let mut delay = REWATCH_DELAY;
         loop {
             let from = self.pending.lock().unwrap().applied + 1;
-            match self.watch_root(from).await {
+            let ended = self.watch_root(from).await;
+            if self.pending.lock().unwrap().applied >= from {
+                // It made progress: the next failure is a new one.
+                delay = REWATCH_DELAY;
+            }
+            match ended {
                 Ok(()) => return,
                 Err(WatchEnd::Compacted(c)) => {
                     // Relisting (kube's reflector restart) is a later step: until then the
@@ -231,8 +238,11 @@ impl Shared {
                     return;
                 }
                 Err(WatchEnd::Failed(e)) => {
-                    log::warn!("the etcd watch failed at revision {from}: {e}; reopening");
-                    tokio::time::sleep(REWATCH_DELAY).await;
+                    log::warn!(
+                        "the etcd watch failed at revision {from}: {e}; reopening in {delay:?}"
+                    );
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(MAX_REWATCH_DELAY);
                 }
             }
         }
@@ -270,7 +280,12 @@ impl Shared {
         };
         let first = WatchRequest { request_union: Some(RequestUnion::CreateRequest(create)) };
         requests.send(first).await.map_err(|_| WatchEnd::Failed("watch closed".into()))?;
-        let stream = tokio_stream::wrappers::ReceiverStream::new(outgoing);
+        let mut stream = tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(outgoing));
+        // kube's `WithRequireLeader`: a member cut off from its cluster ends the watch rather
+        // than leave it silent.
+        stream
+            .metadata_mut()
+            .insert("hasleader", tonic::metadata::MetadataValue::from_static("true"));
         let responses = call("watch", self.client.watch.clone().watch(stream))
             .await
             .map_err(|e| WatchEnd::Failed(e.to_string()))?;
