@@ -67,6 +67,9 @@ const LOAD_PAGE: i64 = 1000;
 /// Between attempts to reopen a failed feed watch: doubled after each failure in a row.
 const REWATCH_DELAY: Duration = Duration::from_millis(200);
 const MAX_REWATCH_DELAY: Duration = Duration::from_secs(5);
+/// How long a committed write waits for the feed to report it before its writer is told the
+/// store is unavailable (the write stays committed).
+const FEED_DEADLINE: Duration = Duration::from_secs(30);
 
 pub const WRITES_TOTAL: &str = "virt_apiserver_etcd_writes_total";
 pub const CONFLICTS_TOTAL: &str = "virt_apiserver_etcd_failed_writes_total";
@@ -343,9 +346,10 @@ impl Shared {
 
     /// One write: the single-key transaction, then the ticket handed to the feed (or answered
     /// here when the feed was first).
-    async fn write(&self, write: Write) {
+    async fn write(self: &Arc<Self>, write: Write) {
         let Write { key, op, ticket } = write;
         let ekey = self.keys.object(&key).into_bytes();
+        let creating = matches!(op, Op::Create { .. });
         let (expected, success, value) = match op {
             Op::Create { value } => (0, put(&ekey, &value), Some(value)),
             Op::Update { expected, value } => (expected, put(&ekey, &value), Some(value)),
@@ -355,7 +359,6 @@ impl Shared {
                 (expected, RequestOp { request: Some(Request::RequestDeleteRange(delete)) }, None)
             }
         };
-        let creating = expected == 0;
         let txn = TxnRequest {
             compare: vec![Compare {
                 result: CompareResult::Equal as i32,
@@ -408,6 +411,24 @@ impl Shared {
             ));
         } else {
             pending.tickets.insert(rev, ticket);
+            drop(pending);
+            // A feed that never gets there (a stalled watch) must not hold the writer forever.
+            let shared = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(FEED_DEADLINE).await;
+                let mut pending = shared.pending.lock().unwrap();
+                if let Some(ticket) = pending.tickets.remove(&rev) {
+                    let applied = pending.applied;
+                    drop(pending);
+                    log::warn!(
+                        "the etcd feed has not reached committed revision {rev} in \
+                         {FEED_DEADLINE:?} (it is at {applied})"
+                    );
+                    ticket.fail(StoreError::Unavailable(format!(
+                        "committed at revision {rev}, but the feed is behind (at {applied})"
+                    )));
+                }
+            });
         }
     }
 
