@@ -26,6 +26,7 @@ pub use registry::token;
 pub use runtime::{event_ttl, gc, namespaces as namespace_controller, recorder, simulate};
 /// The store the binary opens, and its file's maintenance (`check`, `backup`, `restore`).
 pub mod storage {
+    pub use crate::store::etcd::harness::TestEtcd;
     pub use crate::store::sqlite::files;
-    pub use crate::store::{QueueLimits, RetentionConfig, Store, StoreConfig};
+    pub use crate::store::{EtcdConfig, QueueLimits, RetentionConfig, Store, StoreConfig};
 }

@@ -16,7 +16,9 @@ use virt_apiserver::authz::Abac;
 use virt_apiserver::filters::Filters;
 use virt_apiserver::kubeconfig::KubeconfigArgs;
 use virt_apiserver::server::{self, AppState, ServeOptions, ShutdownOptions, WatchConfig};
-use virt_apiserver::storage::{files, QueueLimits, RetentionConfig, Store, StoreConfig};
+use virt_apiserver::storage::{
+    files, EtcdConfig, QueueLimits, RetentionConfig, Store, StoreConfig,
+};
 use virt_apiserver::tls::TlsFiles;
 
 /// A Kubernetes-style API server for the KubeVirt family of resources, on embedded SQLite.
@@ -29,9 +31,25 @@ struct Args {
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: String,
-    /// SQLite database file; `:memory:` keeps nothing after exit.
+    /// SQLite database file; `:memory:` keeps nothing after exit. Unused with --etcd-servers.
     #[arg(long, default_value = "./virt-apiserver.db")]
     database: String,
+    /// Serve from etcd instead of SQLite: its client URLs, comma-separated (kube-apiserver's
+    /// flag). Objects are stored as kube-apiserver stores custom resources.
+    #[arg(long, value_delimiter = ',')]
+    etcd_servers: Vec<String>,
+    /// The prefix of every key in etcd.
+    #[arg(long, default_value = "/registry")]
+    etcd_prefix: String,
+    /// The CA bundle (PEM) that verifies the etcd servers' certificates.
+    #[arg(long)]
+    etcd_cafile: Option<String>,
+    /// The client certificate (PEM) presented to etcd; needs --etcd-keyfile.
+    #[arg(long, requires = "etcd_keyfile")]
+    etcd_certfile: Option<String>,
+    /// The private key (PEM) of --etcd-certfile.
+    #[arg(long, requires = "etcd_certfile")]
+    etcd_keyfile: Option<String>,
     /// Run the garbage collector (ownerReferences, orphan and foreground deletion).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     enable_garbage_collector: bool,
@@ -319,6 +337,13 @@ fn main() -> std::io::Result<()> {
     }
     let cfg = StoreConfig {
         path: args.database.clone(),
+        etcd: (!args.etcd_servers.is_empty()).then(|| EtcdConfig {
+            servers: args.etcd_servers.clone(),
+            prefix: args.etcd_prefix.clone(),
+            cafile: args.etcd_cafile.clone(),
+            certfile: args.etcd_certfile.clone(),
+            keyfile: args.etcd_keyfile.clone(),
+        }),
         retention: RetentionConfig {
             window: args.history_window,
             min_revisions: args.compaction_min_retain,
@@ -363,42 +388,52 @@ fn main() -> std::io::Result<()> {
         writeln!(out, "listening on {scheme}://{addr}")?;
         out.flush()?;
         drop(out);
-        // Background work starts only once the server is listening. The compactor, the
-        // collector and the events' expiry are singletons: they run here only when the backend
-        // says this process is the data's only server; leader election comes with a backend
-        // that needs it.
+        // Background work starts only once the server is listening. Compaction elects itself
+        // on every backend (etcd: kube's compare-and-swap on the compaction key). The
+        // collector, the namespace controller, the events' expiry and the simulated runtime
+        // are singletons: they run here only when the backend says this process is the data's
+        // only server, until leader election comes.
+        state.store.start_compaction();
         let facts = state.store.facts();
         if facts.needs_leader_election {
             eprintln!(
-                "error: the {} backend needs leader election for compaction, garbage \
-                 collection and event expiry, which this build does not have",
+                "warning: on {}, this build runs no garbage collector, namespace controller, \
+                 event expiry or simulated runtime (they need leader election, still to come)",
                 facts.name
             );
-            std::process::exit(1);
-        }
-        state.store.start_compaction();
-        virt_apiserver::event_ttl::spawn_expiry(state.registry.clone(), args.event_ttl);
-        virt_apiserver::namespace_controller::spawn(
-            state.registry.clone(),
-            std::time::Duration::from_secs(args.gc_interval.max(1)),
-        );
-        if let Some(cfg) = simulation {
-            virt_apiserver::simulate::spawn(state.registry.clone(), cfg);
-        }
-        if args.enable_garbage_collector {
-            virt_apiserver::gc::spawn(
-                state.registry.clone(),
-                std::time::Duration::from_secs(args.gc_interval.max(1)),
-            );
+        } else {
+            spawn_singletons(&state, &args, simulation);
         }
         server::serve_until_signalled(server, state.lifecycle.clone(), shutdown).await?;
         // Every request has finished: what was acknowledged is committed. Checkpointing
         // leaves one tidy file for the next start.
         if let Err(e) = state.store.close().await {
-            log::warn!("closing the database {}: {e}", args.database);
+            log::warn!("closing the {} store: {e}", facts.name);
         }
         Ok(())
     })
+}
+
+/// The background work that must run in one process only.
+fn spawn_singletons(
+    state: &AppState,
+    args: &Args,
+    simulation: Option<virt_apiserver::simulate::Config>,
+) {
+    virt_apiserver::event_ttl::spawn_expiry(state.registry.clone(), args.event_ttl);
+    virt_apiserver::namespace_controller::spawn(
+        state.registry.clone(),
+        std::time::Duration::from_secs(args.gc_interval.max(1)),
+    );
+    if let Some(cfg) = simulation {
+        virt_apiserver::simulate::spawn(state.registry.clone(), cfg);
+    }
+    if args.enable_garbage_collector {
+        virt_apiserver::gc::spawn(
+            state.registry.clone(),
+            std::time::Duration::from_secs(args.gc_interval.max(1)),
+        );
+    }
 }
 
 #[cfg(test)]

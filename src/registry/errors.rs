@@ -24,6 +24,9 @@ impl From<StoreError> for ApiError {
             // kube answers etcd's "database space exceeded" as it answers any storage error it
             // does not classify: 500, Failure, no reason, the error's own message.
             e @ StoreError::NoSpace(_) => ApiError::Unknown(e.to_string()),
+            // kube answers etcd's `request is too large` with 413 (after one retry without
+            // managedFields, still to come here).
+            StoreError::TooLarge(m) => ApiError::RequestEntityTooLarge(m),
             StoreError::Expired { .. } => ApiError::Expired {
                 message: "The resourceVersion for the provided list is too old.".into(),
                 continue_token: None,

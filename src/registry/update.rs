@@ -18,6 +18,10 @@ use crate::store::StoreError;
 /// bound keeps a hot key from holding a request forever).
 const RETRIES: usize = 16;
 
+/// How long a retry waits for the cache to hear of the write that won (kube's wait for a
+/// resourceVersion the cache lacks).
+const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// What a write decided to do with the state it read.
 #[derive(Debug)]
 pub(crate) enum Next {
@@ -70,9 +74,16 @@ impl Registry {
             match written {
                 Ok(object) => return Ok(Outcome { change, object, warnings: Vec::new() }),
                 // Someone wrote the key since it was read: decide again on what is there now.
-                Err(
-                    StoreError::Conflict { .. } | StoreError::AlreadyExists | StoreError::NotFound,
-                ) => continue,
+                // On a shared engine the winner may be another process's write the cache has
+                // not heard of yet: wait for it, or every retry would read the same stale state
+                // (kube retries with the state etcd's failed transaction returned). On SQLite the
+                // cache holds it already.
+                Err(StoreError::Conflict { current_rev }) => {
+                    let caught_up = self.store.wait_for_revision(current_rev);
+                    let _ = tokio::time::timeout(CATCH_UP, caught_up).await;
+                    continue;
+                }
+                Err(StoreError::AlreadyExists | StoreError::NotFound) => continue,
                 Err(e) => return Err(ApiError::from_store(e, res, name)),
             }
         }

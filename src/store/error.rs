@@ -30,6 +30,9 @@ pub enum StoreError {
     /// The write did not fit: the database's storage is full (etcd's `database space
     /// exceeded`). Nothing of it was stored; writes succeed again once space is freed.
     NoSpace(String),
+    /// The write is larger than the backend takes in one request (etcd's `request is too
+    /// large`, 1.5 MiB by default); nothing of it was stored.
+    TooLarge(String),
     /// Storage that can no longer be trusted, e.g. a failed fsync: what reached the disk is
     /// unknown, so the backend stops rather than go on as if the write had worked.
     Fatal(String),
@@ -53,6 +56,7 @@ impl fmt::Display for StoreError {
             }
             StoreError::Unavailable(m) => write!(f, "store unavailable: {m}"),
             StoreError::NoSpace(m) => write!(f, "database space exceeded: {m}"),
+            StoreError::TooLarge(m) => write!(f, "request too large for storage: {m}"),
             StoreError::Fatal(m) => write!(f, "storage failed: {m}"),
             StoreError::Internal(m) => write!(f, "store internal error: {m}"),
         }

@@ -37,6 +37,23 @@ impl Ticket {
         (Ticket { object, reply }, answer)
     }
 
+    /// Answers the writer of a commit the feed has already reported without this ticket (etcd:
+    /// the watch can overtake the transaction's answer): `persisted` is the written value, or
+    /// the deleted state for a delete. The cache holds the commit already.
+    pub fn succeed(self, rev: u64, persisted: &[u8]) {
+        let value = served::serve(persisted, rev);
+        let object = match self.object {
+            Some(mut object) => {
+                // Checked when the write was made: it is an object with an object metadata.
+                let _ = served::set(&mut object, rev);
+                object
+            }
+            None => serde_json::from_slice(&value).unwrap_or(Value::Null),
+        };
+        // A send fails only when the writer stopped waiting; the write is done either way.
+        let _ = self.reply.send(Ok(Written { object: Arc::new(object), value }));
+    }
+
     /// Answers the writer with a failure: its write took no revision.
     pub fn fail(self, e: StoreError) {
         // A send fails only when the writer stopped waiting; nothing was written either way.

@@ -19,6 +19,7 @@ mod cache;
 #[cfg(test)]
 mod contract_tests;
 mod error;
+pub mod etcd;
 mod feed;
 mod hub;
 mod retention;
@@ -39,6 +40,8 @@ pub use backend::{BackendFacts, MetricSample};
 use cache::Cache;
 pub use cache::Entry;
 pub use error::StoreError;
+use etcd::EtcdBackend;
+pub use etcd::EtcdConfig;
 pub use hub::{Filter, HubStats, QueueLimits, Subscription};
 use hub::{Hub, Lag};
 pub use retention::RetentionConfig;
@@ -46,12 +49,14 @@ pub use retention::RetentionConfig;
 pub use served::value_end as json_value_end;
 use sqlite::SqliteBackend;
 
-/// Where the SQLite database lives, how long history is kept, and how far a watcher may fall
-/// behind.
+/// Where the data lives (a SQLite file, or etcd), how long history is kept, and how far a
+/// watcher may fall behind.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     /// A file path, or `":memory:"` for a private in-memory database with the same semantics.
     pub path: String,
+    /// Serve from etcd instead of the SQLite file (`--etcd-servers`).
+    pub etcd: Option<EtcdConfig>,
     pub retention: RetentionConfig,
     /// Per subscriber: a watcher whose unread events exceed this is ended (410).
     pub watch_queue: QueueLimits,
@@ -62,6 +67,7 @@ impl StoreConfig {
     pub fn new(path: impl Into<String>) -> StoreConfig {
         StoreConfig {
             path: path.into(),
+            etcd: None,
             retention: RetentionConfig::default(),
             watch_queue: QueueLimits::default(),
         }
@@ -207,14 +213,15 @@ impl fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (or creates) the SQLite database `cfg.path` and starts its thread; blocks until it
-    /// is ready.
+    /// Opens (or creates) the SQLite database `cfg.path` and starts its thread, or with
+    /// `cfg.etcd` connects to etcd and loads its state; blocks until it is ready.
     ///
     /// History is not compacted automatically until `start_compaction` is called, so a server
     /// can start answering before the first compaction runs.
     pub fn open(cfg: StoreConfig) -> Result<Store, StoreError> {
-        Store::with_backend(cfg.watch_queue, |feed| {
-            Ok(Arc::new(SqliteBackend::open(&cfg.path, cfg.retention, feed)?))
+        Store::with_backend(cfg.watch_queue, |feed| match cfg.etcd {
+            Some(etcd) => Ok(Arc::new(EtcdBackend::open(etcd, cfg.retention, feed)?)),
+            None => Ok(Arc::new(SqliteBackend::open(&cfg.path, cfg.retention, feed)?)),
         })
     }
 

@@ -1,5 +1,9 @@
 //! Shared test helpers: start the real binary on an ephemeral port with a temporary database, and
 //! talk HTTP to it as a client would.
+//!
+//! The storage axis: `VIRT_TEST_STORAGE=etcd` runs every server that asks for no particular
+//! database on the test process's private etcd (`TestEtcd`, started from PATH on first use),
+//! each with a key prefix of its own; `ServerOptions::etcd` asks for etcd in any case.
 
 #![allow(dead_code)]
 
@@ -11,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use virt_apiserver::resource::ResourceInfo;
+use virt_apiserver::storage::TestEtcd;
 use virt_apiserver::{GROUPS, RESOURCES};
 
 /// A running `virt-apiserver` process, killed on drop.
@@ -20,6 +25,8 @@ pub struct TestServer {
     pub base: String,
     /// The database file (inside `_dir`), or `:memory:`.
     pub db: PathBuf,
+    /// On etcd: the server's `--etcd-prefix` (its keys' root).
+    pub etcd_prefix: Option<String>,
     _dir: Option<tempfile::TempDir>,
     agent: ureq::Agent,
 }
@@ -39,6 +46,28 @@ pub struct ServerOptions {
     pub stderr: Option<PathBuf>,
     /// Extra environment variables for the process.
     pub env: Vec<(String, String)>,
+    /// Serve from the test etcd, whatever `VIRT_TEST_STORAGE` says.
+    pub etcd: bool,
+    /// On etcd, this prefix instead of a fresh one (for restarts, or a second replica).
+    pub etcd_prefix: Option<String>,
+}
+
+/// Whether servers that ask for no particular database run on etcd (`VIRT_TEST_STORAGE=etcd`).
+pub fn storage_is_etcd() -> bool {
+    std::env::var("VIRT_TEST_STORAGE").is_ok_and(|v| v == "etcd")
+}
+
+/// The etcd prefix each database path stood for on etcd, so restarts find their data.
+fn etcd_prefixes() -> std::sync::MutexGuard<'static, std::collections::HashMap<PathBuf, String>> {
+    static PREFIXES: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, String>>,
+    > = std::sync::OnceLock::new();
+    PREFIXES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The test process's etcd (started on first use; fails the test when `etcd` is not on PATH).
+pub fn test_etcd() -> &'static TestEtcd {
+    TestEtcd::shared()
 }
 
 /// One HTTP answer.
@@ -94,12 +123,34 @@ impl TestServer {
                 (Some(dir), db)
             }
         };
+        // On the etcd axis, a restart "with the same database" is one on the same prefix.
+        let earlier = opts.db.as_ref().and_then(|db| etcd_prefixes().get(db).cloned());
+        let on_etcd = opts.etcd
+            || opts.etcd_prefix.is_some()
+            || earlier.is_some()
+            || (storage_is_etcd() && opts.db.is_none() && !opts.memory);
+        let etcd_prefix = on_etcd.then(|| {
+            opts.etcd_prefix.clone().or(earlier).unwrap_or_else(|| test_etcd().unique_prefix())
+        });
+        if let Some(prefix) = &etcd_prefix {
+            etcd_prefixes().insert(db.clone(), prefix.clone());
+        }
+        let etcd_args: Vec<String> = match &etcd_prefix {
+            Some(prefix) => vec![
+                "--etcd-servers".into(),
+                test_etcd().url.clone(),
+                "--etcd-prefix".into(),
+                prefix.clone(),
+            ],
+            None => Vec::new(),
+        };
         let bin = opts.binary.clone().unwrap_or_else(binary);
         let mut child = Command::new(&bin)
             .arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--database")
             .arg(&db)
+            .args(&etcd_args)
             .args(&opts.args)
             .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
@@ -123,7 +174,7 @@ impl TestServer {
         let base =
             first.strip_prefix("listening on ").expect("first line names the address").to_string();
         let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(30)).build();
-        TestServer { child, base, db, _dir: dir, agent }
+        TestServer { child, base, db, etcd_prefix, _dir: dir, agent }
     }
 
     /// Stops the process as SIGKILL would, keeping the database for a restart.

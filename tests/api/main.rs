@@ -12,6 +12,7 @@ mod conformance;
 mod crash;
 mod crud;
 mod discovery;
+mod etcd;
 mod events;
 mod explain;
 mod fixture_build;

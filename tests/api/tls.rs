@@ -24,15 +24,15 @@ const POLICY: &str = r#"{"apiVersion":"abac.authorization.kubernetes.io/v1beta1"
 
 /// PEM files in a temporary directory: a CA, a server certificate for 127.0.0.1/localhost, a
 /// client certificate CN=alice O=team and one for bob signed by another CA.
-struct Pki {
+pub struct Pki {
     dir: tempfile::TempDir,
 }
 
 impl Pki {
-    fn path(&self, name: &str) -> PathBuf {
+    pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
-    fn arg(&self, name: &str) -> String {
+    pub fn arg(&self, name: &str) -> String {
         self.path(name).display().to_string()
     }
 }
@@ -65,7 +65,8 @@ fn leaf(
     (cert.pem(), key.serialize_pem())
 }
 
-fn pki() -> Pki {
+/// The test PKI (`Pki`); the etcd tests use it too.
+pub fn pki() -> Pki {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
     let (ca_issuer, ca_pem) = ca("virt-apiserver test CA");

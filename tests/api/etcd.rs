@@ -1,0 +1,257 @@
+//! The server on etcd (`--etcd-servers`): the API over HTTP as on SQLite, and the data as
+//! kube-apiserver keeps it, read and written with `etcdctl` (Debian: `etcd-client`).
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+use virt_apiserver::resource::ResourceInfo;
+use virt_apiserver::storage::TestEtcd;
+
+const NS: &str = "on-etcd";
+
+fn vm() -> &'static ResourceInfo {
+    resource("kubevirt.io", "v1", "virtualmachines")
+}
+
+fn on_etcd() -> TestServer {
+    TestServer::start_with(ServerOptions { etcd: true, ..Default::default() })
+}
+
+/// `etcdctl` against the test etcd; its stdout.
+fn etcdctl(args: &[&str]) -> String {
+    let out = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .arg("--endpoints")
+        .arg(&test_etcd().url)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("etcdctl is needed (Debian: apt-get install etcd-client): {e}"));
+    assert!(out.status.success(), "etcdctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The key kube-apiserver keeps a VirtualMachine under.
+fn vm_key(s: &TestServer, name: &str) -> String {
+    format!("{}/kubevirt.io/virtualmachines/{NS}/{name}", s.etcd_prefix.as_deref().unwrap())
+}
+
+/// A key's `mod_revision`, as etcd reports it.
+fn mod_revision(key: &str) -> u64 {
+    let got: Value = serde_json::from_str(&etcdctl(&["get", key, "-w", "json"])).unwrap();
+    got["kvs"][0]["mod_revision"].as_u64().unwrap_or_else(|| panic!("{key} in etcd: {got}"))
+}
+
+fn list_rv(s: &TestServer) -> String {
+    let list = s.get_json(&collection_path(vm(), Some(NS)));
+    list["metadata"]["resourceVersion"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_virtual_machine_lives_its_life_on_etcd() {
+    let s = on_etcd();
+    s.namespace(NS);
+    let from = list_rv(&s);
+    let events =
+        s.watch(&format!("{}?watch=true&resourceVersion={from}", collection_path(vm(), Some(NS))));
+
+    let created = s.create(vm(), &object(vm(), NS, "vm1"));
+    assert!(rv(&created) > from.parse().unwrap());
+    assert_eq!(s.get_json(&item_path(vm(), NS, "vm1")), created);
+    assert_eq!(s.list_names(&collection_path(vm(), Some(NS))), ["vm1"]);
+    assert_eq!(mod_revision(&vm_key(&s, "vm1")), rv(&created));
+
+    let mut changed = created.clone();
+    changed["spec"] = sample_spec(vm(), 7);
+    let updated = s.put(&item_path(vm(), NS, "vm1"), &changed);
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    let updated = updated.json();
+    assert!(rv(&updated) > rv(&created));
+    // The revision it was read at is gone: etcd's compare-and-swap refuses it.
+    assert_status(&s.put(&item_path(vm(), NS, "vm1"), &changed), 409, "Conflict");
+
+    let deleted = s.delete(&item_path(vm(), NS, "vm1"));
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    assert_status(&s.get(&item_path(vm(), NS, "vm1")), 404, "NotFound");
+
+    let seen: Vec<(String, u64)> = (0..3)
+        .map(|_| {
+            let ev = events.expect();
+            (ev["type"].as_str().unwrap().to_owned(), rv(&ev["object"]))
+        })
+        .collect();
+    assert_eq!(seen[0], ("ADDED".to_owned(), rv(&created)));
+    assert_eq!(seen[1], ("MODIFIED".to_owned(), rv(&updated)));
+    assert_eq!(seen[2].0, "DELETED");
+    assert!(seen[2].1 > rv(&updated));
+
+    // A watch from the list's revision replays the same history from etcd.
+    let replay =
+        s.watch(&format!("{}?watch=true&resourceVersion={from}", collection_path(vm(), Some(NS))));
+    for (kind, at) in &seen {
+        let ev = replay.expect();
+        assert_eq!((ev["type"].as_str().unwrap(), rv(&ev["object"])), (kind.as_str(), *at));
+    }
+}
+
+#[test]
+fn a_restart_on_the_same_prefix_serves_what_was_written() {
+    let s = on_etcd();
+    s.namespace(NS);
+    let created = s.create(vm(), &object(vm(), NS, "kept"));
+    let prefix = s.etcd_prefix.clone();
+    drop(s.kill());
+
+    let s = TestServer::start_with(ServerOptions { etcd_prefix: prefix, ..Default::default() });
+    assert_eq!(s.get_json(&item_path(vm(), NS, "kept")), created);
+    let again = s.create(vm(), &object(vm(), NS, "more"));
+    assert!(rv(&again) > rv(&created));
+}
+
+#[test]
+fn objects_are_kept_as_kube_apiserver_keeps_them() {
+    let s = on_etcd();
+    s.namespace(NS);
+    let prefix = s.etcd_prefix.clone().unwrap();
+
+    // Ours, read with etcdctl: kube's keys, the JSON without a resourceVersion.
+    let ours = s.create(vm(), &object(vm(), NS, "ours"));
+    let stored: Value =
+        serde_json::from_str(&etcdctl(&["get", &vm_key(&s, "ours"), "--print-value-only"]))
+            .unwrap();
+    assert_eq!(stored["metadata"]["uid"], ours["metadata"]["uid"]);
+    assert_eq!(stored["metadata"].get("resourceVersion"), None, "{stored}");
+    let namespace = etcdctl(&["get", &format!("{prefix}/namespaces/{NS}"), "--print-value-only"]);
+    assert!(namespace.contains(r#""kind":"Namespace""#), "{namespace}");
+
+    // Theirs, as a kube-apiserver would have written it: served as it is, at its revision.
+    let events = s.watch(&format!(
+        "{}?watch=true&resourceVersion={}",
+        collection_path(vm(), Some(NS)),
+        list_rv(&s)
+    ));
+    let mut theirs = object(vm(), NS, "theirs");
+    theirs["metadata"]["uid"] = json!("0c6f5a5e-6d3a-4b4c-9a51-3f0f3f1e2b10");
+    theirs["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+    assert_eq!(etcdctl(&["put", &vm_key(&s, "theirs"), &theirs.to_string()]).trim(), "OK");
+    let added = events.expect();
+    assert_eq!(added["type"], "ADDED");
+    let at = mod_revision(&vm_key(&s, "theirs"));
+    assert_eq!(rv(&added["object"]), at);
+    let served = s.get_json(&item_path(vm(), NS, "theirs"));
+    assert_eq!(rv(&served), at);
+    assert_eq!(served["metadata"]["uid"], theirs["metadata"]["uid"]);
+    assert_eq!(served["spec"], theirs["spec"]);
+
+    // Changed through the API: etcd holds the new state at the answer's revision.
+    let mut changed = served.clone();
+    changed["metadata"]["labels"] = json!({"edited": "yes"});
+    let updated = s.put(&item_path(vm(), NS, "theirs"), &changed);
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    assert_eq!(mod_revision(&vm_key(&s, "theirs")), rv(&updated.json()));
+
+    // Deleted behind the server's back: its watchers hear of it.
+    etcdctl(&["del", &vm_key(&s, "theirs")]);
+    let modified = events.expect();
+    assert_eq!(modified["type"], "MODIFIED");
+    let gone = events.expect();
+    assert_eq!(
+        (gone["type"].as_str(), gone["object"]["metadata"]["name"].as_str()),
+        (Some("DELETED"), Some("theirs"))
+    );
+}
+
+#[test]
+fn an_object_over_etcds_request_limit_is_413() {
+    let s = on_etcd();
+    s.namespace(NS);
+    let with_user_data = |len: usize| {
+        let mut big = object(vm(), NS, "big");
+        big["spec"]["template"]["spec"]["volumes"] =
+            json!([{"name": "init", "cloudInitNoCloud": {"userData": "x".repeat(len)}}]);
+        s.post(&collection_path(vm(), Some(NS)), &big)
+    };
+    // The server's own object limit is etcd's request limit (1.5 MiB); its answer says how
+    // large the stored object came out, so the next one can be just under it.
+    const LIMIT: usize = 1572864;
+    let over = assert_status(&with_user_data(LIMIT), 413, "RequestEntityTooLarge");
+    let message = over["message"].as_str().unwrap();
+    let size: usize = message
+        .split("the object is ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{message}"));
+    // Under the object limit, but the transaction with its key is over etcd's.
+    let r = with_user_data(LIMIT - (size - LIMIT) - 4);
+    let status = assert_status(&r, 413, "RequestEntityTooLarge");
+    assert!(status["message"].as_str().unwrap().contains("request is too large"), "{status}");
+    assert_status(&s.get(&item_path(vm(), NS, "big")), 404, "NotFound");
+    // The server goes on.
+    s.create(vm(), &object(vm(), NS, "small"));
+}
+
+#[test]
+fn etcd_over_tls_with_a_client_certificate() {
+    let pki = crate::tls::pki();
+    let etcd = TestEtcd::start_tls(
+        &pki.path("ca.pem"),
+        &pki.path("server.pem"),
+        &pki.path("server-key.pem"),
+    );
+    let tls_args = |with_client_cert: bool| {
+        let mut args = vec![
+            "--etcd-servers".to_owned(),
+            etcd.url.clone(),
+            "--etcd-cafile".into(),
+            pki.arg("ca.pem"),
+        ];
+        if with_client_cert {
+            args.extend([
+                "--etcd-certfile".into(),
+                pki.arg("alice.pem"),
+                "--etcd-keyfile".into(),
+                pki.arg("alice-key.pem"),
+            ]);
+        }
+        args
+    };
+    let s = TestServer::start_with(ServerOptions { args: tls_args(true), ..Default::default() });
+    s.namespace(NS);
+    let created = s.create(vm(), &object(vm(), NS, "secure"));
+    assert_eq!(s.get_json(&item_path(vm(), NS, "secure")), created);
+
+    // Without a client certificate etcd refuses the connection: the server does not start.
+    let out = Command::new(binary())
+        .args(["--listen", "127.0.0.1:0", "--database", ":memory:"])
+        .args(tls_args(false))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("loading from etcd"), "{stderr}");
+}
+
+#[test]
+fn a_patch_right_after_another_writer_keeps_its_change() {
+    let s = on_etcd();
+    s.namespace(NS);
+    s.create(vm(), &object(vm(), NS, "shared"));
+    for round in 0..5 {
+        // Another writer (another replica, say) changes the object in etcd...
+        let key = vm_key(&s, "shared");
+        let mut theirs: Value =
+            serde_json::from_str(&etcdctl(&["get", &key, "--print-value-only"])).unwrap();
+        theirs["metadata"]["labels"] = json!({"theirs": round.to_string()});
+        etcdctl(&["put", &key, &theirs.to_string()]);
+        // ...and at once a patch here: decided on the state that won, whatever the cache held.
+        let patch = json!({"metadata": {"annotations": {"ours": round.to_string()}}});
+        let r = s.patch(&item_path(vm(), NS, "shared"), "application/merge-patch+json", &patch);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let patched = r.json();
+        assert_eq!(patched["metadata"]["labels"]["theirs"], round.to_string(), "{patched}");
+        assert_eq!(patched["metadata"]["annotations"]["ours"], round.to_string());
+        assert_eq!(mod_revision(&key), rv(&patched));
+    }
+}
