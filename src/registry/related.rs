@@ -1,5 +1,5 @@
 //! The objects a lifecycle kind relates to (`related` in the lifecycle file: by name, by a
-//! field, its controller, the objects it controls), found as the simulated runtime and the
+//! field, its controller, the objects it controls, the objects naming it), found as the simulated runtime and the
 //! action API both need them.
 
 use std::collections::BTreeMap;
@@ -76,6 +76,37 @@ impl Registry {
                                         && r.get("uid").and_then(Value::as_str) == Some(uid)
                                 });
                             if mine
+                                && rel
+                                    .where_
+                                    .as_ref()
+                                    .is_none_or(|w| lifecycle::pred::matches(w, &item, ctx))
+                            {
+                                items.push(item);
+                            }
+                        }
+                    }
+                    out.insert(name.clone(), Value::Array(items));
+                    continue;
+                }
+                By::Referencing(path) => {
+                    let own = meta_str(obj, "name");
+                    let field = lifecycle::expr::parse(path).ok();
+                    let all = ListRequest {
+                        prefix: collection_prefix(rel_res, Some(ns)),
+                        ..ListRequest::default()
+                    };
+                    let mut items = Vec::new();
+                    if let (Some(field), Ok(list)) = (field, self.store().list_raw(all).await) {
+                        for (_, bytes) in list.items {
+                            if memchr::memmem::find(&bytes, own.as_bytes()).is_none() {
+                                continue;
+                            }
+                            let Ok(item) = serde_json::from_slice::<Value>(&bytes) else {
+                                continue;
+                            };
+                            let names_it =
+                                lifecycle::expr::eval(&field, &item, ctx).as_str() == Some(own);
+                            if names_it
                                 && rel
                                     .where_
                                     .as_ref()

@@ -215,6 +215,15 @@ impl Engine {
                             self.evaluate(k, &key).await;
                         }
                     }
+                    // The object it names.
+                    By::Referencing(path) => {
+                        let ctx = Ctx::new(kind, &ev.object, String::new(), 1, Rng::new(0));
+                        let named = lifecycle::expr::parse(path)
+                            .map(|e| lifecycle::expr::eval(&e, &ev.object, &ctx));
+                        if let Ok(Value::String(n)) = named {
+                            self.evaluate(k, &object_key(res, ns, &n)).await;
+                        }
+                    }
                     By::Controller => {
                         // The objects this one controls.
                         let uid = meta_str(&ev.object, "uid");

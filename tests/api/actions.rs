@@ -520,7 +520,7 @@ fn actions_write_their_effect_without_simulate() {
     let vmi = get(&server, "virtualmachineinstances", "r").unwrap();
     assert_eq!(
         vmi["spec"]["volumes"],
-        json!([{"name": "extra", "persistentVolumeClaim": {"claimName": "pvc1"}}])
+        json!([{"name": "extra", "persistentVolumeClaim": {"claimName": "pvc1", "hotpluggable": true}}])
     );
     assert_eq!(
         vmi["spec"]["domain"]["devices"]["disks"],
@@ -803,4 +803,168 @@ fn every_error_of_the_table() {
     // A method an action does not serve: kube's 405 for the kind's paths.
     let r = server.request("POST", &format!("{SUB}/ns/virtualmachines/manual/start"), &[], None);
     assert_eq!(r.status, 405, "{}", r.text());
+}
+
+/// A VM's VMI, written by hand with its controller reference.
+fn create_owned_vmi(server: &TestServer, vm: &Value, spec: Value, status: Value) -> Value {
+    let name = vm["metadata"]["name"].as_str().unwrap();
+    let vmi = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+                     "metadata": {"name": name, "ownerReferences": [{
+                         "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "name": name,
+                         "uid": vm["metadata"]["uid"], "controller": true}]},
+                     "spec": spec, "status": status});
+    let r = server.post(&format!("{KV}/ns/virtualmachineinstances"), &vmi);
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()
+}
+
+/// Hotplug's checks as rest/volumes.go makes them: a VM's VMI refused (400), a VMI that is
+/// not running, a name or a source already there, a volume missing or not hotpluggable (409s),
+/// and the VM's pending requests.
+#[test]
+fn hotplug_errors_as_virt_api_answers_them() {
+    let server = TestServer::start();
+    server.namespace("ns");
+    let vm_c = |name: &str, msg: &str| conflict("virtualmachine", name, msg);
+    let vmi_c = |name: &str, msg: &str| conflict("virtualmachineinstance", name, msg);
+    const VM: &str = "virtualmachine";
+    const VMI: &str = "virtualmachineinstance";
+    let add = |name: &str, source: Value| {
+        json!({"name": name, "disk": {"disk": {"bus": "scsi"}}, "volumeSource": source}).to_string()
+    };
+    let pvc = |claim: &str| json!({"persistentVolumeClaim": {"claimName": claim}});
+    let remove = |name: &str| json!({"name": name}).to_string();
+
+    // A VM's VMI takes volumes through the VM (ephemeral hotplug is not enabled).
+    let vm = create_vm(&server, "ns", "owned", "Always");
+    create_owned_vmi(&server, &vm, json!({"domain": {"devices": {}}}), running(&[]));
+    let owned = "VMI ns/owned is owned by a VM";
+    assert_refused(&vmi_act(&server, "owned", "addvolume", &add("x", pvc("c"))), 400, owned, "");
+    assert_refused(&vmi_act(&server, "owned", "removevolume", &remove("x")), 400, owned, "");
+
+    create_vmi(&server, "ns", "sched", json!({}), json!({"phase": "Scheduling"}));
+    let r = vmi_act(&server, "sched", "addvolume", &add("x", pvc("c")));
+    assert_refused(&r, 409, &vmi_c("sched", "VMI is not running"), VMI);
+
+    let volumes = json!([{"name": "root", "containerDisk": {"image": "i"}},
+                         {"name": "data", "dataVolume": {"name": "dv1"}}]);
+    let spec = json!({"domain": {"devices": {"disks": [{"name": "root"}, {"name": "data"}]}}, "volumes": volumes});
+    create_vmi(&server, "ns", "run", spec, running(&[]));
+    let r = vmi_act(&server, "run", "addvolume", &add("root", pvc("c")));
+    let dup = "Unable to add volume [root] because volume with that name already exists";
+    assert_refused(&r, 409, &vmi_c("run", dup), VMI);
+    let r = vmi_act(&server, "run", "addvolume", &add("x", json!({"dataVolume": {"name": "dv1"}})));
+    let source = "Unable to add volume source [dv1] because it already exists";
+    assert_refused(&r, 409, &vmi_c("run", source), VMI);
+    let r = vmi_act(&server, "run", "removevolume", &remove("nope"));
+    let missing = "Unable to remove volume [nope] because it does not exist";
+    assert_refused(&r, 409, &vmi_c("run", missing), VMI);
+    // By name or by its source's name: the volume is not hotpluggable.
+    let fixed = "Unable to remove volume [data] because it is not hotpluggable";
+    for name in ["data", "dv1"] {
+        let r = vmi_act(&server, "run", "removevolume", &remove(name));
+        assert_refused(&r, 409, &vmi_c("run", fixed), VMI);
+    }
+    // A hotplugged volume, removed by its claim's name.
+    assert_done(&vmi_act(&server, "run", "addvolume", &add("hp", pvc("claim"))), 202);
+    assert_done(&vmi_act(&server, "run", "removevolume", &remove("claim")), 202);
+    let vmi = get(&server, "virtualmachineinstances", "run").unwrap();
+    assert_eq!(vmi["spec"]["volumes"], volumes);
+    assert_eq!(
+        vmi["spec"]["domain"]["devices"]["disks"],
+        json!([{"name": "root"}, {"name": "data"}])
+    );
+
+    // A VM: its template's volumes, then its pending requests.
+    let mut with_volumes = self::vm("tpl", "Halted");
+    with_volumes["spec"]["template"]["spec"]["volumes"] = volumes.clone();
+    let r = server.post(&format!("{KV}/ns/virtualmachines"), &with_volumes);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = vm_act(&server, "tpl", "addvolume", &add("root", pvc("c")));
+    assert_refused(&r, 409, &vm_c("tpl", dup), VM);
+    let r = vm_act(&server, "tpl", "addvolume", &add("x", json!({"dataVolume": {"name": "dv1"}})));
+    assert_refused(&r, 409, &vm_c("tpl", source), VM);
+    assert_done(&vm_act(&server, "tpl", "addvolume", &add("hp", pvc("claim"))), 202);
+    let r = vm_act(&server, "tpl", "addvolume", &add("hp", pvc("claim")));
+    assert_refused(&r, 409, &vm_c("tpl", "add volume request for volume [hp] already exists"), VM);
+    let r = vm_act(&server, "tpl", "removevolume", &remove("data"));
+    assert_refused(&r, 409, &vm_c("tpl", fixed), VM);
+    let r = vm_act(&server, "tpl", "removevolume", &remove("hp"));
+    assert_refused(
+        &r,
+        409,
+        &vm_c("tpl", "Unable to remove volume [hp] because it does not exist"),
+        VM,
+    );
+    let requests = &get(&server, "virtualmachines", "tpl").unwrap()["status"]["volumeRequests"];
+    assert_eq!(
+        requests,
+        &json!([{"addVolumeOptions": {"name": "hp", "disk": {"name": "hp", "disk": {"bus": "scsi"}},
+                 "volumeSource": {"persistentVolumeClaim": {"claimName": "claim", "hotpluggable": true}}}}])
+    );
+}
+
+/// migrate refused as the migration admission webhook refuses the create (a 500 from the
+/// action), and a Halted VM's stop with virt-api's grace period rule.
+#[test]
+fn migration_admission_and_stop_grace_periods() {
+    let server = TestServer::start();
+    server.namespace("ns");
+    let denied = |msg: &str| {
+        format!("Internal error occurred: admission webhook \"migration-create-validator.kubevirt.io\" denied the request: {msg}")
+    };
+    let migrations = || server.list_names(&format!("{KV}/ns/virtualmachineinstancemigrations"));
+
+    let vm = create_vm(&server, "ns", "bridge", "Always");
+    let not_migratable = json!({"type": "LiveMigratable", "status": "False",
+        "reason": "InterfaceNotLiveMigratable",
+        "message": "cannot migrate VMI which does not use masquerade or a migratable plugin to connect to the pod network"});
+    create_owned_vmi(&server, &vm, json!({}), running(&[not_migratable]));
+    let r = vm_act(&server, "bridge", "migrate", "");
+    assert_refused(&r, 500, &denied("Cannot migrate VMI, Reason: InterfaceNotLiveMigratable, Message: cannot migrate VMI which does not use masquerade or a migratable plugin to connect to the pod network"), "");
+    assert!(migrations().is_empty());
+
+    let vm = create_vm(&server, "ns", "m", "Always");
+    create_owned_vmi(&server, &vm, json!({}), running(&[]));
+    assert_done(&vm_act(&server, "m", "migrate", ""), 202);
+    let first = migrations();
+    assert_eq!(first.len(), 1);
+    let path = format!("{KV}/ns/virtualmachineinstancemigrations/{}", first[0]);
+    let uid = server.get_json(&path)["metadata"]["uid"].as_str().unwrap().to_string();
+    let in_flight = denied(&format!("in-flight migration detected. Active migration job ({uid}) is currently already in progress for VMI m."));
+    assert_refused(&vm_act(&server, "m", "migrate", ""), 500, &in_flight, "");
+    assert_refused(&vm_act(&server, "m", "migrate", r#"{"dryRun": ["All"]}"#), 500, &in_flight, "");
+    assert_eq!(migrations().len(), 1);
+    // Once it is over, another may start.
+    let r = server.patch(
+        &format!("{path}/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"phase": "Succeeded"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_done(&vm_act(&server, "m", "migrate", ""), 202);
+    assert_eq!(migrations().len(), 2);
+
+    // Halted and still stopping: only a grace period shorter than the VMI's.
+    let vm = create_vm(&server, "ns", "halting", "Halted");
+    let spec = json!({"terminationGracePeriodSeconds": 30, "domain": {"devices": {}}});
+    create_owned_vmi(&server, &vm, spec, running(&[]));
+    let shorter = conflict(
+        "virtualmachine",
+        "halting",
+        "Halted only supports manual stop requests with a shorter graceperiod",
+    );
+    for body in ["", r#"{"gracePeriod": 30}"#, r#"{"gracePeriod": 45}"#] {
+        assert_refused(&vm_act(&server, "halting", "stop", body), 409, &shorter, "virtualmachine");
+    }
+    assert_done(&vm_act(&server, "halting", "stop", r#"{"gracePeriod": 10}"#), 202);
+    let vmi = get(&server, "virtualmachineinstances", "halting").unwrap();
+    assert_eq!(vmi["spec"]["terminationGracePeriodSeconds"], 10);
+    assert_refused(
+        &vm_act(&server, "halting", "stop", r#"{"gracePeriod": 10}"#),
+        409,
+        &shorter,
+        "virtualmachine",
+    );
+    assert_done(&vm_act(&server, "halting", "stop", r#"{"gracePeriod": 0}"#), 202);
 }
