@@ -94,16 +94,24 @@ impl Registry {
         let body = action::decode_body(action, body).map_err(|e| {
             ApiError::bad_request(format!("Can not unmarshal Request body to struct, error: {e}"))
         })?;
-        let stored = self.store().get(&object_key(res, target.ns(), target.name())).await?;
+        // An action on no object (`expand-vm-spec`) reads its namespace alone.
+        let named = target.name.is_some();
+        let stored = match named {
+            true => self.store().get(&object_key(res, target.ns(), target.name())).await?,
+            false => None,
+        };
         // A missing object reads as its name alone (the first check says 404).
         let obj = match &stored {
             Some(o) => (**o).clone(),
-            None => {
+            None if named => {
                 serde_json::json!({"metadata": {"name": target.name(), "namespace": target.ns()}})
             }
+            None => serde_json::json!({"metadata": {"namespace": target.ns()}}),
         };
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), 1, Rng::new(rand_seed()));
-        ctx.named = self.related(kind, res, &obj, &ctx).await;
+        if named {
+            ctx.named = self.related(kind, res, &obj, &ctx).await;
+        }
         ctx.named.insert("body".into(), body.clone());
         for l in &action.lets {
             l.bind(&mut ctx);
@@ -115,7 +123,7 @@ impl Registry {
                 return Err(refusal(check.code, &message, about, check.plain));
             }
         }
-        if stored.is_none() {
+        if named && stored.is_none() {
             return Err(ApiError::not_found(res, target.name()));
         }
         if let Some(answer) = &action.answer {

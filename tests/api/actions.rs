@@ -193,6 +193,35 @@ fn discovery_is_served_as_virt_api_serves_it() {
         ] {
             assert!(names.contains(&listed), "{listed} missing from {names:?}");
         }
+        // Every listed route is served: a 404 is virt-api's for the missing object, never the
+        // server's unknown path; no 405.
+        for name in &names {
+            let read = [
+                "vnc",
+                "vnc/screenshot",
+                "console",
+                "portforward",
+                "guestosinfo",
+                "userlist",
+                "filesystemlist",
+                "objectgraph",
+                "expand-spec",
+                "sev/fetchcertchain",
+                "sev/querylaunchmeasurement",
+            ];
+            let (method, path) = match name.split_once('/') {
+                None => ("PUT", format!("{SUB}/ns/{name}")),
+                Some((plural, action)) => {
+                    let method = if read.contains(&action) { "GET" } else { "PUT" };
+                    (method, format!("{SUB}/ns/{plural}/ghost/{action}"))
+                }
+            };
+            let path = path.replace("/v1/", &format!("/{v}/"));
+            let r = server.request(method, &path, &[], Some(("application/json", b"{}")));
+            let text = r.text();
+            let unknown = r.status == 404 && !text.contains("ghost");
+            assert!(r.status != 405 && !unknown, "{method} {path}: {} {text}", r.status);
+        }
         // Routed but not listed.
         for unlisted in [
             "virtualmachines/addvolume",
@@ -397,12 +426,17 @@ fn pause_freeze_guest_reads_and_streams_on_a_running_vmi() {
     for (stream, what) in [
         ("console", "serial console"),
         ("vnc", "display"),
+        ("vnc/screenshot", "display"),
         ("portforward", "network to forward ports to"),
     ] {
         let r = act(&server, "GET", "virtualmachineinstances", "p", stream, "");
-        assert_eq!(r.status, 501, "{stream}: {}", r.text());
-        assert_eq!(r.json()["message"], format!("the simulated VMI has no {what}"));
+        let msg = format!("the simulated VMI has no {what}: a simulated guest does not stream");
+        assert_refused(&r, 400, &msg, "");
     }
+    let r = act(&server, "GET", "virtualmachines", "p", "portforward", "");
+    let msg =
+        "the simulated VMI has no network to forward ports to: a simulated guest does not stream";
+    assert_refused(&r, 400, msg, "");
     let r = act(&server, "GET", "virtualmachineinstances", "p", "usbredir", "");
     assert_refused(
         &r,
@@ -967,4 +1001,146 @@ fn migration_admission_and_stop_grace_periods() {
         "virtualmachine",
     );
     assert_done(&vm_act(&server, "halting", "stop", r#"{"gracePeriod": 0}"#), 202);
+}
+
+/// The listed routes beyond the actions: backup and SEV refused as the simulated cluster
+/// would, the object graph computed from the objects, evacuation cancelled, expand-vm-spec.
+#[test]
+fn object_graphs_evacuations_expansions_and_refusals() {
+    let server = TestServer::start();
+    server.namespace("ns");
+    let vmi_c = |name: &str, msg: &str| conflict("virtualmachineinstance", name, msg);
+    const VMI: &str = "virtualmachineinstance";
+
+    create_vmi(&server, "ns", "sched", json!({}), json!({"phase": "Scheduling"}));
+    create_vmi(&server, "ns", "run", json!({"domain": {"devices": {}}}), running(&[]));
+    let r = vmi_act(&server, "sched", "backup", "");
+    assert_refused(&r, 409, &vmi_c("sched", "VM is not running"), VMI);
+    assert_refused(
+        &vmi_act(&server, "run", "backup", ""),
+        400,
+        "the simulated VMI has no disks to back up",
+        "",
+    );
+    let r = vmi_act(&server, "run", "redefine-checkpoint", "");
+    assert_refused(&r, 409, &vmi_c("run", "ChangedBlockTracking is not enabled"), VMI);
+    for (method, sev) in [
+        ("GET", "fetchcertchain"),
+        ("GET", "querylaunchmeasurement"),
+        ("PUT", "setupsession"),
+        ("PUT", "injectlaunchsecret"),
+    ] {
+        let r = act(&server, method, "virtualmachineinstances", "run", &format!("sev/{sev}"), "");
+        assert_refused(&r, 400, "'WorkloadEncryptionSEV' feature gate is not enabled", "");
+    }
+
+    // The object graph: the VM, its VMI once created, its instance type, credentials and
+    // volumes' objects.
+    let ns = |kind: &str, group: &str, name: &str| json!({"objectReference": {"apiGroup": group, "kind": kind, "name": name, "namespace": "ns"}});
+    let mut vm = self::vm("g", "Halted");
+    vm["spec"]["instancetype"] = json!({"name": "u1.small"});
+    vm["spec"]["template"]["spec"]["accessCredentials"] = json!([{"sshPublicKey": {"source": {"secret": {"secretName": "keys"}}, "propagationMethod": {"noCloud": {}}}}]);
+    vm["spec"]["template"]["spec"]["volumes"] = json!([
+        {"name": "root", "dataVolume": {"name": "root-dv"}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data-pvc"}},
+        {"name": "cfg", "configMap": {"name": "cm"}},
+        {"name": "init", "cloudInitNoCloud": {"userDataSecretRef": {"name": "userdata"}}},
+        {"name": "disk", "containerDisk": {"image": "quay.io/x"}}
+    ]);
+    let r = server.post(&format!("{KV}/ns/virtualmachines"), &vm);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let graph = act(&server, "GET", "virtualmachines", "g", "objectgraph", "");
+    assert_eq!(graph.status, 200, "{}", graph.text());
+    let mut dv = ns("datavolumes", "cdi.kubevirt.io", "root-dv");
+    dv["children"] = json!([ns("persistentvolumeclaims", "", "root-dv")]);
+    let instancetype = json!({"objectReference": {"apiGroup": "instancetype.kubevirt.io",
+        "kind": "virtualmachineclusterinstancetypes", "name": "u1.small", "namespace": ""}, "optional": true});
+    let tail = vec![
+        ns("secrets", "", "keys"),
+        dv,
+        ns("persistentvolumeclaims", "", "data-pvc"),
+        ns("configmaps", "", "cm"),
+        ns("secrets", "", "userdata"),
+    ];
+    let mut want = ns("virtualmachines", "kubevirt.io", "g");
+    let mut children = vec![instancetype.clone()];
+    children.extend(tail.clone());
+    want["children"] = json!(children);
+    assert_eq!(graph.json(), want);
+    set_vm_status(&server, "ns", "g", json!({"created": true}));
+    let mut children = vec![ns("virtualmachineinstances", "kubevirt.io", "g"), instancetype];
+    children.extend(tail);
+    want["children"] = json!(children);
+    assert_eq!(act(&server, "GET", "virtualmachines", "g", "objectgraph", "").json(), want);
+    // A VMI's graph, from its own spec; one without dependencies has no children.
+    let spec = json!({"domain": {"devices": {}}, "volumes": [{"name": "cfg", "configMap": {"name": "cm"}}]});
+    create_vmi(&server, "ns", "solo", spec, running(&[]));
+    let mut want = ns("virtualmachineinstances", "kubevirt.io", "solo");
+    want["children"] = json!([ns("configmaps", "", "cm")]);
+    assert_eq!(
+        act(&server, "GET", "virtualmachineinstances", "solo", "objectgraph", "").json(),
+        want
+    );
+    let bare = act(&server, "GET", "virtualmachineinstances", "run", "objectgraph", "").json();
+    assert_eq!(bare, ns("virtualmachineinstances", "kubevirt.io", "run"));
+    let r = act(&server, "GET", "virtualmachines", "ghost", "objectgraph", "");
+    assert_refused(&r, 404, r#"virtualmachine.kubevirt.io "ghost" not found"#, "virtualmachine");
+
+    // Evacuation: cancelled when the body names the node; nothing to do without one.
+    let r = server.patch(
+        &format!("{KV}/ns/virtualmachineinstances/run"),
+        "application/merge-patch+json",
+        &json!({"status": {"evacuationNodeName": "node-1"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r#"{"evacuationNodeName": "node-1"}"#;
+    assert_done(
+        &vmi_act(
+            &server,
+            "run",
+            "evacuate/cancel",
+            r#"{"evacuationNodeName": "node-1", "dryRun": ["All"]}"#,
+        ),
+        200,
+    );
+    assert_eq!(
+        get(&server, "virtualmachineinstances", "run").unwrap()["status"]["evacuationNodeName"],
+        "node-1"
+    );
+    assert_done(&vmi_act(&server, "run", "evacuate/cancel", body), 200);
+    assert!(get(&server, "virtualmachineinstances", "run").unwrap()["status"]
+        ["evacuationNodeName"]
+        .is_null());
+    assert_done(&vmi_act(&server, "run", "evacuate/cancel", body), 200);
+    let r = vm_act(&server, "g", "evacuate/cancel", body);
+    assert_refused(&r, 404, r#"virtualmachineinstance.kubevirt.io "g" not found"#, VMI);
+    create_vm(&server, "ns", "stopped", "Halted");
+    let r = vm_act(&server, "stopped", "evacuate/cancel", body);
+    assert_refused(
+        &r,
+        409,
+        &conflict("virtualmachine", "stopped", "VMI is not started"),
+        "virtualmachine",
+    );
+
+    // expand-vm-spec: the VM of the body, in the request's namespace.
+    let expand = |body: &Value| {
+        let path = format!("{SUB}/ns/expand-vm-spec");
+        let bytes = body.to_string();
+        server.request("PUT", &path, &[], Some(("application/json", bytes.as_bytes())))
+    };
+    let r = expand(&self::vm("x", "Always"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut want = self::vm("x", "Always");
+    want["metadata"]["namespace"] = json!("ns");
+    assert_eq!(r.json(), want);
+    let mut elsewhere = self::vm("x", "Always");
+    elsewhere["metadata"]["namespace"] = json!("other");
+    assert_refused(&expand(&elsewhere), 400, "VM namespace must be empty or ns", "");
+    assert_refused(
+        &expand(&json!({"kind": "VirtualMachine"})),
+        400,
+        "Object is not a valid VirtualMachine",
+        "",
+    );
 }
