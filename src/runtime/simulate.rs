@@ -205,7 +205,7 @@ impl Engine {
                         }
                     }
                     // Any object of the namespace may name it.
-                    By::Field(_) => {
+                    By::Field(_) | By::Names(_) => {
                         let all = ListRequest {
                             prefix: collection_prefix(res, scope),
                             ..ListRequest::default()

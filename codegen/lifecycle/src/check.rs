@@ -470,7 +470,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                 errors.push(format!("kind {k}, related {name}: a reserved name"));
             }
             let at = format!("kind {k}, related {name}");
-            if let By::Field(path) = &r.by {
+            if let By::Field(path) | By::Names(path) = &r.by {
                 scope(&schemas, lc, kind, this, &[], at.clone()).path_expr(path, &mut errors);
             }
             // Read in the related objects.
@@ -483,7 +483,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
             }
             match (&r.where_, &r.by, schemas.kind(&r.resource)) {
                 (Some(_), by, _) if !by.is_list() => errors
-                    .push(format!("{at}: `where` filters only `owned` and `referencing` lists")),
+                    .push(format!("{at}: `where` filters only lists (owned, referencing, names)")),
                 (Some(w), _, Some((_, s))) => {
                     scope(&schemas, lc, kind, s, &[], at).pred(w, &mut errors)
                 }
@@ -793,7 +793,7 @@ kinds:
         for want in [
             "related peers: .status.nope field \"nope\" is not declared",
             "related named: .spec.nope field \"nope\" is not declared",
-            "related named: `where` filters only `owned` and `referencing` lists",
+            "related named: `where` filters only lists (owned, referencing, names)",
             ".status.nah field \"nah\" is not declared",
             "supersedes \"a\", no other stage",
             "supersedes \"ghost\", no other stage",

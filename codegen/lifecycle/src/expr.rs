@@ -39,6 +39,7 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         "the list's items whose field (2nd; dotted: 'dataVolume.name') is not the value (3rd)",
     ),
     ("find", 3, 3, "the list's first item whose field (2nd, as without's) is the value (3rd)"),
+    ("pluck", 2, 2, "the list's items' field (2nd, as without's), those present and not null"),
     (
         "addDuration",
         2,
@@ -585,6 +586,12 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             let keep = |i: &Value| field.as_str().is_none_or(|f| field_at(i, f) != Some(&value));
             Value::Array(items.into_iter().filter(keep).collect())
         }
+        "pluck" => {
+            let items = arg(0).as_array().cloned().unwrap_or_default();
+            let Some(f) = arg(1).as_str().map(str::to_string) else { return json!([]) };
+            let values = items.iter().filter_map(|i| field_at(i, &f)).filter(|v| !v.is_null());
+            Value::Array(values.cloned().collect())
+        }
         "find" => {
             let (field, value) = (arg(1), arg(2));
             let items = arg(0).as_array().cloned().unwrap_or_default();
@@ -722,6 +729,9 @@ mod tests {
         assert_eq!(ev("get(find(.spec.volumes, 'dataVolume.name', 'dv'), 'name')"), json!("disk"));
         assert_eq!(ev("find(.spec.volumes, 'name', 'nope')"), Value::Null);
         assert_eq!(ev("find(.nope, 'name', 'disk')"), Value::Null);
+        assert_eq!(ev("pluck(.spec.volumes, 'dataVolume.name')"), json!(["dv"]));
+        assert_eq!(ev("pluck(.spec.volumes, 'name')"), json!(["root", "disk"]));
+        assert_eq!(ev("pluck(.nope, 'name')"), json!([]));
         assert_eq!(ev("sign(int(.metadata.annotations['x.io/gen']))"), json!(1));
         assert_eq!(ev("sign(0)"), json!(0));
         assert_eq!(ev("sign(.nope)"), Value::Null);
