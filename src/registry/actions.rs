@@ -1,12 +1,13 @@
 //! KubeVirt's action API (`subresources.kubevirt.io`: start, stop, pause, guestosinfo...) as
 //! data: each action is declared under its kind's `actions` in the built-in lifecycle file
-//! (format: `lifecycle::action`; checked by build.rs against the document). An action reads the
+//! (format: `lifecycle::action`; checked by build.rs against the document), which
+//! `--simulate-config` extends or replaces (checked at start the same way). An action reads the
 //! object, its related objects and the body, answers the first check that holds as virt-api
 //! would, and otherwise writes its steps through the verbs here, as virt-api's field manager.
 //! Actions are served with or without `--simulate`: their effect is a write; the lifecycle that
 //! follows from it runs only when simulating.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use lifecycle::action::{self, DryRun, Write};
 use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng};
@@ -40,9 +41,10 @@ pub enum Acted {
 }
 
 /// The built-in lifecycles (where the actions are), parsed once.
-fn lifecycles() -> &'static Lifecycles {
-    static LC: OnceLock<Lifecycles> = OnceLock::new();
-    LC.get_or_init(|| lifecycle::parse(LIFECYCLES).expect("build.rs checked the lifecycle file"))
+pub(super) fn builtin() -> Arc<Lifecycles> {
+    static LC: OnceLock<Arc<Lifecycles>> = OnceLock::new();
+    let parse = || lifecycle::parse(LIFECYCLES).expect("build.rs checked the lifecycle file");
+    LC.get_or_init(|| Arc::new(parse())).clone()
 }
 
 /// The stored (storage-version) kind a lifecycle names.
@@ -81,7 +83,7 @@ impl Registry {
         body: &[u8],
     ) -> Result<Acted, ApiError> {
         let r = ResourceRef { group: res.group.to_string(), kind: res.kind.to_string() };
-        let kind = lifecycles().kind(&r);
+        let kind = self.actions.kind(&r);
         let Some((kind, action)) = kind.and_then(|k| Some((k, k.actions.get(name)?))) else {
             return Err(ApiError::Action {
                 code: 501,
