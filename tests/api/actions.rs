@@ -1083,6 +1083,20 @@ fn object_graphs_evacuations_expansions_and_refusals() {
     );
     let bare = act(&server, "GET", "virtualmachineinstances", "run", "objectgraph", "").json();
     assert_eq!(bare, ns("virtualmachineinstances", "kubevirt.io", "run"));
+    // kubectl reads the graph, and shows a stream's refusal as virt-api's 400s are shown.
+    let kubectl = Kubectl::new(&server);
+    let raw = kubectl.ok(&[
+        "get",
+        "--raw",
+        &format!("{SUB}/ns/virtualmachineinstances/solo/objectgraph"),
+    ]);
+    assert_eq!(serde_json::from_str::<Value>(&raw).unwrap(), want);
+    let err =
+        kubectl.fails(&["get", "--raw", &format!("{SUB}/ns/virtualmachineinstances/run/vnc")]);
+    assert!(
+        err.contains("(BadRequest)") && err.contains("the simulated VMI has no display"),
+        "{err}"
+    );
     let r = act(&server, "GET", "virtualmachines", "ghost", "objectgraph", "");
     assert_refused(&r, 404, r#"virtualmachine.kubevirt.io "ghost" not found"#, "virtualmachine");
 

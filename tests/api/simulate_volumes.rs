@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::common::{condition, managers, sequence, ServerOptions, TestServer};
+use crate::common::{condition, managers, sequence, Kubectl, ServerOptions, TestServer};
 
 const KV: &str = "/apis/kubevirt.io/v1/namespaces";
 const CDI: &str = "/apis/cdi.kubevirt.io/v1beta1/namespaces";
@@ -62,6 +62,9 @@ fn a_vm_provisions_its_data_volume_templates_before_it_starts() {
     );
     let dv = server.get_json(&format!("{CDI}/ns/datavolumes/p-root"));
     assert_eq!(dv["status"]["phase"], "Succeeded");
+    let kubectl = Kubectl::in_namespace(&server, "ns");
+    let table = kubectl.ok(&["get", "datavolumes"]);
+    assert!(table.lines().any(|l| l.starts_with("p-root") && l.contains("Succeeded")), "{table}");
     assert_eq!(dv["metadata"]["labels"]["kubevirt.io/created-by"], vm["metadata"]["uid"]);
     let owner = &dv["metadata"]["ownerReferences"][0];
     assert_eq!(
@@ -105,8 +108,11 @@ fn a_missing_data_volume_is_error_pvc_not_found_until_it_appears() {
         (Some("False"), Some("FailedPvcNotFound"))
     );
     assert_eq!(sync["message"], "PVC ns/later does not exist, waiting for it to appear");
-    // The VM mirrors it.
+    // The VM mirrors it; kubectl shows the status.
     let vm = server.get_json(&format!("{KV}/ns/virtualmachines/m"));
+    let kubectl = Kubectl::in_namespace(&server, "ns");
+    let table = kubectl.ok(&["get", "vm", "m"]);
+    assert!(table.contains("ErrorPvcNotFound"), "{table}");
     assert_eq!(condition(&vm, "Synchronized").expect("mirrored")["reason"], "FailedPvcNotFound");
 
     // Its DataVolume appears: it imports (Provisioning, as the VMI waits), then the VM runs.
