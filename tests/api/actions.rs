@@ -465,6 +465,25 @@ fn migrate_creates_a_migration() {
     assert_eq!(vmim["spec"], json!({"vmiName": "m", "addedNodeSelector": {"zone": "b"}}));
     let managers = managers(&vmim);
     assert_eq!(managers, ["virt-api"]);
+
+    // A VMI bridged to the pod network cannot migrate: virt-handler says so, and the
+    // migration's admission refuses it.
+    let mut bridged = vm("b", "Always");
+    bridged["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"] =
+        json!([{"name": "default", "bridge": {}}]);
+    bridged["spec"]["template"]["spec"]["networks"] = json!([{"name": "default", "pod": {}}]);
+    let r = server.post(&format!("{KV}/ns/virtualmachines"), &bridged);
+    assert_eq!(r.status, 201, "{}", r.text());
+    wait_printable(&server, "b", "Running");
+    let vmi = get(&server, "virtualmachineinstances", "b").unwrap();
+    let migratable = condition(&vmi, "LiveMigratable").unwrap();
+    assert_eq!(
+        (migratable["status"].as_str(), migratable["reason"].as_str()),
+        (Some("False"), Some("InterfaceNotLiveMigratable"))
+    );
+    let r = vm_act(&server, "b", "migrate", "");
+    assert_refused(&r, 500, "Internal error occurred: admission webhook \"migration-create-validator.kubevirt.io\" denied the request: Cannot migrate VMI, Reason: InterfaceNotLiveMigratable, Message: cannot migrate VMI which does not use masquerade or a migratable plugin to connect to the pod network", "");
+    assert_eq!(migrations().len(), 1);
 }
 
 /// Without `--simulate` nothing moves, but each action's effect is written.
