@@ -1177,3 +1177,40 @@ fn object_graphs_evacuations_expansions_and_refusals() {
         "",
     );
 }
+
+/// A VM's hotplug requests reach its template and its running VMI, then leave its status
+/// (vm.go handleVolumeRequests, trimDoneVolumeRequests).
+#[test]
+fn vm_hotplug_reaches_the_template_and_the_running_vmi() {
+    let server = simulating();
+    server.namespace("ns");
+    create_vm(&server, "ns", "h", "Always");
+    wait_printable(&server, "h", "Running");
+    let add = r#"{"name": "hp", "disk": {"disk": {"bus": "scsi"}}, "volumeSource": {"persistentVolumeClaim": {"claimName": "claim"}}}"#;
+    assert_done(&vm_act(&server, "h", "addvolume", add), 202);
+    let volume = json!({"name": "hp", "persistentVolumeClaim": {"claimName": "claim", "hotpluggable": true}});
+    let has = |obj: &Value, path: &str| {
+        obj.pointer(path).and_then(Value::as_array).is_some_and(|v| v.contains(&volume))
+    };
+    eventually(Duration::from_secs(10), || {
+        let vm = get(&server, "virtualmachines", "h")?;
+        let vmi = get(&server, "virtualmachineinstances", "h")?;
+        (has(&vm, "/spec/template/spec/volumes")
+            && has(&vmi, "/spec/volumes")
+            && vm["status"]["volumeRequests"].is_null())
+        .then_some(())
+    });
+    let vmi = get(&server, "virtualmachineinstances", "h").unwrap();
+    let disks = vmi["spec"]["domain"]["devices"]["disks"].as_array().unwrap();
+    assert!(disks.contains(&json!({"name": "hp", "disk": {"bus": "scsi"}})), "{disks:?}");
+    // Removed again, from both.
+    assert_done(&vm_act(&server, "h", "removevolume", r#"{"name": "hp"}"#), 202);
+    eventually(Duration::from_secs(10), || {
+        let vm = get(&server, "virtualmachines", "h")?;
+        let vmi = get(&server, "virtualmachineinstances", "h")?;
+        (!has(&vm, "/spec/template/spec/volumes")
+            && !has(&vmi, "/spec/volumes")
+            && vm["status"]["volumeRequests"].is_null())
+        .then_some(())
+    });
+}
