@@ -140,7 +140,8 @@ struct Args {
     /// (openapi/lifecycles.yaml). Off: a pure API server.
     #[arg(long)]
     simulate: bool,
-    /// A lifecycle file that extends (or, with `mode: replace`, replaces) the built-in ones.
+    /// A lifecycle file that extends (or, with `mode: replace`, replaces) the built-in ones:
+    /// lifecycles and actions.
     #[arg(long, requires = "simulate")]
     simulate_config: Option<String>,
     /// A factor on every simulated delay (0: each step as soon as the previous one is written).
@@ -376,6 +377,11 @@ fn main() -> std::io::Result<()> {
         let watch = WatchConfig { bookmark_interval: args.bookmark_interval };
         let mut state = AppState { watch, ..AppState::new(store) };
         state.registry = state.registry.with_implicit_namespaces(args.implicit_namespaces);
+        // `--simulate-config` extends or replaces the actions as it does the lifecycles.
+        if let Some(cfg) = &simulation {
+            let lifecycles = std::sync::Arc::new(cfg.lifecycles.clone());
+            state.registry = state.registry.with_actions(lifecycles);
+        }
         // kube-apiserver's system namespaces, and those objects already live in, exist before
         // the first request is served.
         if let Err(e) = state.registry.ensure_namespaces().await {

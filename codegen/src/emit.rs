@@ -438,9 +438,10 @@ fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
             }
         }
         OperationKind::Handler(h) => (None, handler_call(api, h)),
-        OperationKind::Action { resource, name, read } => {
+        OperationKind::Action { resource, name, read, named } => {
             let index = Literal::usize_unsuffixed(*resource);
-            let target = quote!(self::rt::Target::new(Some(namespace), Some(name)));
+            let object = option(named.then(|| quote!(name)));
+            let target = quote!(self::rt::Target::new(Some(namespace), #object));
             if *read {
                 (
                     None,

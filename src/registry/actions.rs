@@ -1,12 +1,13 @@
 //! KubeVirt's action API (`subresources.kubevirt.io`: start, stop, pause, guestosinfo...) as
 //! data: each action is declared under its kind's `actions` in the built-in lifecycle file
-//! (format: `lifecycle::action`; checked by build.rs against the document). An action reads the
+//! (format: `lifecycle::action`; checked by build.rs against the document), which
+//! `--simulate-config` extends or replaces (checked at start the same way). An action reads the
 //! object, its related objects and the body, answers the first check that holds as virt-api
 //! would, and otherwise writes its steps through the verbs here, as virt-api's field manager.
 //! Actions are served with or without `--simulate`: their effect is a write; the lifecycle that
 //! follows from it runs only when simulating.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use lifecycle::action::{self, DryRun, Write};
 use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng};
@@ -40,9 +41,10 @@ pub enum Acted {
 }
 
 /// The built-in lifecycles (where the actions are), parsed once.
-fn lifecycles() -> &'static Lifecycles {
-    static LC: OnceLock<Lifecycles> = OnceLock::new();
-    LC.get_or_init(|| lifecycle::parse(LIFECYCLES).expect("build.rs checked the lifecycle file"))
+pub(super) fn builtin() -> Arc<Lifecycles> {
+    static LC: OnceLock<Arc<Lifecycles>> = OnceLock::new();
+    let parse = || lifecycle::parse(LIFECYCLES).expect("build.rs checked the lifecycle file");
+    LC.get_or_init(|| Arc::new(parse())).clone()
 }
 
 /// The stored (storage-version) kind a lifecycle names.
@@ -81,7 +83,7 @@ impl Registry {
         body: &[u8],
     ) -> Result<Acted, ApiError> {
         let r = ResourceRef { group: res.group.to_string(), kind: res.kind.to_string() };
-        let kind = lifecycles().kind(&r);
+        let kind = self.actions.kind(&r);
         let Some((kind, action)) = kind.and_then(|k| Some((k, k.actions.get(name)?))) else {
             return Err(ApiError::Action {
                 code: 501,
@@ -94,16 +96,24 @@ impl Registry {
         let body = action::decode_body(action, body).map_err(|e| {
             ApiError::bad_request(format!("Can not unmarshal Request body to struct, error: {e}"))
         })?;
-        let stored = self.store().get(&object_key(res, target.ns(), target.name())).await?;
+        // An action on no object (`expand-vm-spec`) reads its namespace alone.
+        let named = target.name.is_some();
+        let stored = match named {
+            true => self.store().get(&object_key(res, target.ns(), target.name())).await?,
+            false => None,
+        };
         // A missing object reads as its name alone (the first check says 404).
         let obj = match &stored {
             Some(o) => (**o).clone(),
-            None => {
+            None if named => {
                 serde_json::json!({"metadata": {"name": target.name(), "namespace": target.ns()}})
             }
+            None => serde_json::json!({"metadata": {"namespace": target.ns()}}),
         };
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), 1, Rng::new(rand_seed()));
-        ctx.named = self.related(kind, res, &obj, &ctx).await;
+        if named {
+            ctx.named = self.related(kind, res, &obj, &ctx).await;
+        }
         ctx.named.insert("body".into(), body.clone());
         for l in &action.lets {
             l.bind(&mut ctx);
@@ -115,7 +125,7 @@ impl Registry {
                 return Err(refusal(check.code, &message, about, check.plain));
             }
         }
-        if stored.is_none() {
+        if named && stored.is_none() {
             return Err(ApiError::not_found(res, target.name()));
         }
         if let Some(answer) = &action.answer {

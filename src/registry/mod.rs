@@ -19,6 +19,9 @@ pub mod token;
 mod update;
 mod write;
 
+use std::sync::Arc;
+
+use lifecycle::Lifecycles;
 use serde_json::Value;
 
 pub use actions::Acted;
@@ -40,13 +43,22 @@ pub struct Registry {
     store: Store,
     /// `--implicit-namespaces`: namespaced objects need no Namespace (`namespaces`).
     implicit_namespaces: bool,
+    /// The lifecycles whose `actions` the action API runs: the built-in file, or with
+    /// `--simulate-config` on top.
+    actions: Arc<Lifecycles>,
 }
 
 impl Registry {
     /// The verbs over `store`, with kube's namespace lifecycle (when the document has a
     /// namespace kind).
     pub fn new(store: Store) -> Registry {
-        Registry { store, implicit_namespaces: false }
+        Registry { store, implicit_namespaces: false, actions: actions::builtin() }
+    }
+
+    /// The action API runs the `actions` of `lifecycles` (checked: `simulate::load`).
+    pub fn with_actions(mut self, lifecycles: Arc<Lifecycles>) -> Registry {
+        self.actions = lifecycles;
+        self
     }
 
     /// `--implicit-namespaces`: any namespace name may hold objects, and none is checked.

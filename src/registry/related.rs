@@ -1,5 +1,6 @@
 //! The objects a lifecycle kind relates to (`related` in the lifecycle file: by name, by a
-//! field, its controller, the objects it controls), found as the simulated runtime and the
+//! field, its controller, the objects it controls, the objects naming it, those of a list of
+//! names), found as the simulated runtime and the
 //! action API both need them.
 
 use std::collections::BTreeMap;
@@ -83,6 +84,58 @@ impl Registry {
                             {
                                 items.push(item);
                             }
+                        }
+                    }
+                    out.insert(name.clone(), Value::Array(items));
+                    continue;
+                }
+                By::Referencing(path) => {
+                    let own = meta_str(obj, "name");
+                    let field = lifecycle::expr::parse(path).ok();
+                    let all = ListRequest {
+                        prefix: collection_prefix(rel_res, Some(ns)),
+                        ..ListRequest::default()
+                    };
+                    let mut items = Vec::new();
+                    if let (Some(field), Ok(list)) = (field, self.store().list_raw(all).await) {
+                        for (_, bytes) in list.items {
+                            if memchr::memmem::find(&bytes, own.as_bytes()).is_none() {
+                                continue;
+                            }
+                            let Ok(item) = serde_json::from_slice::<Value>(&bytes) else {
+                                continue;
+                            };
+                            let names_it =
+                                lifecycle::expr::eval(&field, &item, ctx).as_str() == Some(own);
+                            if names_it
+                                && rel
+                                    .where_
+                                    .as_ref()
+                                    .is_none_or(|w| lifecycle::pred::matches(w, &item, ctx))
+                            {
+                                items.push(item);
+                            }
+                        }
+                    }
+                    out.insert(name.clone(), Value::Array(items));
+                    continue;
+                }
+                By::Names(names) => {
+                    let names = lifecycle::expr::parse(names)
+                        .map_or(Value::Null, |e| lifecycle::expr::eval(&e, obj, ctx));
+                    let mut items = Vec::new();
+                    for n in names.as_array().into_iter().flatten().filter_map(Value::as_str) {
+                        let Ok(Some(found)) = self.store().get(&object_key(rel_res, ns, n)).await
+                        else {
+                            continue;
+                        };
+                        let found = (*found).clone();
+                        if rel
+                            .where_
+                            .as_ref()
+                            .is_none_or(|w| lifecycle::pred::matches(w, &found, ctx))
+                        {
+                            items.push(found);
                         }
                     }
                     out.insert(name.clone(), Value::Array(items));

@@ -100,7 +100,7 @@ pub fn spawn(registry: Registry, cfg: Config) {
                     Ok(e) => Some(e),
                     Err(_) => continue,
                 },
-                By::Name | By::Owned => continue,
+                By::Name | By::Owned | By::Names(_) | By::Referencing(_) => continue,
             };
             let prefix = collection_prefix(res, None);
             indexes.push(Index { k, prefix, rel: name.clone(), field, keys: RefCell::default() });
@@ -291,6 +291,26 @@ impl Engine {
                         let prefix = collection_prefix(res, scope);
                         for key in self.lookup(k, rel_name, value, &prefix) {
                             self.evaluate(k, &key).await;
+                        }
+                    }
+                    // Any object of the namespace may list it among its names.
+                    By::Names(_) => {
+                        let all = ListRequest {
+                            prefix: collection_prefix(res, scope),
+                            ..ListRequest::default()
+                        };
+                        let Ok(list) = self.registry.store().list_raw(all).await else { continue };
+                        for (key, _) in list.items {
+                            self.evaluate(k, &key).await;
+                        }
+                    }
+                    // The object it names.
+                    By::Referencing(path) => {
+                        let ctx = Ctx::new(kind, &ev.object, String::new(), 1, Rng::new(0));
+                        let named = lifecycle::expr::parse(path)
+                            .map(|e| lifecycle::expr::eval(&e, &ev.object, &ctx));
+                        if let Ok(Value::String(n)) = named {
+                            self.evaluate(k, &object_key(res, ns, &n)).await;
                         }
                     }
                 }

@@ -193,6 +193,35 @@ fn discovery_is_served_as_virt_api_serves_it() {
         ] {
             assert!(names.contains(&listed), "{listed} missing from {names:?}");
         }
+        // Every listed route is served: a 404 is virt-api's for the missing object, never the
+        // server's unknown path; no 405.
+        for name in &names {
+            let read = [
+                "vnc",
+                "vnc/screenshot",
+                "console",
+                "portforward",
+                "guestosinfo",
+                "userlist",
+                "filesystemlist",
+                "objectgraph",
+                "expand-spec",
+                "sev/fetchcertchain",
+                "sev/querylaunchmeasurement",
+            ];
+            let (method, path) = match name.split_once('/') {
+                None => ("PUT", format!("{SUB}/ns/{name}")),
+                Some((plural, action)) => {
+                    let method = if read.contains(&action) { "GET" } else { "PUT" };
+                    (method, format!("{SUB}/ns/{plural}/ghost/{action}"))
+                }
+            };
+            let path = path.replace("/v1/", &format!("/{v}/"));
+            let r = server.request(method, &path, &[], Some(("application/json", b"{}")));
+            let text = r.text();
+            let unknown = r.status == 404 && !text.contains("ghost");
+            assert!(r.status != 405 && !unknown, "{method} {path}: {} {text}", r.status);
+        }
         // Routed but not listed.
         for unlisted in [
             "virtualmachines/addvolume",
@@ -397,12 +426,17 @@ fn pause_freeze_guest_reads_and_streams_on_a_running_vmi() {
     for (stream, what) in [
         ("console", "serial console"),
         ("vnc", "display"),
+        ("vnc/screenshot", "display"),
         ("portforward", "network to forward ports to"),
     ] {
         let r = act(&server, "GET", "virtualmachineinstances", "p", stream, "");
-        assert_eq!(r.status, 501, "{stream}: {}", r.text());
-        assert_eq!(r.json()["message"], format!("the simulated VMI has no {what}"));
+        let msg = format!("the simulated VMI has no {what}: a simulated guest does not stream");
+        assert_refused(&r, 400, &msg, "");
     }
+    let r = act(&server, "GET", "virtualmachines", "p", "portforward", "");
+    let msg =
+        "the simulated VMI has no network to forward ports to: a simulated guest does not stream";
+    assert_refused(&r, 400, msg, "");
     let r = act(&server, "GET", "virtualmachineinstances", "p", "usbredir", "");
     assert_refused(
         &r,
@@ -431,6 +465,25 @@ fn migrate_creates_a_migration() {
     assert_eq!(vmim["spec"], json!({"vmiName": "m", "addedNodeSelector": {"zone": "b"}}));
     let managers = managers(&vmim);
     assert_eq!(managers, ["virt-api"]);
+
+    // A VMI bridged to the pod network cannot migrate: virt-handler says so, and the
+    // migration's admission refuses it.
+    let mut bridged = vm("b", "Always");
+    bridged["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"] =
+        json!([{"name": "default", "bridge": {}}]);
+    bridged["spec"]["template"]["spec"]["networks"] = json!([{"name": "default", "pod": {}}]);
+    let r = server.post(&format!("{KV}/ns/virtualmachines"), &bridged);
+    assert_eq!(r.status, 201, "{}", r.text());
+    wait_printable(&server, "b", "Running");
+    let vmi = get(&server, "virtualmachineinstances", "b").unwrap();
+    let migratable = condition(&vmi, "LiveMigratable").unwrap();
+    assert_eq!(
+        (migratable["status"].as_str(), migratable["reason"].as_str()),
+        (Some("False"), Some("InterfaceNotLiveMigratable"))
+    );
+    let r = vm_act(&server, "b", "migrate", "");
+    assert_refused(&r, 500, "Internal error occurred: admission webhook \"migration-create-validator.kubevirt.io\" denied the request: Cannot migrate VMI, Reason: InterfaceNotLiveMigratable, Message: cannot migrate VMI which does not use masquerade or a migratable plugin to connect to the pod network", "");
+    assert_eq!(migrations().len(), 1);
 }
 
 /// Without `--simulate` nothing moves, but each action's effect is written.
@@ -520,7 +573,7 @@ fn actions_write_their_effect_without_simulate() {
     let vmi = get(&server, "virtualmachineinstances", "r").unwrap();
     assert_eq!(
         vmi["spec"]["volumes"],
-        json!([{"name": "extra", "persistentVolumeClaim": {"claimName": "pvc1"}}])
+        json!([{"name": "extra", "persistentVolumeClaim": {"claimName": "pvc1", "hotpluggable": true}}])
     );
     assert_eq!(
         vmi["spec"]["domain"]["devices"]["disks"],
@@ -803,4 +856,361 @@ fn every_error_of_the_table() {
     // A method an action does not serve: kube's 405 for the kind's paths.
     let r = server.request("POST", &format!("{SUB}/ns/virtualmachines/manual/start"), &[], None);
     assert_eq!(r.status, 405, "{}", r.text());
+}
+
+/// A VM's VMI, written by hand with its controller reference.
+fn create_owned_vmi(server: &TestServer, vm: &Value, spec: Value, status: Value) -> Value {
+    let name = vm["metadata"]["name"].as_str().unwrap();
+    let vmi = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+                     "metadata": {"name": name, "ownerReferences": [{
+                         "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "name": name,
+                         "uid": vm["metadata"]["uid"], "controller": true}]},
+                     "spec": spec, "status": status});
+    let r = server.post(&format!("{KV}/ns/virtualmachineinstances"), &vmi);
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()
+}
+
+/// Hotplug's checks as rest/volumes.go makes them: a VM's VMI refused (400), a VMI that is
+/// not running, a name or a source already there, a volume missing or not hotpluggable (409s),
+/// and the VM's pending requests.
+#[test]
+fn hotplug_errors_as_virt_api_answers_them() {
+    let server = TestServer::start();
+    server.namespace("ns");
+    let vm_c = |name: &str, msg: &str| conflict("virtualmachine", name, msg);
+    let vmi_c = |name: &str, msg: &str| conflict("virtualmachineinstance", name, msg);
+    const VM: &str = "virtualmachine";
+    const VMI: &str = "virtualmachineinstance";
+    let add = |name: &str, source: Value| {
+        json!({"name": name, "disk": {"disk": {"bus": "scsi"}}, "volumeSource": source}).to_string()
+    };
+    let pvc = |claim: &str| json!({"persistentVolumeClaim": {"claimName": claim}});
+    let remove = |name: &str| json!({"name": name}).to_string();
+
+    // A VM's VMI takes volumes through the VM (ephemeral hotplug is not enabled).
+    let vm = create_vm(&server, "ns", "owned", "Always");
+    create_owned_vmi(&server, &vm, json!({"domain": {"devices": {}}}), running(&[]));
+    let owned = "VMI ns/owned is owned by a VM";
+    assert_refused(&vmi_act(&server, "owned", "addvolume", &add("x", pvc("c"))), 400, owned, "");
+    assert_refused(&vmi_act(&server, "owned", "removevolume", &remove("x")), 400, owned, "");
+
+    create_vmi(&server, "ns", "sched", json!({}), json!({"phase": "Scheduling"}));
+    let r = vmi_act(&server, "sched", "addvolume", &add("x", pvc("c")));
+    assert_refused(&r, 409, &vmi_c("sched", "VMI is not running"), VMI);
+
+    let volumes = json!([{"name": "root", "containerDisk": {"image": "i"}},
+                         {"name": "data", "dataVolume": {"name": "dv1"}}]);
+    let spec = json!({"domain": {"devices": {"disks": [{"name": "root"}, {"name": "data"}]}}, "volumes": volumes});
+    create_vmi(&server, "ns", "run", spec, running(&[]));
+    let r = vmi_act(&server, "run", "addvolume", &add("root", pvc("c")));
+    let dup = "Unable to add volume [root] because volume with that name already exists";
+    assert_refused(&r, 409, &vmi_c("run", dup), VMI);
+    let r = vmi_act(&server, "run", "addvolume", &add("x", json!({"dataVolume": {"name": "dv1"}})));
+    let source = "Unable to add volume source [dv1] because it already exists";
+    assert_refused(&r, 409, &vmi_c("run", source), VMI);
+    let r = vmi_act(&server, "run", "removevolume", &remove("nope"));
+    let missing = "Unable to remove volume [nope] because it does not exist";
+    assert_refused(&r, 409, &vmi_c("run", missing), VMI);
+    // By name or by its source's name: the volume is not hotpluggable.
+    let fixed = "Unable to remove volume [data] because it is not hotpluggable";
+    for name in ["data", "dv1"] {
+        let r = vmi_act(&server, "run", "removevolume", &remove(name));
+        assert_refused(&r, 409, &vmi_c("run", fixed), VMI);
+    }
+    // A hotplugged volume, removed by its claim's name.
+    assert_done(&vmi_act(&server, "run", "addvolume", &add("hp", pvc("claim"))), 202);
+    assert_done(&vmi_act(&server, "run", "removevolume", &remove("claim")), 202);
+    let vmi = get(&server, "virtualmachineinstances", "run").unwrap();
+    assert_eq!(vmi["spec"]["volumes"], volumes);
+    assert_eq!(
+        vmi["spec"]["domain"]["devices"]["disks"],
+        json!([{"name": "root"}, {"name": "data"}])
+    );
+
+    // A VM: its template's volumes, then its pending requests.
+    let mut with_volumes = self::vm("tpl", "Halted");
+    with_volumes["spec"]["template"]["spec"]["volumes"] = volumes.clone();
+    let r = server.post(&format!("{KV}/ns/virtualmachines"), &with_volumes);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = vm_act(&server, "tpl", "addvolume", &add("root", pvc("c")));
+    assert_refused(&r, 409, &vm_c("tpl", dup), VM);
+    let r = vm_act(&server, "tpl", "addvolume", &add("x", json!({"dataVolume": {"name": "dv1"}})));
+    assert_refused(&r, 409, &vm_c("tpl", source), VM);
+    assert_done(&vm_act(&server, "tpl", "addvolume", &add("hp", pvc("claim"))), 202);
+    let r = vm_act(&server, "tpl", "addvolume", &add("hp", pvc("claim")));
+    assert_refused(&r, 409, &vm_c("tpl", "add volume request for volume [hp] already exists"), VM);
+    let r = vm_act(&server, "tpl", "removevolume", &remove("data"));
+    assert_refused(&r, 409, &vm_c("tpl", fixed), VM);
+    let r = vm_act(&server, "tpl", "removevolume", &remove("hp"));
+    assert_refused(
+        &r,
+        409,
+        &vm_c("tpl", "Unable to remove volume [hp] because it does not exist"),
+        VM,
+    );
+    let requests = &get(&server, "virtualmachines", "tpl").unwrap()["status"]["volumeRequests"];
+    assert_eq!(
+        requests,
+        &json!([{"addVolumeOptions": {"name": "hp", "disk": {"name": "hp", "disk": {"bus": "scsi"}},
+                 "volumeSource": {"persistentVolumeClaim": {"claimName": "claim", "hotpluggable": true}}}}])
+    );
+}
+
+/// migrate refused as the migration admission webhook refuses the create (a 500 from the
+/// action), and a Halted VM's stop with virt-api's grace period rule.
+#[test]
+fn migration_admission_and_stop_grace_periods() {
+    let server = TestServer::start();
+    server.namespace("ns");
+    let denied = |msg: &str| {
+        format!("Internal error occurred: admission webhook \"migration-create-validator.kubevirt.io\" denied the request: {msg}")
+    };
+    let migrations = || server.list_names(&format!("{KV}/ns/virtualmachineinstancemigrations"));
+
+    let vm = create_vm(&server, "ns", "bridge", "Always");
+    let not_migratable = json!({"type": "LiveMigratable", "status": "False",
+        "reason": "InterfaceNotLiveMigratable",
+        "message": "cannot migrate VMI which does not use masquerade or a migratable plugin to connect to the pod network"});
+    create_owned_vmi(&server, &vm, json!({}), running(&[not_migratable]));
+    let r = vm_act(&server, "bridge", "migrate", "");
+    assert_refused(&r, 500, &denied("Cannot migrate VMI, Reason: InterfaceNotLiveMigratable, Message: cannot migrate VMI which does not use masquerade or a migratable plugin to connect to the pod network"), "");
+    assert!(migrations().is_empty());
+
+    let vm = create_vm(&server, "ns", "m", "Always");
+    create_owned_vmi(&server, &vm, json!({}), running(&[]));
+    assert_done(&vm_act(&server, "m", "migrate", ""), 202);
+    let first = migrations();
+    assert_eq!(first.len(), 1);
+    let path = format!("{KV}/ns/virtualmachineinstancemigrations/{}", first[0]);
+    let uid = server.get_json(&path)["metadata"]["uid"].as_str().unwrap().to_string();
+    let in_flight = denied(&format!("in-flight migration detected. Active migration job ({uid}) is currently already in progress for VMI m."));
+    assert_refused(&vm_act(&server, "m", "migrate", ""), 500, &in_flight, "");
+    assert_refused(&vm_act(&server, "m", "migrate", r#"{"dryRun": ["All"]}"#), 500, &in_flight, "");
+    assert_eq!(migrations().len(), 1);
+    // Once it is over, another may start.
+    let r = server.patch(
+        &format!("{path}/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"phase": "Succeeded"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_done(&vm_act(&server, "m", "migrate", ""), 202);
+    assert_eq!(migrations().len(), 2);
+
+    // Halted and still stopping: only a grace period shorter than the VMI's.
+    let vm = create_vm(&server, "ns", "halting", "Halted");
+    let spec = json!({"terminationGracePeriodSeconds": 30, "domain": {"devices": {}}});
+    create_owned_vmi(&server, &vm, spec, running(&[]));
+    let shorter = conflict(
+        "virtualmachine",
+        "halting",
+        "Halted only supports manual stop requests with a shorter graceperiod",
+    );
+    for body in ["", r#"{"gracePeriod": 30}"#, r#"{"gracePeriod": 45}"#] {
+        assert_refused(&vm_act(&server, "halting", "stop", body), 409, &shorter, "virtualmachine");
+    }
+    assert_done(&vm_act(&server, "halting", "stop", r#"{"gracePeriod": 10}"#), 202);
+    let vmi = get(&server, "virtualmachineinstances", "halting").unwrap();
+    assert_eq!(vmi["spec"]["terminationGracePeriodSeconds"], 10);
+    assert_refused(
+        &vm_act(&server, "halting", "stop", r#"{"gracePeriod": 10}"#),
+        409,
+        &shorter,
+        "virtualmachine",
+    );
+    assert_done(&vm_act(&server, "halting", "stop", r#"{"gracePeriod": 0}"#), 202);
+}
+
+/// The listed routes beyond the actions: backup and SEV refused as the simulated cluster
+/// would, the object graph computed from the objects, evacuation cancelled, expand-vm-spec.
+#[test]
+fn object_graphs_evacuations_expansions_and_refusals() {
+    let server = TestServer::start();
+    server.namespace("ns");
+    let vmi_c = |name: &str, msg: &str| conflict("virtualmachineinstance", name, msg);
+    const VMI: &str = "virtualmachineinstance";
+
+    create_vmi(&server, "ns", "sched", json!({}), json!({"phase": "Scheduling"}));
+    create_vmi(&server, "ns", "run", json!({"domain": {"devices": {}}}), running(&[]));
+    let r = vmi_act(&server, "sched", "backup", "");
+    assert_refused(&r, 409, &vmi_c("sched", "VM is not running"), VMI);
+    assert_refused(
+        &vmi_act(&server, "run", "backup", ""),
+        400,
+        "the simulated VMI has no disks to back up",
+        "",
+    );
+    let r = vmi_act(&server, "run", "redefine-checkpoint", "");
+    assert_refused(&r, 409, &vmi_c("run", "ChangedBlockTracking is not enabled"), VMI);
+    for (method, sev) in [
+        ("GET", "fetchcertchain"),
+        ("GET", "querylaunchmeasurement"),
+        ("PUT", "setupsession"),
+        ("PUT", "injectlaunchsecret"),
+    ] {
+        let r = act(&server, method, "virtualmachineinstances", "run", &format!("sev/{sev}"), "");
+        assert_refused(&r, 400, "'WorkloadEncryptionSEV' feature gate is not enabled", "");
+    }
+
+    // The object graph: the VM, its VMI once created, its instance type, credentials and
+    // volumes' objects.
+    let ns = |kind: &str, group: &str, name: &str| json!({"objectReference": {"apiGroup": group, "kind": kind, "name": name, "namespace": "ns"}});
+    let mut vm = self::vm("g", "Halted");
+    vm["spec"]["instancetype"] = json!({"name": "u1.small"});
+    vm["spec"]["template"]["spec"]["accessCredentials"] = json!([{"sshPublicKey": {"source": {"secret": {"secretName": "keys"}}, "propagationMethod": {"noCloud": {}}}}]);
+    vm["spec"]["template"]["spec"]["volumes"] = json!([
+        {"name": "root", "dataVolume": {"name": "root-dv"}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data-pvc"}},
+        {"name": "cfg", "configMap": {"name": "cm"}},
+        {"name": "init", "cloudInitNoCloud": {"userDataSecretRef": {"name": "userdata"}}},
+        {"name": "disk", "containerDisk": {"image": "quay.io/x"}}
+    ]);
+    let r = server.post(&format!("{KV}/ns/virtualmachines"), &vm);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let graph = act(&server, "GET", "virtualmachines", "g", "objectgraph", "");
+    assert_eq!(graph.status, 200, "{}", graph.text());
+    let mut dv = ns("datavolumes", "cdi.kubevirt.io", "root-dv");
+    dv["children"] = json!([ns("persistentvolumeclaims", "", "root-dv")]);
+    let instancetype = json!({"objectReference": {"apiGroup": "instancetype.kubevirt.io",
+        "kind": "virtualmachineclusterinstancetypes", "name": "u1.small", "namespace": ""}, "optional": true});
+    let tail = vec![
+        ns("secrets", "", "keys"),
+        dv,
+        ns("persistentvolumeclaims", "", "data-pvc"),
+        ns("configmaps", "", "cm"),
+        ns("secrets", "", "userdata"),
+    ];
+    let mut want = ns("virtualmachines", "kubevirt.io", "g");
+    let mut children = vec![instancetype.clone()];
+    children.extend(tail.clone());
+    want["children"] = json!(children);
+    assert_eq!(graph.json(), want);
+    set_vm_status(&server, "ns", "g", json!({"created": true}));
+    let mut children = vec![ns("virtualmachineinstances", "kubevirt.io", "g"), instancetype];
+    children.extend(tail);
+    want["children"] = json!(children);
+    assert_eq!(act(&server, "GET", "virtualmachines", "g", "objectgraph", "").json(), want);
+    // A VMI's graph, from its own spec; one without dependencies has no children.
+    let spec = json!({"domain": {"devices": {}}, "volumes": [{"name": "cfg", "configMap": {"name": "cm"}}]});
+    create_vmi(&server, "ns", "solo", spec, running(&[]));
+    let mut want = ns("virtualmachineinstances", "kubevirt.io", "solo");
+    want["children"] = json!([ns("configmaps", "", "cm")]);
+    assert_eq!(
+        act(&server, "GET", "virtualmachineinstances", "solo", "objectgraph", "").json(),
+        want
+    );
+    let bare = act(&server, "GET", "virtualmachineinstances", "run", "objectgraph", "").json();
+    assert_eq!(bare, ns("virtualmachineinstances", "kubevirt.io", "run"));
+    // kubectl reads the graph, and shows a stream's refusal as virt-api's 400s are shown.
+    let kubectl = Kubectl::new(&server);
+    let raw = kubectl.ok(&[
+        "get",
+        "--raw",
+        &format!("{SUB}/ns/virtualmachineinstances/solo/objectgraph"),
+    ]);
+    assert_eq!(serde_json::from_str::<Value>(&raw).unwrap(), want);
+    let err =
+        kubectl.fails(&["get", "--raw", &format!("{SUB}/ns/virtualmachineinstances/run/vnc")]);
+    assert!(
+        err.contains("(BadRequest)") && err.contains("the simulated VMI has no display"),
+        "{err}"
+    );
+    let r = act(&server, "GET", "virtualmachines", "ghost", "objectgraph", "");
+    assert_refused(&r, 404, r#"virtualmachine.kubevirt.io "ghost" not found"#, "virtualmachine");
+
+    // Evacuation: cancelled when the body names the node; nothing to do without one.
+    let r = server.patch(
+        &format!("{KV}/ns/virtualmachineinstances/run"),
+        "application/merge-patch+json",
+        &json!({"status": {"evacuationNodeName": "node-1"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r#"{"evacuationNodeName": "node-1"}"#;
+    assert_done(
+        &vmi_act(
+            &server,
+            "run",
+            "evacuate/cancel",
+            r#"{"evacuationNodeName": "node-1", "dryRun": ["All"]}"#,
+        ),
+        200,
+    );
+    assert_eq!(
+        get(&server, "virtualmachineinstances", "run").unwrap()["status"]["evacuationNodeName"],
+        "node-1"
+    );
+    assert_done(&vmi_act(&server, "run", "evacuate/cancel", body), 200);
+    assert!(get(&server, "virtualmachineinstances", "run").unwrap()["status"]
+        ["evacuationNodeName"]
+        .is_null());
+    assert_done(&vmi_act(&server, "run", "evacuate/cancel", body), 200);
+    let r = vm_act(&server, "g", "evacuate/cancel", body);
+    assert_refused(&r, 404, r#"virtualmachineinstance.kubevirt.io "g" not found"#, VMI);
+    create_vm(&server, "ns", "stopped", "Halted");
+    let r = vm_act(&server, "stopped", "evacuate/cancel", body);
+    assert_refused(
+        &r,
+        409,
+        &conflict("virtualmachine", "stopped", "VMI is not started"),
+        "virtualmachine",
+    );
+
+    // expand-vm-spec: the VM of the body, in the request's namespace.
+    let expand = |body: &Value| {
+        let path = format!("{SUB}/ns/expand-vm-spec");
+        let bytes = body.to_string();
+        server.request("PUT", &path, &[], Some(("application/json", bytes.as_bytes())))
+    };
+    let r = expand(&self::vm("x", "Always"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut want = self::vm("x", "Always");
+    want["metadata"]["namespace"] = json!("ns");
+    assert_eq!(r.json(), want);
+    let mut elsewhere = self::vm("x", "Always");
+    elsewhere["metadata"]["namespace"] = json!("other");
+    assert_refused(&expand(&elsewhere), 400, "VM namespace must be empty or ns", "");
+    assert_refused(
+        &expand(&json!({"kind": "VirtualMachine"})),
+        400,
+        "Object is not a valid VirtualMachine",
+        "",
+    );
+}
+
+/// A VM's hotplug requests reach its template and its running VMI, then leave its status
+/// (vm.go handleVolumeRequests, trimDoneVolumeRequests).
+#[test]
+fn vm_hotplug_reaches_the_template_and_the_running_vmi() {
+    let server = simulating();
+    server.namespace("ns");
+    create_vm(&server, "ns", "h", "Always");
+    wait_printable(&server, "h", "Running");
+    let add = r#"{"name": "hp", "disk": {"disk": {"bus": "scsi"}}, "volumeSource": {"persistentVolumeClaim": {"claimName": "claim"}}}"#;
+    assert_done(&vm_act(&server, "h", "addvolume", add), 202);
+    let volume = json!({"name": "hp", "persistentVolumeClaim": {"claimName": "claim", "hotpluggable": true}});
+    let has = |obj: &Value, path: &str| {
+        obj.pointer(path).and_then(Value::as_array).is_some_and(|v| v.contains(&volume))
+    };
+    eventually(Duration::from_secs(10), || {
+        let vm = get(&server, "virtualmachines", "h")?;
+        let vmi = get(&server, "virtualmachineinstances", "h")?;
+        (has(&vm, "/spec/template/spec/volumes")
+            && has(&vmi, "/spec/volumes")
+            && vm["status"]["volumeRequests"].is_null())
+        .then_some(())
+    });
+    let vmi = get(&server, "virtualmachineinstances", "h").unwrap();
+    let disks = vmi["spec"]["domain"]["devices"]["disks"].as_array().unwrap();
+    assert!(disks.contains(&json!({"name": "hp", "disk": {"bus": "scsi"}})), "{disks:?}");
+    // Removed again, from both.
+    assert_done(&vm_act(&server, "h", "removevolume", r#"{"name": "hp"}"#), 202);
+    eventually(Duration::from_secs(10), || {
+        let vm = get(&server, "virtualmachines", "h")?;
+        let vmi = get(&server, "virtualmachineinstances", "h")?;
+        (!has(&vm, "/spec/template/spec/volumes")
+            && !has(&vmi, "/spec/volumes")
+            && vm["status"]["volumeRequests"].is_null())
+        .then_some(())
+    });
 }

@@ -32,6 +32,7 @@ mod simulate;
 mod simulate_failures;
 mod simulate_kinds;
 mod simulate_storage;
+mod simulate_volumes;
 mod storage_files;
 mod strategic_patch;
 mod subresources;

@@ -309,3 +309,90 @@ kinds:
     });
     assert_eq!(vmi["metadata"]["labels"]["example.com/seen"], vmi["status"]["nodeName"]);
 }
+
+/// `--simulate-config` extends the actions as it does the lifecycles: an action of the file
+/// takes the built-in one's place, the others stay; a bad one fails the start.
+#[test]
+fn a_config_replaces_an_action_and_keeps_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("actions.yaml");
+    // `stop` refuses a VM labelled protected, else halts it.
+    std::fs::write(
+        &config,
+        r#"
+kinds:
+  - resource: {group: kubevirt.io, kind: VirtualMachine}
+    actions:
+      stop:
+        code: 202
+        bodyType: StopOptions
+        body: {gracePeriod: int, dryRun: strings}
+        checks:
+          - {when: {doesNotExist: .metadata.uid}, code: 404}
+          - {when: {equals: {path: ".metadata.labels['example.com/protected']", value: "true"}}, code: 403, message: "{{ .metadata.name }} is protected"}
+        steps:
+          - merge: {patch: {spec: {runStrategy: Halted, running: null}}}
+"#,
+    )
+    .unwrap();
+    let server =
+        simulating(&["--simulate-speed", "0", "--simulate-config", config.to_str().unwrap()]);
+    server.namespace("act");
+    let mut protected = vm("act", "keep", "Always");
+    protected["metadata"]["labels"] = json!({"example.com/protected": "true"});
+    let r = server.post(&format!("{VMS}/act/virtualmachines"), &protected);
+    assert_eq!(r.status, 201, "{}", r.text());
+    create_vm(&server, "act", "free", "Always");
+    let stop = |name: &str| {
+        let path =
+            format!("/apis/subresources.kubevirt.io/v1/namespaces/act/virtualmachines/{name}/stop");
+        server.request("PUT", &path, &[], None)
+    };
+    let r = stop("keep");
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        r#"virtualmachine.kubevirt.io "keep" is forbidden: keep is protected"#
+    );
+    let r = stop("free");
+    assert_eq!((r.status, r.text()), (202, String::new()));
+    let vm = get(&server, "act", "virtualmachines", "free").unwrap();
+    assert_eq!(vm["spec"]["runStrategy"], "Halted");
+    // The built-in start is still there.
+    create_vm(&server, "act", "idle", "Halted");
+    let path = "/apis/subresources.kubevirt.io/v1/namespaces/act/virtualmachines/idle/start";
+    assert_eq!(server.request("PUT", path, &[], None).status, 202);
+    let vm = get(&server, "act", "virtualmachines", "idle").unwrap();
+    assert_eq!(vm["spec"]["runStrategy"], "Always");
+
+    // A bad action in the file: every problem at start.
+    std::fs::write(
+        &config,
+        r#"
+kinds:
+  - resource: {group: kubevirt.io, kind: VirtualMachine}
+    actions:
+      stop:
+        checks:
+          - {when: {exists: .spec.notAField}, code: 409, message: "{{ bogus() }}"}
+        steps:
+          - merge: {of: nothing, patch: {spec: {alsoNotAField: 1}}}
+"#,
+    )
+    .unwrap();
+    let out = Command::new(binary())
+        .args(["--listen", "127.0.0.1:0", "--database"])
+        .arg(dir.path().join("db"))
+        .arg("--simulate")
+        .arg("--simulate-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for want in [".spec.notAField field \"notAField\" is not declared", "no function bogus()"] {
+        assert!(stderr.contains(want), "missing {want:?} in {stderr}");
+    }
+    assert!(stderr.contains("action stop"), "{stderr}");
+    assert!(out.stdout.is_empty(), "it never listened");
+}

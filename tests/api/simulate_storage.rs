@@ -28,8 +28,17 @@ fn create(server: &TestServer, path: &str, body: Value) -> Value {
     r.json()
 }
 
-/// A VM with a DataVolume disk, a container disk and a cloud-init volume, and one interface.
+/// A VM with a DataVolume disk (the DataVolume created first: a VMI waits for a missing one;
+/// its import goes on while the VM's lifecycle does),
+/// a container disk and a cloud-init volume, and one interface.
 fn vm(server: &TestServer, ns: &str, name: &str, run_strategy: &str, disks: &[&str]) -> Value {
+    if disks.contains(&"dv") {
+        let dv = json!({"apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "DataVolume",
+                        "metadata": {"name": format!("{name}-dv")},
+                        "spec": {"source": {"blank": {}}, "storage": {"resources": {"requests": {"storage": "1Gi"}}}}});
+        let dvs = format!("/apis/cdi.kubevirt.io/v1beta1/namespaces/{ns}/datavolumes");
+        create(server, &dvs, dv);
+    }
     let mut volumes =
         vec![json!({"name": "cloudinit", "cloudInitNoCloud": {"userData": "#cloud-config"}})];
     for d in disks {

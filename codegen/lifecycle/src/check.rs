@@ -171,8 +171,8 @@ impl Scope<'_, '_> {
                 if let Some(r) = self.kind.related.get(name) {
                     // A list of owned objects: its elements have the kind's schema.
                     let segs = match (&r.by, segs.first()) {
-                        (By::Owned, Some(Seg::Index(_) | Seg::Filter(..))) => &segs[1..],
-                        (By::Owned, Some(Seg::Key(_))) => {
+                        (by, Some(Seg::Index(_) | Seg::Filter(..))) if by.is_list() => &segs[1..],
+                        (by, Some(Seg::Key(_))) if by.is_list() => {
                             errors.push(format!("{}: ${name} is a list", self.at));
                             return;
                         }
@@ -470,17 +470,20 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                 errors.push(format!("kind {k}, related {name}: a reserved name"));
             }
             let at = format!("kind {k}, related {name}");
-            if let By::Field(path) = &r.by {
+            if let By::Field(path) | By::Names(path) = &r.by {
                 scope(&schemas, lc, kind, this, &[], at.clone()).path_expr(path, &mut errors);
+            }
+            // Read in the related objects.
+            if let (By::Referencing(path), Some((_, s))) = (&r.by, schemas.kind(&r.resource)) {
+                scope(&schemas, lc, kind, s, &[], at.clone()).path_expr(path, &mut errors);
             }
             if let Some(ns) = &r.namespace {
                 scope(&schemas, lc, kind, this, &[], format!("{at}, namespace"))
                     .path_expr(ns, &mut errors);
             }
             match (&r.where_, &r.by, schemas.kind(&r.resource)) {
-                (Some(_), by, _) if *by != By::Owned => {
-                    errors.push(format!("{at}: `where` filters only `owned` lists"))
-                }
+                (Some(_), by, _) if !by.is_list() => errors
+                    .push(format!("{at}: `where` filters only lists (owned, referencing, names)")),
                 (Some(w), _, Some((_, s))) => {
                     scope(&schemas, lc, kind, s, &[], at).pred(w, &mut errors)
                 }
@@ -790,7 +793,7 @@ kinds:
         for want in [
             "related peers: .status.nope field \"nope\" is not declared",
             "related named: .spec.nope field \"nope\" is not declared",
-            "related named: `where` filters only `owned` lists",
+            "related named: `where` filters only lists (owned, referencing, names)",
             ".status.nah field \"nah\" is not declared",
             "supersedes \"a\", no other stage",
             "supersedes \"ghost\", no other stage",

@@ -32,7 +32,14 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
     ("labelSelector", 1, 1, "a LabelSelector as kube prints it: \"a=b,c in (d,e)\""),
     ("computed", 1, 1, "the kind's computed value of that name: its first matching case"),
     ("sign", 1, 1, "-1, 0 or 1 as the number is negative, zero or positive (null otherwise)"),
-    ("without", 3, 3, "the list's items whose field (2nd) is not the value (3rd)"),
+    (
+        "without",
+        3,
+        3,
+        "the list's items whose field (2nd; dotted: 'dataVolume.name') is not the value (3rd)",
+    ),
+    ("find", 3, 3, "the list's first item whose field (2nd, as without's) is the value (3rd)"),
+    ("pluck", 2, 2, "the list's items' field (2nd, as without's), those present and not null"),
     (
         "addDuration",
         2,
@@ -455,6 +462,11 @@ fn label_selector(sel: &Value) -> Value {
     Value::String(reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(","))
 }
 
+/// The member a dotted field names (`dataVolume.name`), if there is one.
+fn field_at<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
+    field.split('.').try_fold(v, |v, k| v.get(k))
+}
+
 fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value {
     match f {
         "now" => Value::String(env.now()),
@@ -571,8 +583,20 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
         "without" => {
             let (field, value) = (arg(1), arg(2));
             let items = arg(0).as_array().cloned().unwrap_or_default();
-            let keep = |i: &Value| field.as_str().is_none_or(|f| i.get(f) != Some(&value));
+            let keep = |i: &Value| field.as_str().is_none_or(|f| field_at(i, f) != Some(&value));
             Value::Array(items.into_iter().filter(keep).collect())
+        }
+        "pluck" => {
+            let items = arg(0).as_array().cloned().unwrap_or_default();
+            let Some(f) = arg(1).as_str().map(str::to_string) else { return json!([]) };
+            let values = items.iter().filter_map(|i| field_at(i, &f)).filter(|v| !v.is_null());
+            Value::Array(values.cloned().collect())
+        }
+        "find" => {
+            let (field, value) = (arg(1), arg(2));
+            let items = arg(0).as_array().cloned().unwrap_or_default();
+            let Some(f) = field.as_str() else { return Value::Null };
+            items.into_iter().find(|i| field_at(i, f) == Some(&value)).unwrap_or(Value::Null)
         }
         "transitionTime" => {
             let cond = arg(0);
@@ -657,6 +681,10 @@ mod tests {
         let obj = json!({
             "apiVersion": "g/v1", "kind": "K",
             "metadata": {"name": "a", "uid": "u1", "annotations": {"x.io/gen": "3"}},
+            "spec": {"volumes": [
+                {"name": "root", "containerDisk": {"image": "i"}},
+                {"name": "disk", "dataVolume": {"name": "dv"}}
+            ]},
             "status": {"conditions": [
                 {"type": "Ready", "status": "True", "lastTransitionTime": "then"},
                 {"type": "Paused", "status": "False"}
@@ -696,6 +724,14 @@ mod tests {
         assert!(kept.as_array().unwrap().iter().all(|c| c["type"] != "Paused"), "{kept}");
         assert_eq!(ev("without(.status.conditions, 'type', 'Nope')"), ev(".status.conditions"));
         assert_eq!(ev("without(.nope, 'type', 'Paused')"), json!([]));
+        // Dotted fields reach into items; find returns the first match.
+        assert_eq!(ev("len(without(.spec.volumes, 'dataVolume.name', 'dv'))"), json!(1));
+        assert_eq!(ev("get(find(.spec.volumes, 'dataVolume.name', 'dv'), 'name')"), json!("disk"));
+        assert_eq!(ev("find(.spec.volumes, 'name', 'nope')"), Value::Null);
+        assert_eq!(ev("find(.nope, 'name', 'disk')"), Value::Null);
+        assert_eq!(ev("pluck(.spec.volumes, 'dataVolume.name')"), json!(["dv"]));
+        assert_eq!(ev("pluck(.spec.volumes, 'name')"), json!(["root", "disk"]));
+        assert_eq!(ev("pluck(.nope, 'name')"), json!([]));
         assert_eq!(ev("sign(int(.metadata.annotations['x.io/gen']))"), json!(1));
         assert_eq!(ev("sign(0)"), json!(0));
         assert_eq!(ev("sign(.nope)"), Value::Null);

@@ -128,6 +128,20 @@ pub enum By {
     Field(String),
     /// Every object (same namespace) this one controls, as a list (empty when none).
     Owned,
+    /// Every object (same namespace) whose field the expression reads, in that object, holds
+    /// this one's name, as a list (empty when none): a VMI's migrations (`.spec.vmiName`).
+    Referencing(String),
+    /// The objects (same namespace) of the names the expression lists, as a list of those
+    /// that exist: a VM's DataVolumes (`pluck(.spec.template.spec.volumes, 'dataVolume.name')`).
+    Names(String),
+}
+
+impl By {
+    /// Whether the related object is a list (`owned`, `referencing`, `names`), which `where`
+    /// filters.
+    pub fn is_list(&self) -> bool {
+        matches!(self, By::Owned | By::Referencing(_) | By::Names(_))
+    }
 }
 
 /// One case of a computed value: no `when` always matches.

@@ -287,8 +287,8 @@ pub enum OperationKind {
     /// A hand-written non-resource handler.
     Handler(Handler),
     /// An `x-virt-action` on an object of `RESOURCES[resource]` (always namespaced): PUT acts,
-    /// GET (`read`) answers from the object.
-    Action { resource: usize, name: String, read: bool },
+    /// GET (`read`) answers from the object; not `named`, on no object (the namespace's).
+    Action { resource: usize, name: String, read: bool, named: bool },
 }
 
 /// `x-kubernetes-action` values.

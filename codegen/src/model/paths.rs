@@ -83,6 +83,38 @@ pub(super) fn parse_resource_path(path: &str) -> Option<ResourcePath<'_>> {
     Some(ResourcePath { group, version, watch, namespaced, plural, named, subresource })
 }
 
+/// An `x-virt-action` path: `/apis/<group>/<version>/namespaces/{namespace}/` then
+/// `<plural>/{name}/<action>` (an action may have two segments: `vnc/screenshot`) or, for an
+/// action on no object (`expand-vm-spec`, whose kind `x-virt-subresource-of` names), `<action>`.
+pub(super) struct ActionPath<'a> {
+    pub(super) group: &'a str,
+    pub(super) version: &'a str,
+    /// `None` for an action on no object.
+    pub(super) plural: Option<&'a str>,
+    pub(super) action: String,
+}
+
+pub(super) fn parse_action_path(path: &str) -> Option<ActionPath<'_>> {
+    let tail = path.strip_prefix("/apis/")?;
+    let segs: Vec<&str> = tail.split('/').collect();
+    let [group, version, "namespaces", "{namespace}", rest @ ..] = segs.as_slice() else {
+        return None;
+    };
+    let literal = |s: &&str| {
+        !s.is_empty()
+            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    let (plural, action) = match rest {
+        [p, "{name}", a @ ..] if (1..=2).contains(&a.len()) => (Some(*p), a),
+        [_] => (None, rest),
+        _ => return None,
+    };
+    if !action.iter().all(literal) || !plural.iter().all(literal) {
+        return None;
+    }
+    Some(ActionPath { group, version, plural, action: action.join("/") })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1660,7 +1660,7 @@ async fn v1_feed_animal(
             &state,
             &RESOURCES[0],
             "feed",
-            self::rt::Target::new(Some(namespace), Some(name)),
+            self::rt::Target::new(Some(namespace), ::std::option::Option::Some(name)),
             &req,
             body,
         )
@@ -1677,7 +1677,7 @@ async fn v1_mood_animal(
             &state,
             &RESOURCES[0],
             "mood",
-            self::rt::Target::new(Some(namespace), Some(name)),
+            self::rt::Target::new(Some(namespace), ::std::option::Option::Some(name)),
             &req,
         )
         .await

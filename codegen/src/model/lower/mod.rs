@@ -77,11 +77,12 @@ enum DraftKind {
         subresource: Option<Subresource>,
     },
     Handler(DraftHandler),
-    /// An `x-virt-action` on the objects of definition `def`.
+    /// An `x-virt-action` on the objects of definition `def` (`named`: on one of them).
     Action {
         def: usize,
         name: String,
         read: bool,
+        named: bool,
     },
 }
 
@@ -148,7 +149,10 @@ impl<'d> Lowering<'d> {
                 }
             };
             let owner = match &item.subresource_of {
-                Some(v) => self.subresource_of(&format!("path {path}"), path, v),
+                Some(v) => {
+                    let action = item.operations().any(|(_, op)| op.virt_action.is_some());
+                    self.subresource_of(&format!("path {path}"), path, v, action)
+                }
                 None => Owner::OwnGroup,
             };
             let at = PathCtx { path, item, params, owner };

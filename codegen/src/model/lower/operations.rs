@@ -51,7 +51,7 @@ impl<'d> Lowering<'d> {
         self.check_parameters(&ctx, params, &resolved);
         self.check_consumes(&ctx, method, op, &resolved);
         let owner = match &op.subresource_of {
-            Some(v) => self.subresource_of(&ctx, path, v),
+            Some(v) => self.subresource_of(&ctx, path, v, op.virt_action.is_some()),
             None => at.owner.clone(),
         };
         if op.api_resources.is_some() && op.handler.as_deref() != Some("apiResources") {

@@ -4,17 +4,26 @@
 use serde_json::Value;
 
 use super::{DraftKind, KindDef, Lowering, Owner};
-use crate::model::paths::{parse_resource_path, ResourcePath};
+use crate::model::paths::{parse_action_path, parse_resource_path, ResourcePath};
 use crate::model::{Action, Subresource, SCALE_GVK};
 use crate::swagger::{GroupVersionKind, Method, SubresourceOf};
 
 impl<'d> Lowering<'d> {
     /// The owner an `x-virt-subresource-of` at `ctx` (a path item of `path`, or one of its
     /// operations) declares. Problems with the declaration itself are reported here, once.
-    pub(super) fn subresource_of(&mut self, ctx: &str, path: &str, value: &Value) -> Owner {
-        if parse_resource_path(path).is_none_or(|rp| rp.subresource.is_none()) {
-            let msg =
-                "x-virt-subresource-of belongs only on a subresource path (…/{name}/<subresource>)";
+    /// An `action`'s path may have two segments (`vnc/screenshot`) or none (`expand-vm-spec`).
+    pub(super) fn subresource_of(
+        &mut self,
+        ctx: &str,
+        path: &str,
+        value: &Value,
+        action: bool,
+    ) -> Owner {
+        if parse_resource_path(path).is_none_or(|rp| rp.subresource.is_none())
+            && !(action && parse_action_path(path).is_some())
+        {
+            let msg = "x-virt-subresource-of belongs only on a subresource path \
+                       (…/{name}/<subresource>) or an action's";
             self.problem(ctx, msg);
             return Owner::Invalid;
         }
@@ -147,7 +156,8 @@ impl<'d> Lowering<'d> {
 
 impl<'d> Lowering<'d> {
     /// An `x-virt-action` operation: PUT (acts) or GET (reads) on `…/namespaces/{namespace}/
-    /// <plural>/{name}/<action>`, the kind found as a subresource's is.
+    /// <plural>/{name}/<action>` (the kind found as a subresource's is), or on
+    /// `…/namespaces/{namespace}/<action>` for the kind `x-virt-subresource-of` names.
     pub(super) fn action_op(
         &mut self,
         ctx: &str,
@@ -157,13 +167,15 @@ impl<'d> Lowering<'d> {
         owner: &Owner,
         defs: &[KindDef<'d>],
     ) -> Option<DraftKind> {
-        let Some(rp) = parse_resource_path(path).filter(|rp| rp.subresource.is_some()) else {
-            self.problem(ctx, "x-virt-action belongs only on a path …/{name}/<action>");
+        let Some(ap) = parse_action_path(path) else {
+            let msg = "x-virt-action belongs only on a path …/namespaces/{namespace}/\
+                       [<plural>/{name}/]<action>";
+            self.problem(ctx, msg);
             return None;
         };
         let mut ok = true;
-        if rp.subresource != Some(name) {
-            let msg = format!("x-virt-action `{name}` is not the path's last segment");
+        if ap.action != name {
+            let msg = format!("x-virt-action `{name}` is not the path's last segments");
             self.problem(ctx, msg);
             ok = false;
         }
@@ -175,14 +187,20 @@ impl<'d> Lowering<'d> {
                 return None;
             }
         };
-        let (group, plural) = match owner {
-            Owner::OwnGroup => (rp.group, rp.plural),
-            Owner::Invalid => return None,
-            Owner::Named(o) => {
-                if o.plural != rp.plural {
+        let (group, plural) = match (owner, ap.plural) {
+            (Owner::OwnGroup, Some(p)) => (ap.group, p),
+            (Owner::OwnGroup, None) => {
+                let msg = "an action on no object names its kind with x-virt-subresource-of";
+                self.problem(ctx, msg);
+                return None;
+            }
+            (Owner::Invalid, _) => return None,
+            (Owner::Named(o), p) => {
+                if p.is_some_and(|p| p != o.plural) {
                     let msg = format!(
                         "path names `{}` but x-virt-subresource-of names `{}`",
-                        rp.plural, o.plural
+                        p.unwrap_or_default(),
+                        o.plural
                     );
                     self.problem(ctx, msg);
                     ok = false;
@@ -190,25 +208,26 @@ impl<'d> Lowering<'d> {
                 (o.group.as_str(), o.plural.as_str())
             }
         };
-        if !self.doc.api_groups.iter().any(|g| g == rp.group) {
-            self.problem(ctx, format!("group `{}` is not in x-virt-api-groups", rp.group));
+        if !self.doc.api_groups.iter().any(|g| g == ap.group) {
+            self.problem(ctx, format!("group `{}` is not in x-virt-api-groups", ap.group));
             ok = false;
         }
         let found = defs.iter().position(|d| {
-            (d.group.as_str(), d.version.as_str()) == (group, rp.version)
+            (d.group.as_str(), d.version.as_str()) == (group, ap.version)
                 && d.resource.as_ref().is_some_and(|r| r.plural == plural)
         });
         let Some(def) = found else {
-            let msg = format!("no kind of {group}/{} has plural `{plural}`", rp.version);
+            let msg = format!("no kind of {group}/{} has plural `{plural}`", ap.version);
             self.problem(ctx, msg);
             return None;
         };
         let namespaced = defs[def].resource.as_ref().is_some_and(|r| r.namespaced);
-        if !rp.namespaced || !namespaced {
+        if !namespaced {
             self.problem(ctx, "actions are on namespaced kinds, under a namespace");
             ok = false;
         }
-        ok.then(|| DraftKind::Action { def, name: name.to_string(), read })
+        let named = ap.plural.is_some();
+        ok.then(|| DraftKind::Action { def, name: name.to_string(), read, named })
     }
 }
 
@@ -440,7 +459,20 @@ mod tests {
         d.kind("a.io", "v1", "Thing", "things", true);
         d.action_under("sub.a.io", "a.io", "v1", "things", "start", "put");
         d.action_under("sub.a.io", "a.io", "v1", "things", "info", "get");
+        d.action_under("sub.a.io", "a.io", "v1", "things", "vnc/screenshot", "get");
+        d.action_under("sub.a.io", "a.io", "v1", "things", "expand", "put");
         let mut doc = d.build();
+        let paths = doc["paths"].as_object_mut().unwrap();
+        const BASE: &str = "/apis/sub.a.io/v1/namespaces/{namespace}";
+        paths[&format!("{BASE}/things/{{name}}/vnc/screenshot")]["get"]["operationId"] =
+            "getScreenshot".into();
+        // An action on no object: the namespace's, its kind named by x-virt-subresource-of.
+        let mut expand = paths.shift_remove(&format!("{BASE}/things/{{name}}/expand")).unwrap();
+        expand["parameters"] = serde_json::json!([{"$ref": "#/parameters/namespace"}]);
+        paths.insert(format!("{BASE}/expand-thing"), expand.clone());
+        expand["put"]["operationId"] = "putExpandThing".into();
+        expand["put"]["x-virt-action"] = "expand-thing".into();
+        paths.insert(format!("{BASE}/expand-thing"), expand);
         doc["paths"]["/apis/sub.a.io/v1/"]["get"]["x-virt-api-resources"] =
             serde_json::json!(["things/start", "things/info", "things/vnc"]);
         let api = lower_json(doc).unwrap();
@@ -451,11 +483,27 @@ mod tests {
         let route = |p: &str| api.routes.iter().find(|r| r.path == p).unwrap();
         let start = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/start");
         assert_eq!(start.served, Some(GroupVersion { group: 1, version: "v1".into() }));
-        let kind =
-            |name: &str, read| OperationKind::Action { resource: 0, name: name.into(), read };
+        let kind = |name: &str, read| OperationKind::Action {
+            resource: 0,
+            name: name.into(),
+            read,
+            named: true,
+        };
         assert_eq!(start.operations[0].kind, kind("start", false));
         let info = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/info");
         assert_eq!(info.operations[0].kind, kind("info", true));
+        let shot = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/vnc/screenshot");
+        assert_eq!(shot.operations[0].kind, kind("vnc/screenshot", true));
+        let expand = route("/apis/sub.a.io/v1/namespaces/{namespace}/expand-thing");
+        assert_eq!(
+            expand.operations[0].kind,
+            OperationKind::Action {
+                resource: 0,
+                name: "expand-thing".into(),
+                read: false,
+                named: false
+            }
+        );
         // No discovery verbs of the kind come from its actions.
         assert!(api.resources[0].verbs.iter().all(|v| *v != "start"));
     }
@@ -487,9 +535,9 @@ mod tests {
         paths["/version"]["get"]["x-virt-api-resources"] = serde_json::json!(["x"]);
         let problems = lower_json(doc).unwrap_err();
         let expected = [
-            "x-virt-action `halt` is not the path's last segment",
+            "x-virt-action `halt` is not the path's last segments",
             "(postPoke): an action is PUT or GET, not POST",
-            "(putGizmoPoke): actions are on namespaced kinds, under a namespace",
+            "(putGizmoPoke): x-virt-action belongs only on a path …/namespaces/{namespace}/[<plural>/{name}/]<action>",
             "x-virt-api-resources belongs only on an `apiResources` operation",
         ];
         assert_problems(&problems, &expected);
