@@ -243,6 +243,9 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     match text.parse::<u64>() {
         Ok(secs) => Ok(Duration::from_secs(secs)),
+        Err(_) if text.starts_with('-') => {
+            Err(format!("invalid duration {text:?}: it is negative"))
+        }
         Err(_) => virt_apiserver::duration::parse(text),
     }
 }
