@@ -256,3 +256,47 @@ async fn revoke(shared: &Shared, lease: i64) {
         log::debug!("revoking lease {lease:x}: {}", e.message());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::client::Client;
+    use super::super::harness::TestEtcd;
+    use super::*;
+    use crate::store::{EtcdConfig, Store, StoreConfig};
+
+    async fn leading(store: &Store, not: Option<&Fence>) -> Fence {
+        let mut leadership = store.leadership();
+        let led = leadership.wait_for(|l| l.is_some() && l.as_ref() != not);
+        let held = tokio::time::timeout(Duration::from_secs(60), led).await.unwrap().unwrap();
+        held.clone().unwrap()
+    }
+
+    /// A leader whose lease ends under it (etcd expired it: the process was paused, say) is
+    /// fenced at once, before it notices; then it stops leading, and campaigns again.
+    #[tokio::test]
+    async fn a_lost_lease_fences_at_once_and_ends_the_term() {
+        let etcd = TestEtcd::shared();
+        let cfg = EtcdConfig {
+            servers: vec![etcd.url.clone()],
+            prefix: etcd.unique_prefix(),
+            ..Default::default()
+        };
+        let store =
+            Store::open(StoreConfig { etcd: Some(cfg.clone()), ..StoreConfig::new("") }).unwrap();
+        let fence = leading(&store, None).await;
+        let lease = i64::from_str_radix(fence.key.rsplit('/').next().unwrap(), 16).unwrap();
+        let client = Client::new(&cfg).unwrap();
+        client.lease.clone().lease_revoke(LeaseRevokeRequest { id: lease }).await.unwrap();
+
+        let thing = json!({"kind": "Thing", "metadata": {"name": "a"}});
+        let stale = store.fenced(fence.clone()).create("g/things/ns/a", thing.clone()).await;
+        assert_eq!(stale, Err(StoreError::NotLeader));
+        let mut leadership = store.leadership();
+        let ended = leadership.wait_for(|l| l.as_ref() != Some(&fence));
+        tokio::time::timeout(Duration::from_secs(30), ended).await.unwrap().unwrap();
+        let again = leading(&store, Some(&fence)).await;
+        store.fenced(again).create("g/things/ns/a", thing).await.unwrap();
+    }
+}
