@@ -73,7 +73,7 @@ fn one_replica_collects_and_another_takes_over_when_it_dies() {
         (true, true) => panic!("two leaders at once"),
         (false, false) => None,
     });
-    let mut replicas = vec![Some(a), Some(b)];
+    let mut replicas = [Some(a), Some(b)];
     let follower = replicas[1 - leader].take().unwrap();
     follower.namespace(NS);
 

@@ -172,11 +172,15 @@ async fn term(shared: &Shared) -> Result<(), String> {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    sent.push_back(Instant::now());
-                    renew
-                        .send(LeaseKeepAliveRequest { id: lease })
-                        .await
-                        .map_err(|_| "the keepalive stream closed".to_owned())?;
+                    // Never wait here: the deadline below must keep running. A renewal still
+                    // queued is as good as this one.
+                    match renew.try_send(LeaseKeepAliveRequest { id: lease }) {
+                        Ok(()) => sent.push_back(Instant::now()),
+                        Err(mpsc::error::TrySendError::Full(_)) => {}
+                        Err(mpsc::error::TrySendError::Closed(_)) => {
+                            return Err("the keepalive stream closed".into());
+                        }
+                    }
                 }
                 answer = renewals.message() => match answer {
                     Ok(Some(answer)) if answer.ttl > 0 => {
