@@ -164,6 +164,8 @@ pub async fn the_leader_writes_fenced(b: &impl Backing) {
     fenced.update("g/things/ns/a", rv(&written), obj("a", 2)).await.unwrap();
     let gone = fenced.delete("g/things/ns/a", s.get_raw("g/things/ns/a").unwrap().rev).await;
     gone.unwrap();
+    // Resigns now: an expiring lease would take a revision in a later test.
+    s.close().await.unwrap();
 }
 
 /// Two processes on one backing: one leads; once it is deposed the other leads, and a write
@@ -187,6 +189,7 @@ pub async fn a_deposed_leaders_fenced_writes_fail(b: &impl Backing) {
     assert!(other.get_raw("g/things/ns/b").is_none());
     let now = other.fenced(second);
     now.update("g/things/ns/a", rv(&written), obj("a", 2)).await.unwrap();
+    other.close().await.unwrap();
 }
 
 fn obj(name: &str, n: i64) -> Value {

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::time::Instant;
 
 use super::client::{call, store_error};
@@ -47,12 +47,19 @@ pub struct Election {
     started: AtomicBool,
     /// The lease the campaign holds (0: none), revoked at close.
     lease: AtomicI64,
+    /// The backend stopped: the term ends (a permit, so a term between waits sees it too).
+    stopped: Notify,
 }
 
 impl Election {
     pub fn new() -> Election {
         let (leader, _) = watch::channel(None);
-        Election { leader, started: AtomicBool::new(false), lease: AtomicI64::new(0) }
+        Election {
+            leader,
+            started: AtomicBool::new(false),
+            lease: AtomicI64::new(0),
+            stopped: Notify::new(),
+        }
     }
 
     pub fn subscribe(&self) -> watch::Receiver<Option<Fence>> {
@@ -62,6 +69,12 @@ impl Election {
     /// True for the first caller only, who starts the campaign.
     pub fn start(&self) -> bool {
         !self.started.swap(true, Ordering::AcqRel)
+    }
+
+    /// Ends the term of a backend that stopped for good (its feed fell behind compaction): its
+    /// lease is given back rather than held while nothing it leads can write.
+    pub fn stop(&self) {
+        self.stopped.notify_one();
     }
 
     fn set(&self, now: Option<Fence>) {
@@ -110,7 +123,10 @@ pub async fn campaign(shared: Arc<Shared>) {
         let ended = term(&shared).await;
         let was_leading = shared.election.leader.borrow().is_some();
         shared.election.set(None);
+        let closed = shared.closed.load(Ordering::Acquire);
         match ended {
+            // A stopped backend (`close` resigned, or the feed stopped) runs no other term.
+            _ if closed => {}
             Err(e) if was_leading => log::warn!("this server no longer leads: {e}"),
             Err(e) => log::warn!("leader election: {e}; campaigning again"),
             Ok(()) => {}
@@ -118,6 +134,9 @@ pub async fn campaign(shared: Arc<Shared>) {
         let lease = shared.election.lease.swap(0, Ordering::AcqRel);
         if lease != 0 {
             revoke(&shared, lease).await;
+        }
+        if closed {
+            return;
         }
         tokio::time::sleep(RETRY).await;
     }
@@ -199,6 +218,7 @@ async fn term(shared: &Shared) -> Result<(), String> {
                     Ok(None) => return Err("etcd closed the leader watch".into()),
                     Err(e) => return Err(format!("leader watch: {}", e.message())),
                 },
+                _ = election.stopped.notified() => return Err("the backend stopped".into()),
                 // Two renewals in a row unanswered: stop before etcd's clock can end the lease.
                 _ = tokio::time::sleep_until(renewed + LEASE_TTL * 2 / 3) => {
                     return Err(format!("lease {lease:x} not renewed since {:?}", renewed.elapsed()));
@@ -268,7 +288,8 @@ mod tests {
     use super::super::client::Client;
     use super::super::harness::TestEtcd;
     use super::*;
-    use crate::store::{EtcdConfig, Store, StoreConfig};
+    use crate::store::contract_tests::{Backing, EtcdPrefix};
+    use crate::store::{EtcdConfig, Store};
 
     async fn leading(store: &Store, not: Option<&Fence>) -> Fence {
         let mut leadership = store.leadership();
@@ -281,17 +302,13 @@ mod tests {
     /// fenced at once, before it notices; then it stops leading, and campaigns again.
     #[tokio::test]
     async fn a_lost_lease_fences_at_once_and_ends_the_term() {
-        let etcd = TestEtcd::shared();
-        let cfg = EtcdConfig {
-            servers: vec![etcd.url.clone()],
-            prefix: etcd.unique_prefix(),
-            ..Default::default()
-        };
-        let store =
-            Store::open(StoreConfig { etcd: Some(cfg.clone()), ..StoreConfig::new("") }).unwrap();
+        // With the contract suite's etcd tests, one at a time: they count revisions.
+        let backing = EtcdPrefix::new();
+        let store = backing.store();
         let fence = leading(&store, None).await;
         let lease = i64::from_str_radix(fence.key.rsplit('/').next().unwrap(), 16).unwrap();
-        let client = Client::new(&cfg).unwrap();
+        let servers = vec![TestEtcd::shared().url.clone()];
+        let client = Client::new(&EtcdConfig { servers, ..Default::default() }).unwrap();
         client.lease.clone().lease_revoke(LeaseRevokeRequest { id: lease }).await.unwrap();
 
         let thing = json!({"kind": "Thing", "metadata": {"name": "a"}});
@@ -302,5 +319,6 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(30), ended).await.unwrap().unwrap();
         let again = leading(&store, Some(&fence)).await;
         store.fenced(again).create("g/things/ns/a", thing).await.unwrap();
+        store.close().await.unwrap();
     }
 }

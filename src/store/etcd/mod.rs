@@ -235,6 +235,7 @@ impl Shared {
                     );
                     self.closed.store(true, Ordering::Release);
                     self.feed_stopped.store(true, Ordering::Release);
+                    self.election.stop();
                     let parked: Vec<Ticket> =
                         self.pending.lock().unwrap().tickets.drain().map(|(_, t)| t).collect();
                     for ticket in parked {
