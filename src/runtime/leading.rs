@@ -29,6 +29,7 @@ pub async fn while_leading(registry: Registry, start: impl Fn(Registry)) {
         })
         .await;
         drop(term);
-        log::warn!("this server no longer leads: its singletons stopped");
+        // The store said why (the campaign logs a lost term; a close says nothing).
+        log::info!("this server no longer leads: its singletons stopped");
     }
 }
