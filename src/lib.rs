@@ -23,7 +23,7 @@ pub use object::{duration, limits, meta, patch, selector, strict_decoding, valid
 /// Create-only token requests' signed answers.
 pub use registry::token;
 /// Background work the binary starts once it is listening.
-pub use runtime::{event_ttl, gc, namespaces as namespace_controller, recorder, simulate};
+pub use runtime::{event_ttl, gc, leading, namespaces as namespace_controller, recorder, simulate};
 /// The store the binary opens, and its file's maintenance (`check`, `backup`, `restore`).
 pub mod storage {
     pub use crate::store::etcd::harness::TestEtcd;

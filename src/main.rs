@@ -400,19 +400,23 @@ fn main() -> std::io::Result<()> {
         // Background work starts only once the server is listening. Compaction elects itself
         // on every backend (etcd: kube's compare-and-swap on the compaction key). The
         // collector, the namespace controller, the events' expiry and the simulated runtime
-        // are singletons: they run here only when the backend says this process is the data's
-        // only server, until leader election comes.
+        // are singletons: they run while this process leads (always on SQLite; on etcd, while
+        // it holds the election's lease), writing fenced by that leadership.
         state.store.start_compaction();
         let facts = state.store.facts();
-        if facts.needs_leader_election {
-            eprintln!(
-                "warning: on {}, this build runs no garbage collector, namespace controller, \
-                 event expiry or simulated runtime (they need leader election, still to come)",
-                facts.name
-            );
-        } else {
-            spawn_singletons(&state, &args, simulation);
-        }
+        let (event_ttl, gc) = (args.event_ttl, args.enable_garbage_collector);
+        let interval = Duration::from_secs(args.gc_interval.max(1));
+        let leading = virt_apiserver::leading::while_leading(state.registry.clone(), move |r| {
+            virt_apiserver::event_ttl::spawn_expiry(r.clone(), event_ttl);
+            virt_apiserver::namespace_controller::spawn(r.clone(), interval);
+            if let Some(cfg) = simulation.clone() {
+                virt_apiserver::simulate::spawn(r.clone(), cfg);
+            }
+            if gc {
+                virt_apiserver::gc::spawn(r, interval);
+            }
+        });
+        tokio::task::spawn_local(leading);
         server::serve_until_signalled(server, state.lifecycle.clone(), shutdown).await?;
         // Every request has finished: what was acknowledged is committed. Checkpointing
         // leaves one tidy file for the next start.
@@ -421,28 +425,6 @@ fn main() -> std::io::Result<()> {
         }
         Ok(())
     })
-}
-
-/// The background work that must run in one process only.
-fn spawn_singletons(
-    state: &AppState,
-    args: &Args,
-    simulation: Option<virt_apiserver::simulate::Config>,
-) {
-    virt_apiserver::event_ttl::spawn_expiry(state.registry.clone(), args.event_ttl);
-    virt_apiserver::namespace_controller::spawn(
-        state.registry.clone(),
-        std::time::Duration::from_secs(args.gc_interval.max(1)),
-    );
-    if let Some(cfg) = simulation {
-        virt_apiserver::simulate::spawn(state.registry.clone(), cfg);
-    }
-    if args.enable_garbage_collector {
-        virt_apiserver::gc::spawn(
-            state.registry.clone(),
-            std::time::Duration::from_secs(args.gc_interval.max(1)),
-        );
-    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,8 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> ApiError {
         match err {
             StoreError::Unavailable(m) => ApiError::Unavailable(m),
+            // Only background work writes fenced; another replica now does its work.
+            e @ StoreError::NotLeader => ApiError::Unavailable(e.to_string()),
             // kube answers etcd's "database space exceeded" as it answers any storage error it
             // does not classify: 500, Failure, no reason, the error's own message.
             e @ StoreError::NoSpace(_) => ApiError::Unknown(e.to_string()),

@@ -35,7 +35,7 @@ use crate::object::error::ApiError;
 use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::object::validation::FieldValidation;
-use crate::store::{Store, Written};
+use crate::store::{Fence, Store, Written};
 
 /// The verbs over one store. Cheap to clone: it is a handle.
 #[derive(Clone, Debug)]
@@ -59,6 +59,12 @@ impl Registry {
     pub fn with_actions(mut self, lifecycles: Arc<Lifecycles>) -> Registry {
         self.actions = lifecycles;
         self
+    }
+
+    /// These verbs with every write fenced by `fence` (`Store::fenced`): what singletons write
+    /// through, so their writes fail once this process no longer leads.
+    pub fn fenced(&self, fence: Fence) -> Registry {
+        Registry { store: self.store.fenced(fence), ..self.clone() }
     }
 
     /// `--implicit-namespaces`: any namespace name may hold objects, and none is checked.

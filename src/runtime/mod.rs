@@ -4,6 +4,7 @@
 
 pub mod event_ttl;
 pub mod gc;
+pub mod leading;
 pub mod namespaces;
 pub mod recorder;
 mod reverse;

@@ -30,6 +30,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use bytes::Bytes;
+use tokio::sync::watch;
 
 pub use super::feed::{Feed, Snapshot, Ticket};
 use super::{EventType, ListRequest, StoreError};
@@ -84,6 +85,13 @@ pub trait Backend: Send + Sync + 'static {
     /// The backend's own metric samples, for `/metrics`.
     fn metrics(&self) -> Vec<MetricSample>;
 
+    /// Whether this process leads the processes serving the data: `Some(fence)` while it does,
+    /// `None` while another does or none is known to. The first call enters the election (etcd:
+    /// a lease and a campaign key); a backend that is one process's (facts:
+    /// `needs_leader_election` false) always leads. Singletons run while it says `Some`, and
+    /// their writes carry the fence, so a deposed leader's writes fail with `NotLeader`.
+    fn leadership(&self) -> watch::Receiver<Option<Fence>>;
+
     /// Finishes what was handed over before it (queued writes commit and are answered), leaves
     /// the data tidy for the next start (SQLite: the WAL checkpointed into the database) and
     /// stops: every later operation fails. The clean end of a shutdown.
@@ -109,6 +117,18 @@ pub struct Write {
     pub op: Op,
     /// The shared layer's end of the write, handed back through the feed or failed.
     pub ticket: Ticket,
+    /// Made on behalf of the leader: commits only while the leadership this fence proves holds
+    /// (`NotLeader` otherwise).
+    pub fence: Option<Fence>,
+}
+
+/// Proof of one term of leadership, as the backend that granted it can check at commit (etcd:
+/// the campaign key and its create revision, compared in the write's transaction; a backend
+/// that always leads gives the default and checks nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fence {
+    pub key: String,
+    pub rev: u64,
 }
 
 /// A write's change and the compare-and-swap guarding it, on the key's last revision.

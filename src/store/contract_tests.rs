@@ -111,13 +111,17 @@ macro_rules! contract_suite {
                 gets_at_a_revision_see_that_revision,
                 served_bytes_are_the_objects_with_their_revision,
                 waiting_for_a_revision_wakes_on_its_commit,
-                a_watch_subscribed_before_a_read_misses_nothing
+                a_watch_subscribed_before_a_read_misses_nothing,
+                the_leader_writes_fenced
             );
             $(contract_suite!(@$extra $backing);)*
         }
     };
     (@gap_free $backing:expr) => {
         contract_suite!(@each $backing; revisions_have_no_gaps_across_failures);
+    };
+    (@replicas $backing:expr) => {
+        contract_suite!(@each $backing; a_deposed_leaders_fenced_writes_fail);
     };
     (@restarts $backing:expr) => {
         contract_suite!(@each $backing;
@@ -137,7 +141,56 @@ macro_rules! contract_suite {
 
 contract_suite!(sqlite_file, SqliteFile::new(), restarts, gap_free);
 contract_suite!(sqlite_memory, SqliteMemory, gap_free);
-contract_suite!(etcd, EtcdPrefix::new(), restarts);
+contract_suite!(etcd, EtcdPrefix::new(), restarts, replicas);
+
+/// Waits (generously: a loaded machine) until `store` leads with another fence than `not`.
+async fn leads(store: &Store, not: Option<&Fence>) -> Fence {
+    let mut leadership = store.leadership();
+    let led = leadership.wait_for(|l| l.is_some() && l.as_ref() != not);
+    let held = tokio::time::timeout(std::time::Duration::from_secs(60), led)
+        .await
+        .expect("leadership in time")
+        .expect("the backend runs");
+    held.clone().unwrap()
+}
+
+/// Every backend elects this process when it is alone (SQLite: always), and its fenced writes
+/// commit.
+pub async fn the_leader_writes_fenced(b: &impl Backing) {
+    let s = b.store();
+    let fence = leads(&s, None).await;
+    let fenced = s.fenced(fence);
+    let written = fenced.create("g/things/ns/a", obj("a", 1)).await.unwrap();
+    fenced.update("g/things/ns/a", rv(&written), obj("a", 2)).await.unwrap();
+    let gone = fenced.delete("g/things/ns/a", s.get_raw("g/things/ns/a").unwrap().rev).await;
+    gone.unwrap();
+    // Resigns now: an expiring lease would take a revision in a later test.
+    s.close().await.unwrap();
+}
+
+/// Two processes on one backing: one leads; once it is deposed the other leads, and a write
+/// carrying the deposed leader's fence fails, whoever sends it, while the new fence's commit.
+pub async fn a_deposed_leaders_fenced_writes_fail(b: &impl Backing) {
+    let a = b.store();
+    let first = leads(&a, None).await;
+    let other = b.store();
+    let mut standing = other.leadership();
+    assert_eq!(*standing.borrow_and_update(), None, "one leader at a time");
+    let written = other.fenced(first.clone()).create("g/things/ns/a", obj("a", 1)).await.unwrap();
+    // A clean stop resigns: the other leads at once, not after the lease's TTL.
+    a.close().await.unwrap();
+    let second = leads(&other, Some(&first)).await;
+    assert_ne!(first, second);
+    let stale = other.fenced(first);
+    let refused = stale.update("g/things/ns/a", rv(&written), obj("a", 2)).await;
+    assert_eq!(refused, Err(StoreError::NotLeader));
+    let refused = stale.create("g/things/ns/b", obj("b", 1)).await;
+    assert_eq!(refused, Err(StoreError::NotLeader));
+    assert!(other.get_raw("g/things/ns/b").is_none());
+    let now = other.fenced(second);
+    now.update("g/things/ns/a", rv(&written), obj("a", 2)).await.unwrap();
+    other.close().await.unwrap();
+}
 
 fn obj(name: &str, n: i64) -> Value {
     json!({"kind": "Thing", "metadata": {"name": name}, "spec": {"n": n}})

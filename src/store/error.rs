@@ -36,6 +36,9 @@ pub enum StoreError {
     /// Storage that can no longer be trusted, e.g. a failed fsync: what reached the disk is
     /// unknown, so the backend stops rather than go on as if the write had worked.
     Fatal(String),
+    /// A write fenced by a leadership this process no longer holds (`backend::Fence`): nothing
+    /// was stored.
+    NotLeader,
     /// A bug or corrupt data; not the caller's fault.
     Internal(String),
 }
@@ -58,6 +61,7 @@ impl fmt::Display for StoreError {
             StoreError::NoSpace(m) => write!(f, "database space exceeded: {m}"),
             StoreError::TooLarge(m) => write!(f, "request too large for storage: {m}"),
             StoreError::Fatal(m) => write!(f, "storage failed: {m}"),
+            StoreError::NotLeader => f.write_str("this server no longer leads: write fenced"),
             StoreError::Internal(m) => write!(f, "store internal error: {m}"),
         }
     }

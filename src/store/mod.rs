@@ -36,7 +36,7 @@ use serde_json::Value;
 use tokio::sync::watch as revisions;
 
 use backend::{Backend, Change, Feed, Op, Ticket, Write};
-pub use backend::{BackendFacts, MetricSample};
+pub use backend::{BackendFacts, Fence, MetricSample};
 use cache::Cache;
 pub use cache::Entry;
 pub use error::StoreError;
@@ -186,6 +186,8 @@ impl std::ops::Deref for Written {
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
+    /// Carried by every write through this handle (`fenced`).
+    fence: Option<Fence>,
 }
 
 struct Inner {
@@ -235,7 +237,19 @@ impl Store {
         let cache = Arc::new(Cache::default());
         let (sender, revision) = revisions::channel(0);
         let backend = open(Feed::new(cache.clone(), hub.clone(), sender))?;
-        Ok(Store { inner: Arc::new(Inner { backend, hub, cache, revision }) })
+        Ok(Store { inner: Arc::new(Inner { backend, hub, cache, revision }), fence: None })
+    }
+
+    /// Whether this process leads the servers of the data, with the fence that proves it
+    /// (`Backend::leadership`); the first call enters the election.
+    pub fn leadership(&self) -> revisions::Receiver<Option<Fence>> {
+        self.inner.backend.leadership()
+    }
+
+    /// This store with every write fenced by `fence`: they fail with `NotLeader` once the
+    /// leadership it proves is lost, so a deposed leader's work cannot write.
+    pub fn fenced(&self, fence: Fence) -> Store {
+        Store { inner: self.inner.clone(), fence: Some(fence) }
     }
 
     /// Lets the backend compact history on its own from now on, by its retention policy (A.6).
@@ -364,7 +378,8 @@ impl Store {
             None => (Bytes::new(), None),
         };
         let (ticket, answer) = Ticket::new(obj);
-        self.inner.backend.append(Write { key: key.to_owned(), op: op(value), ticket });
+        let fence = self.fence.clone();
+        self.inner.backend.append(Write { key: key.to_owned(), op: op(value), ticket, fence });
         answer.await.map_err(|_| stopped())?
     }
 

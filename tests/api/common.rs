@@ -185,6 +185,17 @@ impl TestServer {
         (self.db.clone(), dir)
     }
 
+    /// How much longer background work may take to start after a SIGKILL'd server on the same
+    /// data: on etcd, the killed process's lease keeps the singletons' leadership for up to its
+    /// TTL (10 s; the rest is margin for a loaded machine).
+    pub fn takeover(&self) -> Duration {
+        if self.etcd_prefix.is_some() {
+            Duration::from_secs(30)
+        } else {
+            Duration::ZERO
+        }
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -217,7 +217,9 @@ fn etcd_over_tls_with_a_client_certificate() {
         }
         args
     };
-    let s = TestServer::start_with(ServerOptions { args: tls_args(true), ..Default::default() });
+    // `memory`: on the `VIRT_TEST_STORAGE=etcd` axis too, only the private etcd is given.
+    let opts = ServerOptions { args: tls_args(true), memory: true, ..Default::default() };
+    let s = TestServer::start_with(opts);
     s.namespace(NS);
     let created = s.create(vm(), &object(vm(), NS, "secure"));
     assert_eq!(s.get_json(&item_path(vm(), NS, "secure")), created);

@@ -278,7 +278,7 @@ fn events_stored_before_a_restart_expire_too() {
         args: vec!["--event-ttl".into(), "2s".into()],
         ..Default::default()
     });
-    eventually(Duration::from_secs(8), || {
+    eventually(Duration::from_secs(8) + s.takeover(), || {
         (s.get(&format!("{EVENTS}/before")).status == 404).then_some(())
     });
     assert_eq!(s.get(VMS).json()["items"].as_array().unwrap().len(), 1, "only events expire");

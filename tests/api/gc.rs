@@ -69,7 +69,7 @@ fn foreground_waits_for_dependents() {
         &json!({"metadata": {"finalizers": null}}),
     );
     assert_eq!(release.status, 200, "{}", release.text());
-    eventually(Duration::from_secs(5), || gone(&s, &format!("{VMIS}/fg")));
+    eventually(Duration::from_secs(5) + s.takeover(), || gone(&s, &format!("{VMIS}/fg")));
     eventually(Duration::from_secs(5), || gone(&s, &format!("{VMS}/fg")));
 }
 
@@ -147,7 +147,7 @@ fn collection_resumes_after_a_crash() {
     // `_dir` keeps the database file until the restarted server (declared later) is gone.
     let (db, _dir) = s.kill();
     let s = TestServer::start_with(ServerOptions { db: Some(db), ..Default::default() });
-    eventually(Duration::from_secs(5), || gone(&s, &format!("{VMIS}/fg")));
+    eventually(Duration::from_secs(5) + s.takeover(), || gone(&s, &format!("{VMIS}/fg")));
     eventually(Duration::from_secs(5), || gone(&s, &format!("{VMS}/fg")));
     eventually(Duration::from_secs(5), || gone(&s, &format!("{VMS}/or")));
     let vmi = s.get(&format!("{VMIS}/or"));

@@ -20,6 +20,7 @@ mod full_disk;
 mod gc;
 mod health;
 mod kubectl;
+mod leader;
 mod lists;
 mod logging;
 mod namespaces;

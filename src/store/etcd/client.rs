@@ -10,6 +10,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 use tonic::{Code, Status};
 
 use super::pb::kv_client::KvClient;
+use super::pb::lease_client::LeaseClient;
 use super::pb::watch_client::WatchClient;
 use crate::store::StoreError;
 
@@ -37,6 +38,8 @@ pub struct EtcdConfig {
 pub struct Client {
     pub kv: KvClient<Channel>,
     pub watch: WatchClient<Channel>,
+    /// Leader election's lease (`election`).
+    pub lease: LeaseClient<Channel>,
 }
 
 impl Client {
@@ -68,7 +71,8 @@ impl Client {
             kv: KvClient::new(channel.clone())
                 .max_decoding_message_size(MAX_MESSAGE)
                 .max_encoding_message_size(MAX_MESSAGE),
-            watch: WatchClient::new(channel).max_decoding_message_size(MAX_MESSAGE),
+            watch: WatchClient::new(channel.clone()).max_decoding_message_size(MAX_MESSAGE),
+            lease: LeaseClient::new(channel),
         })
     }
 }

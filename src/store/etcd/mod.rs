@@ -26,6 +26,7 @@
 //! per-worker runtimes would each need their own): answers are its tasks' join handles.
 
 mod client;
+mod election;
 pub mod harness;
 mod keys;
 #[allow(clippy::all, clippy::pedantic)]
@@ -53,8 +54,8 @@ use pb::{
 };
 
 use super::backend::{
-    Answer, Backend, BackendFacts, Change, Commit, Feed, KeyValue, MetricKind, MetricSample, Op,
-    Range, Snapshot, Ticket, Write,
+    Answer, Backend, BackendFacts, Change, Commit, Feed, Fence, KeyValue, MetricKind, MetricSample,
+    Op, Range, Snapshot, Ticket, Write,
 };
 use super::retention::{Retention, RetentionConfig};
 use super::{EventType, ListRequest, StoreError};
@@ -97,6 +98,8 @@ struct Shared {
     writes: AtomicU64,
     failed_writes: AtomicU64,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Leadership among the processes serving the prefix (`election`).
+    election: election::Election,
 }
 
 /// Where the feed is, and the tickets of writes it has not reached yet.
@@ -200,6 +203,7 @@ impl Shared {
             writes: AtomicU64::new(0),
             failed_writes: AtomicU64::new(0),
             tasks: Mutex::new(Vec::new()),
+            election: election::Election::new(),
         });
         let (compacted, _) = shared.compaction_key().await?;
         shared.compacted.store(compacted, Ordering::Release);
@@ -231,6 +235,7 @@ impl Shared {
                     );
                     self.closed.store(true, Ordering::Release);
                     self.feed_stopped.store(true, Ordering::Release);
+                    self.election.stop();
                     let parked: Vec<Ticket> =
                         self.pending.lock().unwrap().tickets.drain().map(|(_, t)| t).collect();
                     for ticket in parked {
@@ -347,7 +352,7 @@ impl Shared {
     /// One write: the single-key transaction, then the ticket handed to the feed (or answered
     /// here when the feed was first).
     async fn write(self: &Arc<Self>, write: Write) {
-        let Write { key, op, ticket } = write;
+        let Write { key, op, ticket, fence } = write;
         let ekey = self.keys.object(&key).into_bytes();
         let creating = matches!(op, Op::Create { .. });
         let (expected, success, value) = match op {
@@ -359,7 +364,7 @@ impl Shared {
                 (expected, RequestOp { request: Some(Request::RequestDeleteRange(delete)) }, None)
             }
         };
-        let txn = TxnRequest {
+        let mut txn = TxnRequest {
             compare: vec![Compare {
                 result: CompareResult::Equal as i32,
                 target: CompareTarget::Mod as i32,
@@ -370,6 +375,10 @@ impl Shared {
             success: vec![success],
             failure: vec![get(&ekey)],
         };
+        if let Some(fence) = &fence {
+            txn.compare.push(election::fence_compare(fence));
+            txn.failure.push(get(fence.key.as_bytes()));
+        }
         let resp = match call("txn", self.client.kv.clone().txn(txn)).await {
             Ok(resp) => resp,
             Err(e) => {
@@ -380,6 +389,9 @@ impl Shared {
         if !resp.succeeded {
             self.failed_writes.fetch_add(1, Ordering::Relaxed);
             let err = match (creating, first_kv(&resp)) {
+                _ if fence.as_ref().is_some_and(|f| election::fenced_out(&resp, f)) => {
+                    StoreError::NotLeader
+                }
                 (true, _) => StoreError::AlreadyExists,
                 (false, None) => StoreError::NotFound,
                 (false, Some(kv)) => StoreError::Conflict { current_rev: kv.mod_revision as u64 },
@@ -621,6 +633,15 @@ impl Backend for EtcdBackend {
         BackendFacts { name: "etcd", needs_leader_election: true }
     }
 
+    fn leadership(&self) -> tokio::sync::watch::Receiver<Option<Fence>> {
+        let election = &self.shared.election;
+        if let (Some(runtime), true) = (&self.runtime, election.start()) {
+            let task = runtime.spawn(election::campaign(self.shared.clone()));
+            self.shared.tasks.lock().unwrap().push(task);
+        }
+        election.subscribe()
+    }
+
     fn append(&self, write: Write) {
         let (Some(runtime), false) = (&self.runtime, self.shared.closed.load(Ordering::Acquire))
         else {
@@ -812,6 +833,8 @@ impl Backend for EtcdBackend {
                 }
                 drained.await;
             }
+            // Another replica leads at once, not after the lease's TTL.
+            shared.election.resign(&shared).await;
             for task in shared.tasks.lock().unwrap().drain(..) {
                 task.abort();
             }

@@ -434,7 +434,8 @@ impl Engine {
         let mut commits = Vec::with_capacity(batch.len());
         let mut failed = Vec::new();
         for (write, result) in batch.into_iter().zip(results) {
-            let Write { key, op, ticket } = write;
+            // One process's file: it always leads, so a fence holds.
+            let Write { key, op, ticket, .. } = write;
             match result {
                 Ok(Staged { rev, kind, create_rev, tombstone }) => {
                     let value = match op {

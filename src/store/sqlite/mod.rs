@@ -20,7 +20,8 @@ use std::thread::JoinHandle;
 use tokio::sync::oneshot;
 
 use super::backend::{
-    Answer, Backend, BackendFacts, Change, Feed, KeyValue, MetricKind, MetricSample, Range, Write,
+    Answer, Backend, BackendFacts, Change, Feed, Fence, KeyValue, MetricKind, MetricSample, Range,
+    Write,
 };
 use super::retention::RetentionConfig;
 use super::{ListRequest, StoreError};
@@ -37,6 +38,8 @@ pub struct SqliteBackend {
     commands: mpsc::Sender<Command>,
     counters: Arc<Counters>,
     thread: Option<JoinHandle<()>>,
+    /// Always leading (the file is this process's); kept so the channel never closes.
+    leader: tokio::sync::watch::Sender<Option<Fence>>,
 }
 
 /// What the engine thread counts for others to read without asking it.
@@ -80,7 +83,8 @@ impl SqliteBackend {
             })
             .map_err(|e| StoreError::Unavailable(format!("cannot start the store thread: {e}")))?;
         opened.recv().map_err(|_| stopped())??;
-        Ok(SqliteBackend { commands, counters, thread: Some(thread) })
+        let (leader, _) = tokio::sync::watch::channel(Some(Fence::default()));
+        Ok(SqliteBackend { commands, counters, thread: Some(thread), leader })
     }
 
     /// `(journal_mode, synchronous)` as the connection reports them.
@@ -108,6 +112,10 @@ impl Backend for SqliteBackend {
     fn facts(&self) -> BackendFacts {
         // The database is one process's (SQLite's own lock keeps a second writer out).
         BackendFacts { name: "sqlite", needs_leader_election: false }
+    }
+
+    fn leadership(&self) -> tokio::sync::watch::Receiver<Option<Fence>> {
+        self.leader.subscribe()
     }
 
     fn append(&self, write: Write) {

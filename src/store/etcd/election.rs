@@ -1,0 +1,324 @@
+//! Leader election among the processes serving one prefix: etcd's `concurrency.Election`.
+//!
+//! A campaign grants a lease (`LEASE_TTL`, kept alive every third of it), puts
+//! `_virt/leader/<lease hex>` with it if absent, and leads once no key under `_virt/leader/` has
+//! an earlier create revision: a Range of the prefix, then a watch of it from the Range's
+//! revision, checked again at each change, so a predecessor's delete (its resign or its lease's
+//! expiry) is never missed. Leading ends the moment the keepalive stream fails or answers that
+//! the lease is gone, when two renewals in a row go unanswered (etcd's clock cannot have expired
+//! the lease before this process's), or when the key is gone; the campaign then revokes its
+//! lease and starts again.
+//!
+//! **Fencing.** The leadership's `Fence` is the key and its create revision. A fenced write's
+//! transaction also compares `CreateRevision(key) == rev`: a deposed leader's key is deleted (its
+//! lease revoked or expired), so its writes fail whatever it believes, and a new key of the same
+//! lease would have another revision.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::time::Instant;
+
+use super::client::{call, store_error};
+use super::pb::compare::{CompareResult, CompareTarget, TargetUnion};
+use super::pb::request_op::Request;
+use super::pb::response_op::Response;
+use super::pb::{
+    Compare, LeaseGrantRequest, LeaseKeepAliveRequest, LeaseRevokeRequest, PutRequest,
+    RangeRequest, RequestOp, TxnRequest, TxnResponse,
+};
+use super::{first_kv, get, header_revision, keys, Shared, WatchEnd};
+use crate::store::backend::Fence;
+use crate::store::StoreError;
+
+/// How long a leader outlives its last renewal: kube's leases are 15 s; etcd's sessions 60 s.
+pub const LEASE_TTL: Duration = Duration::from_secs(10);
+/// Before campaigning again after a term ended or a campaign failed.
+const RETRY: Duration = Duration::from_secs(1);
+/// A revoke at close must not hold the shutdown.
+const REVOKE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// This process's standing, shared by the campaign and `leadership`'s callers.
+pub struct Election {
+    leader: watch::Sender<Option<Fence>>,
+    started: AtomicBool,
+    /// The lease the campaign holds (0: none), revoked at close.
+    lease: AtomicI64,
+    /// The backend stopped: the term ends (a permit, so a term between waits sees it too).
+    stopped: Notify,
+}
+
+impl Election {
+    pub fn new() -> Election {
+        let (leader, _) = watch::channel(None);
+        Election {
+            leader,
+            started: AtomicBool::new(false),
+            lease: AtomicI64::new(0),
+            stopped: Notify::new(),
+        }
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<Option<Fence>> {
+        self.leader.subscribe()
+    }
+
+    /// True for the first caller only, who starts the campaign.
+    pub fn start(&self) -> bool {
+        !self.started.swap(true, Ordering::AcqRel)
+    }
+
+    /// Ends the term of a backend that stopped for good (its feed fell behind compaction): its
+    /// lease is given back rather than held while nothing it leads can write.
+    pub fn stop(&self) {
+        self.stopped.notify_one();
+    }
+
+    fn set(&self, now: Option<Fence>) {
+        self.leader.send_if_modified(|held| {
+            let changed = *held != now;
+            *held = now;
+            changed
+        });
+    }
+
+    /// Stops leading and gives the lease back, so another process leads at once rather than
+    /// after the TTL (a clean shutdown).
+    pub async fn resign(&self, shared: &Shared) {
+        self.set(None);
+        let lease = self.lease.swap(0, Ordering::AcqRel);
+        if lease != 0 {
+            revoke(shared, lease).await;
+        }
+    }
+}
+
+/// The comparison a fenced write's transaction adds.
+pub fn fence_compare(fence: &Fence) -> Compare {
+    Compare {
+        result: CompareResult::Equal as i32,
+        target: CompareTarget::Create as i32,
+        key: fence.key.as_bytes().to_vec(),
+        target_union: Some(TargetUnion::CreateRevision(fence.rev as i64)),
+        ..Default::default()
+    }
+}
+
+/// Whether a failed fenced transaction failed for its fence: its Else branch's second Get (of
+/// the fence's key) finds no key of the fence's revision.
+pub fn fenced_out(resp: &TxnResponse, fence: &Fence) -> bool {
+    let kv = match resp.responses.get(1).and_then(|r| r.response.as_ref()) {
+        Some(Response::ResponseRange(r)) => r.kvs.first(),
+        _ => None,
+    };
+    kv.is_none_or(|kv| kv.create_revision as u64 != fence.rev)
+}
+
+/// The campaign, for as long as the backend runs: a term, then after it ends another.
+pub async fn campaign(shared: Arc<Shared>) {
+    loop {
+        let ended = term(&shared).await;
+        let was_leading = shared.election.leader.borrow().is_some();
+        shared.election.set(None);
+        let closed = shared.closed.load(Ordering::Acquire);
+        match ended {
+            // A stopped backend (`close` resigned, or the feed stopped) runs no other term.
+            _ if closed => {}
+            Err(e) if was_leading => log::warn!("this server no longer leads: {e}"),
+            Err(e) => log::warn!("leader election: {e}; campaigning again"),
+            Ok(()) => {}
+        }
+        let lease = shared.election.lease.swap(0, Ordering::AcqRel);
+        if lease != 0 {
+            revoke(&shared, lease).await;
+        }
+        if closed {
+            return;
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// One lease's campaign and, once it leads, its term; ends with why it stopped.
+async fn term(shared: &Shared) -> Result<(), String> {
+    let election = &shared.election;
+    let client = &shared.client;
+    let grant = LeaseGrantRequest { ttl: LEASE_TTL.as_secs() as i64, id: 0 };
+    let asked = Instant::now();
+    let lease = call("lease grant", client.lease.clone().lease_grant(grant))
+        .await
+        .map_err(|e| e.message().to_owned())?
+        .id;
+    election.lease.store(lease, Ordering::Release);
+    let prefix = shared.keys.meta("leader/");
+    let key = format!("{prefix}{lease:x}");
+    let rev = put_if_absent(shared, &key, lease).await.map_err(|e| e.to_string())?;
+    let fence = Fence { key: key.clone(), rev };
+
+    // When each unanswered renewal was sent; etcd's expiry is at least TTL after the send of
+    // the last one answered.
+    let mut sent: VecDeque<Instant> = VecDeque::from([Instant::now()]);
+    let (renew, requests) = mpsc::channel(1);
+    // etcd answers the stream's headers with its first message: send one before waiting.
+    let first = LeaseKeepAliveRequest { id: lease };
+    renew.send(first).await.map_err(|_| "the keepalive stream closed".to_owned())?;
+    let mut renewals = call(
+        "lease keepalive",
+        client
+            .lease
+            .clone()
+            .lease_keep_alive(tokio_stream::wrappers::ReceiverStream::new(requests)),
+    )
+    .await
+    .map_err(|e| e.message().to_owned())?;
+    let mut renewed = asked;
+    let period = LEASE_TTL / 3;
+    let mut tick = tokio::time::interval_at(Instant::now() + period, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let (leads, from) = standing(shared, &prefix, &key).await?;
+        election.set(leads.then(|| fence.clone()));
+        let (_watching, mut changes) = shared
+            .open_watch(prefix.clone().into_bytes(), from + 1, false)
+            .await
+            .map_err(|e| match e {
+                WatchEnd::Compacted(c) => format!("the leader watch is compacted at {c}"),
+                WatchEnd::Failed(e) => e,
+            })?;
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    // Never wait here: the deadline below must keep running. A renewal still
+                    // queued is as good as this one.
+                    match renew.try_send(LeaseKeepAliveRequest { id: lease }) {
+                        Ok(()) => sent.push_back(Instant::now()),
+                        Err(mpsc::error::TrySendError::Full(_)) => {}
+                        Err(mpsc::error::TrySendError::Closed(_)) => {
+                            return Err("the keepalive stream closed".into());
+                        }
+                    }
+                }
+                answer = renewals.message() => match answer {
+                    Ok(Some(answer)) if answer.ttl > 0 => {
+                        renewed = sent.pop_front().unwrap_or(renewed);
+                    }
+                    Ok(Some(_)) => return Err(format!("lease {lease:x} expired")),
+                    Ok(None) => return Err("etcd closed the keepalive stream".into()),
+                    Err(e) => return Err(format!("keepalive: {}", e.message())),
+                },
+                change = changes.message() => match change {
+                    Ok(Some(resp)) if resp.canceled => {
+                        return Err(format!("etcd canceled the leader watch: {}", resp.cancel_reason));
+                    }
+                    Ok(Some(resp)) if !resp.events.is_empty() => break,
+                    Ok(Some(_)) => {}
+                    Ok(None) => return Err("etcd closed the leader watch".into()),
+                    Err(e) => return Err(format!("leader watch: {}", e.message())),
+                },
+                _ = election.stopped.notified() => return Err("the backend stopped".into()),
+                // Two renewals in a row unanswered: stop before etcd's clock can end the lease.
+                _ = tokio::time::sleep_until(renewed + LEASE_TTL * 2 / 3) => {
+                    return Err(format!("lease {lease:x} not renewed since {:?}", renewed.elapsed()));
+                }
+            }
+        }
+    }
+}
+
+/// Puts the campaign key with the lease unless it exists; answers its create revision.
+async fn put_if_absent(shared: &Shared, key: &str, lease: i64) -> Result<u64, StoreError> {
+    let k = key.as_bytes().to_vec();
+    let value = format!("pid {}", std::process::id()).into_bytes();
+    let put = PutRequest { key: k.clone(), value, lease, ..Default::default() };
+    let txn = TxnRequest {
+        compare: vec![Compare {
+            result: CompareResult::Equal as i32,
+            target: CompareTarget::Create as i32,
+            key: k.clone(),
+            target_union: Some(TargetUnion::CreateRevision(0)),
+            ..Default::default()
+        }],
+        success: vec![RequestOp { request: Some(Request::RequestPut(put)) }],
+        failure: vec![get(&k)],
+    };
+    let resp = call("txn", shared.client.kv.clone().txn(txn)).await.map_err(|e| store_error(&e))?;
+    if resp.succeeded {
+        return Ok(header_revision(resp.header.as_ref()));
+    }
+    first_kv(&resp)
+        .map(|kv| kv.create_revision as u64)
+        .ok_or_else(|| StoreError::Internal(format!("campaign key {key} vanished")))
+}
+
+/// Whether `key` is the earliest campaign key under `prefix`, and the revision read at; an
+/// error when it is gone (its lease ended).
+async fn standing(shared: &Shared, prefix: &str, key: &str) -> Result<(bool, u64), String> {
+    let req = RangeRequest {
+        key: prefix.as_bytes().to_vec(),
+        range_end: keys::range_end(prefix.as_bytes()),
+        keys_only: true,
+        ..Default::default()
+    };
+    let resp = call("range", shared.client.kv.clone().range(req))
+        .await
+        .map_err(|e| e.message().to_owned())?;
+    let from = header_revision(resp.header.as_ref());
+    if !resp.kvs.iter().any(|kv| kv.key == key.as_bytes()) {
+        return Err(format!("the campaign key {key} is gone"));
+    }
+    let first = resp.kvs.iter().min_by_key(|kv| kv.create_revision);
+    Ok((first.is_some_and(|kv| kv.key == key.as_bytes()), from))
+}
+
+async fn revoke(shared: &Shared, lease: i64) {
+    let req = LeaseRevokeRequest { id: lease };
+    let mut client = shared.client.lease.clone();
+    if let Ok(Err(e)) = tokio::time::timeout(REVOKE_TIMEOUT, client.lease_revoke(req)).await {
+        log::debug!("revoking lease {lease:x}: {}", e.message());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::client::Client;
+    use super::super::harness::TestEtcd;
+    use super::*;
+    use crate::store::contract_tests::{Backing, EtcdPrefix};
+    use crate::store::{EtcdConfig, Store};
+
+    async fn leading(store: &Store, not: Option<&Fence>) -> Fence {
+        let mut leadership = store.leadership();
+        let led = leadership.wait_for(|l| l.is_some() && l.as_ref() != not);
+        let held = tokio::time::timeout(Duration::from_secs(60), led).await.unwrap().unwrap();
+        held.clone().unwrap()
+    }
+
+    /// A leader whose lease ends under it (etcd expired it: the process was paused, say) is
+    /// fenced at once, before it notices; then it stops leading, and campaigns again.
+    #[tokio::test]
+    async fn a_lost_lease_fences_at_once_and_ends_the_term() {
+        // With the contract suite's etcd tests, one at a time: they count revisions.
+        let backing = EtcdPrefix::new();
+        let store = backing.store();
+        let fence = leading(&store, None).await;
+        let lease = i64::from_str_radix(fence.key.rsplit('/').next().unwrap(), 16).unwrap();
+        let servers = vec![TestEtcd::shared().url.clone()];
+        let client = Client::new(&EtcdConfig { servers, ..Default::default() }).unwrap();
+        client.lease.clone().lease_revoke(LeaseRevokeRequest { id: lease }).await.unwrap();
+
+        let thing = json!({"kind": "Thing", "metadata": {"name": "a"}});
+        let stale = store.fenced(fence.clone()).create("g/things/ns/a", thing.clone()).await;
+        assert_eq!(stale, Err(StoreError::NotLeader));
+        let mut leadership = store.leadership();
+        let ended = leadership.wait_for(|l| l.as_ref() != Some(&fence));
+        tokio::time::timeout(Duration::from_secs(30), ended).await.unwrap().unwrap();
+        let again = leading(&store, Some(&fence)).await;
+        store.fenced(again).create("g/things/ns/a", thing).await.unwrap();
+        store.close().await.unwrap();
+    }
+}
