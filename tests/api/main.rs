@@ -25,6 +25,7 @@ mod logging;
 mod namespaces;
 mod openapi;
 mod overload;
+mod replicas;
 mod secrets;
 mod seed_ops;
 mod shutdown;

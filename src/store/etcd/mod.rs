@@ -26,6 +26,7 @@
 //! per-worker runtimes would each need their own): answers are its tasks' join handles.
 
 mod client;
+mod fresh;
 pub mod harness;
 mod keys;
 #[allow(clippy::all, clippy::pedantic)]
@@ -97,6 +98,8 @@ struct Shared {
     writes: AtomicU64,
     failed_writes: AtomicU64,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// The feed's progress, for consistent reads and readiness.
+    fresh: fresh::Freshness,
 }
 
 /// Where the feed is, and the tickets of writes it has not reached yet.
@@ -186,6 +189,7 @@ impl Shared {
                 _ => break,
             }
         }
+        let barrier = keys.meta(&format!("replicas/{}", fresh::replica_id()));
         let shared = Arc::new(Shared {
             client,
             keys,
@@ -200,6 +204,7 @@ impl Shared {
             writes: AtomicU64::new(0),
             failed_writes: AtomicU64::new(0),
             tasks: Mutex::new(Vec::new()),
+            fresh: fresh::Freshness::new(rev, barrier, tokio::runtime::Handle::current()),
         });
         let (compacted, _) = shared.compaction_key().await?;
         shared.compacted.store(compacted, Ordering::Release);
@@ -254,16 +259,21 @@ impl Shared {
     async fn watch_root(&self, from: u64) -> Result<(), WatchEnd> {
         let root = self.keys.root().as_bytes().to_vec();
         let (requests, mut responses) = self.open_watch(root, from, false).await?;
-        while let Some(resp) =
-            responses.message().await.map_err(|e| WatchEnd::Failed(e.to_string()))?
-        {
+        self.fresh.set_up(true);
+        let ended = loop {
+            let resp = match responses.message().await {
+                Ok(Some(resp)) => resp,
+                Ok(None) => break WatchEnd::Failed("etcd closed the watch".into()),
+                Err(e) => break WatchEnd::Failed(e.to_string()),
+            };
             if resp.canceled {
-                return Err(canceled(&resp));
+                break canceled(&resp);
             }
             self.apply(resp.events);
-        }
+        };
+        self.fresh.set_up(false);
         drop(requests);
-        Err(WatchEnd::Failed("etcd closed the watch".into()))
+        Err(ended)
     }
 
     /// Opens one watch of `key`'s prefix from `from`; the sender keeps the request stream open.
@@ -342,6 +352,7 @@ impl Shared {
             batch.push(commit);
         }
         self.feed.commit(batch);
+        self.fresh.applied(pending.applied);
     }
 
     /// One write: the single-key transaction, then the ticket handed to the feed (or answered
@@ -618,7 +629,7 @@ impl Shared {
 
 impl Backend for EtcdBackend {
     fn facts(&self) -> BackendFacts {
-        BackendFacts { name: "etcd", needs_leader_election: true }
+        BackendFacts { name: "etcd", needs_leader_election: true, external_commits: true }
     }
 
     fn append(&self, write: Write) {
@@ -779,6 +790,22 @@ impl Backend for EtcdBackend {
                 .map(|kv| kv.value.clone())
                 .ok_or_else(|| StoreError::Internal(format!("secret {name} vanished")))
         })
+    }
+
+    fn barrier(&self) -> Answer<()> {
+        // Waits on the caller's task, so a caller that gives up stops waiting; the round trips
+        // run on the backend's runtime.
+        if self.runtime.is_none() || self.shared.closed.load(Ordering::Acquire) {
+            return Box::pin(async { Err(stopped()) });
+        }
+        Box::pin(self.shared.clone().fresh())
+    }
+
+    fn feed_ready(&self) -> Answer<()> {
+        if self.runtime.is_none() || self.shared.closed.load(Ordering::Acquire) {
+            return Box::pin(async { Err(stopped()) });
+        }
+        Box::pin(self.shared.clone().feed_ready())
     }
 
     fn metrics(&self) -> Vec<MetricSample> {

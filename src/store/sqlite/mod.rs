@@ -107,7 +107,7 @@ impl SqliteBackend {
 impl Backend for SqliteBackend {
     fn facts(&self) -> BackendFacts {
         // The database is one process's (SQLite's own lock keeps a second writer out).
-        BackendFacts { name: "sqlite", needs_leader_election: false }
+        BackendFacts { name: "sqlite", needs_leader_election: false, external_commits: false }
     }
 
     fn append(&self, write: Write) {
