@@ -15,6 +15,11 @@
 //! (the watch asks for no previous values). The watch is reopened from the last revision applied
 //! after a failure.
 //!
+//! **Consistent reads** (`fresh`): a read that must reflect every write acknowledged anywhere
+//! waits until the feed has applied etcd's current revision, closed by a barrier write under
+//! `_virt/replicas/` when that revision is another prefix's. `/readyz`'s `etcd-feed` check is
+//! the same wait, bounded, while the watch is up.
+//!
 //! **History** is etcd's: reads at a revision are Ranges at it, `events_after` an etcd watch of
 //! the root from `rev + 1` with previous values until the revision the feed has applied (every
 //! applied revision came from an event of the root, so it ends without trusting progress
@@ -74,6 +79,8 @@ const FEED_DEADLINE: Duration = Duration::from_secs(30);
 
 pub const WRITES_TOTAL: &str = "virt_apiserver_etcd_writes_total";
 pub const CONFLICTS_TOTAL: &str = "virt_apiserver_etcd_failed_writes_total";
+pub const REVISION_READS_TOTAL: &str = "virt_apiserver_etcd_revision_reads_total";
+pub const BARRIERS_TOTAL: &str = "virt_apiserver_etcd_barriers_total";
 
 /// The handle to the backend's runtime; dropping it stops every task.
 pub struct EtcdBackend {
@@ -822,6 +829,18 @@ impl Backend for EtcdBackend {
                 help: "Writes etcd did not commit (failed comparisons and errors).",
                 kind: MetricKind::Counter,
                 value: s.failed_writes.load(Ordering::Relaxed),
+            },
+            MetricSample {
+                name: REVISION_READS_TOTAL,
+                help: "Reads of etcd's current revision for consistent reads (coalesced).",
+                kind: MetricKind::Counter,
+                value: s.fresh.revision_reads.load(Ordering::Relaxed),
+            },
+            MetricSample {
+                name: BARRIERS_TOTAL,
+                help: "Barrier writes closing a consistent read's wait (coalesced).",
+                kind: MetricKind::Counter,
+                value: s.fresh.barriers.load(Ordering::Relaxed),
             },
         ]
     }
