@@ -59,8 +59,11 @@ impl Registry {
             let next = match decide(current.as_ref()) {
                 Ok(next) => next,
                 Err(e) if current_known => return Err(e),
-                Err(_) => {
-                    self.consistent().await?;
+                Err(e) => {
+                    // Should the wait fail, the decision's own answer stands.
+                    if self.consistent().await.is_err() {
+                        return Err(e);
+                    }
                     current_known = true;
                     continue;
                 }
