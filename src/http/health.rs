@@ -38,7 +38,18 @@ pub async fn store_probe(state: &AppState, _req: &HttpRequest) -> Result<HttpRes
 pub async fn ready(state: &AppState, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let shutting_down = state.lifecycle.phase() != Phase::Serving;
     let query = Query::parse(req)?;
-    let (ok, body) = readiness(&[("ping", true), ("shutdown", !shutting_down)], &query);
+    let mut checks = vec![("ping".to_owned(), true)];
+    // A backend fed from elsewhere (etcd) is ready only while its feed is up and caught up:
+    // `<backend>-feed`, e.g. `etcd-feed`.
+    if let Some(fed) = state.store.feed_ready().await {
+        if let Err(e) = &fed {
+            log::warn!("readyz: the {} feed is not ready: {e}", state.store.facts().name);
+        }
+        checks.push((format!("{}-feed", state.store.facts().name), fed.is_ok()));
+    }
+    checks.push(("shutdown".to_owned(), !shutting_down));
+    let checks: Vec<(&str, bool)> = checks.iter().map(|(n, ok)| (n.as_str(), *ok)).collect();
+    let (ok, body) = readiness(&checks, &query);
     let mut answer = if ok { HttpResponse::Ok() } else { HttpResponse::InternalServerError() };
     Ok(answer
         .content_type("text/plain; charset=utf-8")

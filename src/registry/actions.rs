@@ -98,6 +98,8 @@ impl Registry {
         })?;
         // An action on no object (`expand-vm-spec`) reads its namespace alone.
         let named = target.name.is_some();
+        // virt-api reads what it checks from the API: the latest state, on any replica.
+        self.consistent().await?;
         let stored = match named {
             true => self.store().get(&object_key(res, target.ns(), target.name())).await?,
             false => None,

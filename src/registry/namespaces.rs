@@ -68,7 +68,13 @@ impl Registry {
         let Some(ns_kind) = self.checked_namespaces().filter(|_| res.namespaced) else {
             return Ok(());
         };
-        let ns = self.store.get(&object_key(ns_kind, "", namespace)).await?;
+        let key = object_key(ns_kind, "", namespace);
+        let mut ns = self.store.get(&key).await?;
+        if ns.as_deref().is_none_or(terminating) && self.store.facts().external_commits {
+            // Made or changed on another replica, perhaps, and not heard of here yet.
+            self.consistent().await?;
+            ns = self.store.get(&key).await?;
+        }
         match ns {
             None => Err(ApiError::not_found(ns_kind, namespace)),
             Some(ns) if terminating(&ns) => Err(ApiError::forbidden(

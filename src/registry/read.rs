@@ -78,6 +78,23 @@ impl Registry {
         }
     }
 
+    /// Waits (bounded) until the store holds every write acknowledged before the call, on any
+    /// replica: the start of a read with no resourceVersion (kube's consistent read), else 504
+    /// as kube answers when its cache does not catch up.
+    pub async fn consistent(&self) -> Result<u64, ApiError> {
+        if !self.store.facts().external_commits {
+            // The cache holds every acknowledged write already (SQLite): no wait, no timer.
+            return Ok(self.store.sync().await?);
+        }
+        match tokio::time::timeout(FUTURE_RV_WAIT, self.store.sync()).await {
+            Ok(reached) => Ok(reached?),
+            Err(_) => {
+                let current = self.store.current_revision().await?;
+                Err(ApiError::from(StoreError::FutureRevision { current }))
+            }
+        }
+    }
+
     /// Reads one page: the revision comes from the continue token, `resourceVersion` and
     /// `resourceVersionMatch` as B.4's table says; selectors filter while the page fills.
     pub async fn list(
@@ -95,7 +112,10 @@ impl Registry {
                     Some(format!("{prefix}{}", tok.start.strip_suffix('\0').unwrap_or(&tok.start)));
                 (tok.rv > 0).then_some(tok.rv as u64)
             }
-            (None, None) => None,
+            (None, None) => {
+                self.consistent().await?;
+                None
+            }
             // "Any" revision: 1.32 ignores limit here and returns everything.
             (None, Some("0")) => {
                 limit = None;

@@ -30,6 +30,7 @@ impl Registry {
         target: &Target,
     ) -> Result<Value, ApiError> {
         let info = scale_info(res)?;
+        self.consistent().await?;
         let obj = self.get(res, target.ns(), target.name()).await?;
         Ok(to_scale(info, &obj)?.0)
     }

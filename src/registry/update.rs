@@ -48,10 +48,32 @@ impl Registry {
         dry_run: bool,
         mut decide: impl FnMut(Option<&Arc<Value>>) -> Result<Next, ApiError>,
     ) -> Result<Outcome, ApiError> {
+        // On a shared engine the cache may not yet hold a write another replica acknowledged:
+        // a decision that writes nothing (an error, a no-op, a dry run) is made again on a state
+        // known to be current, as kube re-reads etcd when the cached state it decided on was
+        // not current. A write needs no such care: its compare-and-swap tells.
+        let mut current_known = !self.store.facts().external_commits;
         for _ in 0..RETRIES {
             let current = self.store.get(key).await?;
             let rev = current.as_deref().map_or(0, stored_revision);
-            let (change, written) = match decide(current.as_ref())? {
+            let next = match decide(current.as_ref()) {
+                Ok(next) => next,
+                Err(e) if current_known => return Err(e),
+                Err(e) => {
+                    // Should the wait fail, the decision's own answer stands.
+                    if self.consistent().await.is_err() {
+                        return Err(e);
+                    }
+                    current_known = true;
+                    continue;
+                }
+            };
+            if !current_known && (dry_run || matches!(next, Next::Keep(_))) {
+                self.consistent().await?;
+                current_known = true;
+                continue;
+            }
+            let (change, written) = match next {
                 Next::Keep(v) => (Change::Unchanged, Ok(Object::Computed(v))),
                 Next::Update(v) if dry_run => (Change::Updated, Ok(Object::Computed(v))),
                 Next::Create(v) if dry_run => (Change::Created, Ok(Object::Computed(v))),
@@ -83,7 +105,12 @@ impl Registry {
                     let _ = tokio::time::timeout(CATCH_UP, caught_up).await;
                     continue;
                 }
-                Err(StoreError::AlreadyExists | StoreError::NotFound) => continue,
+                Err(StoreError::AlreadyExists | StoreError::NotFound) => {
+                    if self.store.facts().external_commits {
+                        self.consistent().await?;
+                    }
+                    continue;
+                }
                 Err(e) => return Err(ApiError::from_store(e, res, name)),
             }
         }

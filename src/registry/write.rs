@@ -142,7 +142,10 @@ impl Registry {
             subresource: subresource_name(target.part),
         };
         // The body is the write's only version: once the stored revision moves past its
-        // resourceVersion, every later decision is a conflict, so it is never needed twice.
+        // resourceVersion, every later decision is a conflict, so it is needed twice only when
+        // a decision that wrote nothing is made again on a state known to be current (a backend
+        // whose commits also come from elsewhere: see `guaranteed_update`).
+        let decided_again = self.store.facts().external_commits;
         let mut body = Some(obj);
         let mut outcome = self
             .guaranteed_update(res, &key, name, opts.dry_run, |current| {
@@ -150,7 +153,8 @@ impl Registry {
                 if rv != meta_str(current, "resourceVersion") {
                     return Err(ApiError::optimistic_lock(res, name));
                 }
-                let obj = body.take().ok_or_else(|| ApiError::optimistic_lock(res, name))?;
+                let obj = if decided_again { body.clone() } else { body.take() };
+                let obj = obj.ok_or_else(|| ApiError::optimistic_lock(res, name))?;
                 prepare_update(res, current, obj, target.part, owner())
             })
             .await?;

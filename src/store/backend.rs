@@ -92,6 +92,19 @@ pub trait Backend: Send + Sync + 'static {
     /// their writes carry the fence, so a deposed leader's writes fail with `NotLeader`.
     fn leadership(&self) -> watch::Receiver<Option<Fence>>;
 
+    /// Resolves once the feed has reported every commit acknowledged before the call, by this
+    /// process or another: what a consistent read waits for (the caller bounds it in time).
+    /// Called only when the facts say `external_commits`.
+    fn barrier(&self) -> Answer<()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Whether the feed is up and has caught up with the data: a readiness check, answered
+    /// within about a second. Called only when the facts say `external_commits`.
+    fn feed_ready(&self) -> Answer<()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     /// Finishes what was handed over before it (queued writes commit and are answered), leaves
     /// the data tidy for the next start (SQLite: the WAL checkpointed into the database) and
     /// stops: every later operation fails. The clean end of a shutdown.
@@ -108,6 +121,12 @@ pub struct BackendFacts {
     /// holds the backend's leadership, and stop the moment it is lost; when false (SQLite: the
     /// file is one process's), they simply run, as kine sets `leaderElect` only off SQLite.
     pub needs_leader_election: bool,
+    /// Whether commits also come from elsewhere (other processes serving the same data), the
+    /// feed reporting them after they were acknowledged: a read that must reflect every
+    /// acknowledged write then waits for the feed (`barrier`), and readiness includes the feed's
+    /// health. When false (SQLite) the cache moves before any writer is answered: reads at the
+    /// current revision need no wait.
+    pub external_commits: bool,
 }
 
 /// One write handed to `append`.

@@ -281,6 +281,27 @@ impl Store {
         self.inner.cache.get(key)
     }
 
+    /// Waits until the cache holds every write acknowledged before the call, by this process or
+    /// another serving the same data (a consistent read); at once when the backend's facts say
+    /// no commit comes from elsewhere. Answers the cache's revision then. The caller bounds it
+    /// in time (kube: 3 s, then 504).
+    pub async fn sync(&self) -> Result<u64, StoreError> {
+        if self.inner.backend.facts().external_commits {
+            self.inner.backend.barrier().await?;
+        }
+        Ok(self.inner.cache.revision())
+    }
+
+    /// Whether the feed is up and caught up with the data, for a readiness check: `None` when
+    /// the backend has no feed from elsewhere to check.
+    pub async fn feed_ready(&self) -> Option<Result<(), StoreError>> {
+        let facts = self.inner.backend.facts();
+        if !facts.external_commits {
+            return None;
+        }
+        Some(self.inner.backend.feed_ready().await)
+    }
+
     /// The state of `key` at revision `rev` as served then; `Expired` and `FutureRevision` as
     /// for `list`. The current revision is read from memory.
     pub async fn get_at(&self, key: &str, rev: u64) -> Result<Option<Entry>, StoreError> {

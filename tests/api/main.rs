@@ -26,6 +26,7 @@ mod logging;
 mod namespaces;
 mod openapi;
 mod overload;
+mod replicas;
 mod secrets;
 mod seed_ops;
 mod shutdown;

@@ -40,11 +40,18 @@ pub async fn get(
         return watch_response(state, res, target, req, opts, true).await;
     }
     let output = negotiate_output(req, true, true)?;
-    if let Some(rv) = q.get("resourceVersion").filter(|v| !v.is_empty() && *v != "0") {
-        let n: u64 = rv
-            .parse()
-            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
-        state.registry.wait_for_revision(n).await?;
+    match q.get("resourceVersion").filter(|v| !v.is_empty()) {
+        // The latest state: every write acknowledged before, on any replica.
+        None => {
+            state.registry.consistent().await?;
+        }
+        Some("0") => {}
+        Some(rv) => {
+            let n: u64 = rv
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
+            state.registry.wait_for_revision(n).await?;
+        }
     }
     if output.format == Format::Json && output.table.is_none() && !q.flag("export") {
         // The common case straight from the stored bytes, as a list item is encoded.
@@ -256,7 +263,10 @@ async fn watch_response(
         (None, None) => Start::Current,
         (None, Some(n)) => Start::After(n),
         // The watch-list stream: the state at a revision not older than N, then changes.
-        (Some(true), None) => Start::Current,
+        (Some(true), None) => {
+            state.registry.consistent().await?;
+            Start::Current
+        }
         (Some(true), Some(n)) => {
             state.registry.wait_for_revision(n).await?;
             Start::Current

@@ -48,6 +48,31 @@ impl TestEtcd {
         std::fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default()
     }
 
+    /// A private etcd over plain HTTP, for a test that stops it (`pause`).
+    pub fn private() -> TestEtcd {
+        TestEtcd::start("http", Vec::new())
+    }
+
+    /// Stops etcd's process where it stands (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    /// Lets a paused etcd go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = std::fs::read_to_string(self.dir.join("etcd.pid")).expect("etcd's pid file");
+        let ok = std::process::Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(pid.trim())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{name} etcd ({})", pid.trim());
+    }
+
     /// A private etcd serving clients over TLS with `cert`/`key`, and taking only clients whose
     /// certificates `ca` signed.
     pub fn start_tls(ca: &Path, cert: &Path, key: &Path) -> TestEtcd {
@@ -85,8 +110,9 @@ impl TestEtcd {
         let script = r#"dir=$1; shift
 etcd "$@" >"$dir/etcd.log" 2>&1 &
 pid=$!
+echo "$pid" >"$dir/etcd.pid"
 read _
-kill "$pid"; wait "$pid"; rm -rf "$dir""#;
+kill "$pid"; kill -CONT "$pid" 2>/dev/null; wait "$pid"; rm -rf "$dir""#;
         let child = Command::new("sh")
             .arg("-c")
             .arg(script)

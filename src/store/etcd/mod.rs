@@ -15,6 +15,11 @@
 //! (the watch asks for no previous values). The watch is reopened from the last revision applied
 //! after a failure.
 //!
+//! **Consistent reads** (`fresh`): a read that must reflect every write acknowledged anywhere
+//! waits until the feed has applied etcd's current revision, closed by a barrier write under
+//! `_virt/replicas/` when that revision is another prefix's. `/readyz`'s `etcd-feed` check is
+//! the same wait, bounded, while the watch is up.
+//!
 //! **History** is etcd's: reads at a revision are Ranges at it, `events_after` an etcd watch of
 //! the root from `rev + 1` with previous values until the revision the feed has applied (every
 //! applied revision came from an event of the root, so it ends without trusting progress
@@ -27,6 +32,7 @@
 
 mod client;
 mod election;
+mod fresh;
 pub mod harness;
 mod keys;
 #[allow(clippy::all, clippy::pedantic)]
@@ -74,6 +80,8 @@ const FEED_DEADLINE: Duration = Duration::from_secs(30);
 
 pub const WRITES_TOTAL: &str = "virt_apiserver_etcd_writes_total";
 pub const CONFLICTS_TOTAL: &str = "virt_apiserver_etcd_failed_writes_total";
+pub const REVISION_READS_TOTAL: &str = "virt_apiserver_etcd_revision_reads_total";
+pub const BARRIERS_TOTAL: &str = "virt_apiserver_etcd_barriers_total";
 
 /// The handle to the backend's runtime; dropping it stops every task.
 pub struct EtcdBackend {
@@ -100,6 +108,8 @@ struct Shared {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Leadership among the processes serving the prefix (`election`).
     election: election::Election,
+    /// The feed's progress, for consistent reads and readiness.
+    fresh: fresh::Freshness,
 }
 
 /// Where the feed is, and the tickets of writes it has not reached yet.
@@ -189,6 +199,7 @@ impl Shared {
                 _ => break,
             }
         }
+        let barrier = keys.meta(&format!("replicas/{}", fresh::replica_id()));
         let shared = Arc::new(Shared {
             client,
             keys,
@@ -204,6 +215,7 @@ impl Shared {
             failed_writes: AtomicU64::new(0),
             tasks: Mutex::new(Vec::new()),
             election: election::Election::new(),
+            fresh: fresh::Freshness::new(rev, barrier, tokio::runtime::Handle::current()),
         });
         let (compacted, _) = shared.compaction_key().await?;
         shared.compacted.store(compacted, Ordering::Release);
@@ -259,16 +271,21 @@ impl Shared {
     async fn watch_root(&self, from: u64) -> Result<(), WatchEnd> {
         let root = self.keys.root().as_bytes().to_vec();
         let (requests, mut responses) = self.open_watch(root, from, false).await?;
-        while let Some(resp) =
-            responses.message().await.map_err(|e| WatchEnd::Failed(e.to_string()))?
-        {
+        self.fresh.set_up(true);
+        let ended = loop {
+            let resp = match responses.message().await {
+                Ok(Some(resp)) => resp,
+                Ok(None) => break WatchEnd::Failed("etcd closed the watch".into()),
+                Err(e) => break WatchEnd::Failed(e.to_string()),
+            };
             if resp.canceled {
-                return Err(canceled(&resp));
+                break canceled(&resp);
             }
             self.apply(resp.events);
-        }
+        };
+        self.fresh.set_up(false);
         drop(requests);
-        Err(WatchEnd::Failed("etcd closed the watch".into()))
+        Err(ended)
     }
 
     /// Opens one watch of `key`'s prefix from `from`; the sender keeps the request stream open.
@@ -347,6 +364,7 @@ impl Shared {
             batch.push(commit);
         }
         self.feed.commit(batch);
+        self.fresh.applied(pending.applied);
     }
 
     /// One write: the single-key transaction, then the ticket handed to the feed (or answered
@@ -630,7 +648,7 @@ impl Shared {
 
 impl Backend for EtcdBackend {
     fn facts(&self) -> BackendFacts {
-        BackendFacts { name: "etcd", needs_leader_election: true }
+        BackendFacts { name: "etcd", needs_leader_election: true, external_commits: true }
     }
 
     fn leadership(&self) -> tokio::sync::watch::Receiver<Option<Fence>> {
@@ -802,6 +820,22 @@ impl Backend for EtcdBackend {
         })
     }
 
+    fn barrier(&self) -> Answer<()> {
+        // Waits on the caller's task, so a caller that gives up stops waiting; the round trips
+        // run on the backend's runtime.
+        if self.runtime.is_none() || self.shared.closed.load(Ordering::Acquire) {
+            return Box::pin(async { Err(stopped()) });
+        }
+        Box::pin(self.shared.clone().fresh())
+    }
+
+    fn feed_ready(&self) -> Answer<()> {
+        if self.runtime.is_none() || self.shared.closed.load(Ordering::Acquire) {
+            return Box::pin(async { Err(stopped()) });
+        }
+        Box::pin(self.shared.clone().feed_ready())
+    }
+
     fn metrics(&self) -> Vec<MetricSample> {
         let s = &self.shared;
         vec![
@@ -816,6 +850,18 @@ impl Backend for EtcdBackend {
                 help: "Writes etcd did not commit (failed comparisons and errors).",
                 kind: MetricKind::Counter,
                 value: s.failed_writes.load(Ordering::Relaxed),
+            },
+            MetricSample {
+                name: REVISION_READS_TOTAL,
+                help: "Reads of etcd's current revision for consistent reads (coalesced).",
+                kind: MetricKind::Counter,
+                value: s.fresh.revision_reads.load(Ordering::Relaxed),
+            },
+            MetricSample {
+                name: BARRIERS_TOTAL,
+                help: "Barrier writes closing a consistent read's wait (coalesced).",
+                kind: MetricKind::Counter,
+                value: s.fresh.barriers.load(Ordering::Relaxed),
             },
         ]
     }

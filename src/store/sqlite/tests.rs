@@ -92,7 +92,10 @@ async fn a_file_store_uses_wal_and_full_sync() {
     let path = dir.path().join("store.db").to_str().unwrap().to_owned();
     let (s, sqlite) = open_keeping(&path);
     assert_eq!(sqlite.pragmas().await.unwrap(), ("wal".to_owned(), 2));
-    assert_eq!(s.facts(), BackendFacts { name: "sqlite", needs_leader_election: false });
+    assert_eq!(
+        s.facts(),
+        BackendFacts { name: "sqlite", needs_leader_election: false, external_commits: false }
+    );
 }
 
 #[tokio::test]
