@@ -391,6 +391,7 @@ fn main() -> std::io::Result<()> {
             eprintln!("error: cannot create the namespaces: {e}");
             std::process::exit(1);
         }
+        let signals = server::ShutdownSignals::install()?;
         let server = server::run_with(listener, state.clone(), filters, opts)?;
         // Tests and scripts read the bound address from this first line.
         let mut out = std::io::stdout().lock();
@@ -417,7 +418,7 @@ fn main() -> std::io::Result<()> {
             }
         });
         tokio::task::spawn_local(leading);
-        server::serve_until_signalled(server, state.lifecycle.clone(), shutdown).await?;
+        server::serve_until_signalled(server, state.lifecycle.clone(), shutdown, signals).await?;
         // Every request has finished: what was acknowledged is committed. Checkpointing
         // leaves one tidy file for the next start.
         if let Err(e) = state.store.close().await {

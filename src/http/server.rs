@@ -138,6 +138,23 @@ pub struct ShutdownOptions {
     pub send_retry_after: bool,
 }
 
+/// SIGTERM and SIGINT, caught from the moment this is made: made before the server says where it
+/// listens, so a signal sent as soon as it does is never the default action (death).
+pub struct ShutdownSignals {
+    term: actix_web::rt::signal::unix::Signal,
+    int: actix_web::rt::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    pub fn install() -> std::io::Result<ShutdownSignals> {
+        use actix_web::rt::signal::unix::{signal, SignalKind};
+        Ok(ShutdownSignals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+}
+
 /// Runs `server` until SIGTERM or SIGINT, then stops as kube-apiserver does: `/readyz` fails
 /// at once, requests are served for the delay, then the listener closes, watches end cleanly
 /// (each at its turn within the grace period), in-flight requests finish and idle connections
@@ -147,9 +164,9 @@ pub async fn serve_until_signalled(
     server: actix_web::dev::Server,
     lifecycle: Lifecycle,
     opts: ShutdownOptions,
+    signals: ShutdownSignals,
 ) -> std::io::Result<()> {
-    use actix_web::rt::signal::unix::{signal, SignalKind};
-    let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
+    let ShutdownSignals { mut term, mut int } = signals;
     let handle = server.handle();
     let running = actix_web::rt::spawn(server);
     tokio::select! {
