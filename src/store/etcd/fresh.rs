@@ -258,7 +258,8 @@ mod tests {
         assert_eq!(b.get_raw("g/p/ns/x").map(|e| e.value), Some(written.value));
         let (reads, barriers) = (count(&b, REVISION_READS_TOTAL), count(&b, BARRIERS_TOTAL));
         assert!((1..callers).contains(&reads), "{reads} revision reads for {callers} callers");
-        // The foreign revision is closed by a barrier, never left to time out.
-        assert!((1..=reads).contains(&barriers), "{barriers} barriers, {reads} reads");
+        // The foreign revision is closed by a barrier, never left to time out; callers that ask
+        // while one is under way join the next, so a loaded machine may see a few rounds.
+        assert!((1..callers).contains(&barriers), "{barriers} barriers for {callers} callers");
     }
 }
