@@ -57,66 +57,28 @@ impl Registry {
                 }
                 By::Owned => {
                     let uid = meta_str(obj, "uid");
-                    let all = ListRequest {
-                        prefix: collection_prefix(rel_res, Some(ns)),
-                        ..ListRequest::default()
+                    let mine = |item: &Value| {
+                        let refs = item.pointer("/metadata/ownerReferences");
+                        refs.and_then(Value::as_array).into_iter().flatten().any(|r| {
+                            r.get("controller") == Some(&Value::Bool(true))
+                                && r.get("uid").and_then(Value::as_str) == Some(uid)
+                        })
                     };
-                    let mut items = Vec::new();
-                    if let Ok(list) = self.store().list_raw(all).await {
-                        for (_, bytes) in list.items {
-                            if memchr::memmem::find(&bytes, uid.as_bytes()).is_none() {
-                                continue;
-                            }
-                            let Ok(item) = serde_json::from_slice::<Value>(&bytes) else {
-                                continue;
-                            };
-                            let refs = item.pointer("/metadata/ownerReferences");
-                            let mine =
-                                refs.and_then(Value::as_array).into_iter().flatten().any(|r| {
-                                    r.get("controller") == Some(&Value::Bool(true))
-                                        && r.get("uid").and_then(Value::as_str) == Some(uid)
-                                });
-                            if mine
-                                && rel
-                                    .where_
-                                    .as_ref()
-                                    .is_none_or(|w| lifecycle::pred::matches(w, &item, ctx))
-                            {
-                                items.push(item);
-                            }
-                        }
-                    }
+                    let items = self.scan(rel_res, ns, uid, rel, ctx, mine).await;
                     out.insert(name.clone(), Value::Array(items));
                     continue;
                 }
                 By::Referencing(path) => {
                     let own = meta_str(obj, "name");
-                    let field = lifecycle::expr::parse(path).ok();
-                    let all = ListRequest {
-                        prefix: collection_prefix(rel_res, Some(ns)),
-                        ..ListRequest::default()
-                    };
-                    let mut items = Vec::new();
-                    if let (Some(field), Ok(list)) = (field, self.store().list_raw(all).await) {
-                        for (_, bytes) in list.items {
-                            if memchr::memmem::find(&bytes, own.as_bytes()).is_none() {
-                                continue;
-                            }
-                            let Ok(item) = serde_json::from_slice::<Value>(&bytes) else {
-                                continue;
+                    let items = match lifecycle::expr::parse(path) {
+                        Ok(field) => {
+                            let names_it = |item: &Value| {
+                                lifecycle::expr::eval(&field, item, ctx).as_str() == Some(own)
                             };
-                            let names_it =
-                                lifecycle::expr::eval(&field, &item, ctx).as_str() == Some(own);
-                            if names_it
-                                && rel
-                                    .where_
-                                    .as_ref()
-                                    .is_none_or(|w| lifecycle::pred::matches(w, &item, ctx))
-                            {
-                                items.push(item);
-                            }
+                            self.scan(rel_res, ns, own, rel, ctx, names_it).await
                         }
-                    }
+                        Err(_) => Vec::new(),
+                    };
                     out.insert(name.clone(), Value::Array(items));
                     continue;
                 }
@@ -159,5 +121,34 @@ impl Registry {
             }
         }
         out
+    }
+
+    /// The objects of `res` in `ns` that `keep` picks and the relation's `where` admits, read by a
+    /// scan of the namespace that decodes only objects whose bytes contain `needle`.
+    async fn scan(
+        &self,
+        res: &ResourceInfo,
+        ns: &str,
+        needle: &str,
+        rel: &lifecycle::Related,
+        ctx: &Ctx<'_>,
+        keep: impl Fn(&Value) -> bool,
+    ) -> Vec<Value> {
+        let all =
+            ListRequest { prefix: collection_prefix(res, Some(ns)), ..ListRequest::default() };
+        let Ok(list) = self.store().list_raw(all).await else { return Vec::new() };
+        let mut items = Vec::new();
+        for (_, bytes) in list.items {
+            if memchr::memmem::find(&bytes, needle.as_bytes()).is_none() {
+                continue;
+            }
+            let Ok(item) = serde_json::from_slice::<Value>(&bytes) else { continue };
+            if keep(&item)
+                && rel.where_.as_ref().is_none_or(|w| lifecycle::pred::matches(w, &item, ctx))
+            {
+                items.push(item);
+            }
+        }
+        items
     }
 }
