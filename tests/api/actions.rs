@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{condition, eventually, managers, Kubectl, Resp, ServerOptions, TestServer};
+use crate::common::{condition, eventually, managers, Kubectl, Resp, TestServer};
 
 const KV: &str = "/apis/kubevirt.io/v1/namespaces";
 const SUB: &str = "/apis/subresources.kubevirt.io/v1/namespaces";
 
 fn simulating() -> TestServer {
-    let args = ["--simulate", "--simulate-speed", "0.05"].map(String::from).to_vec();
-    TestServer::start_with(ServerOptions { args, ..ServerOptions::default() })
+    crate::common::simulating(&["--simulate-speed", "0.05"])
 }
 
 fn vm(name: &str, run_strategy: &str) -> Value {

@@ -867,3 +867,10 @@ pub fn managers(obj: &Value) -> Vec<&str> {
         obj["metadata"]["managedFields"].as_array().map(Vec::as_slice).unwrap_or_default();
     entries.iter().filter_map(|m| m["manager"].as_str()).collect()
 }
+
+/// A server running the simulated runtime (`--simulate`), with `extra` flags.
+pub fn simulating(extra: &[&str]) -> TestServer {
+    let mut args = vec!["--simulate".to_string()];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    TestServer::start_with(ServerOptions { args, ..ServerOptions::default() })
+}

@@ -7,15 +7,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{binary, eventually, managers, Kubectl, ServerOptions, TestServer};
+use crate::common::{binary, eventually, managers, simulating, Kubectl, ServerOptions, TestServer};
 
 const VMS: &str = "/apis/kubevirt.io/v1/namespaces";
-
-fn simulating(extra: &[&str]) -> TestServer {
-    let mut args = vec!["--simulate".to_string()];
-    args.extend(extra.iter().map(|a| a.to_string()));
-    TestServer::start_with(ServerOptions { args, ..ServerOptions::default() })
-}
 
 fn vm(ns: &str, name: &str, run_strategy: &str) -> Value {
     json!({

@@ -5,17 +5,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{condition, eventually, ServerOptions, TestServer, Watch};
+use crate::common::{condition, eventually, simulating, TestServer, Watch};
 
 const KV: &str = "/apis/kubevirt.io/v1/namespaces";
 const SUB: &str = "/apis/subresources.kubevirt.io/v1/namespaces";
 const FAIL: &str = "simulate.virt-apiserver.io/fail";
-
-fn simulating(extra: &[&str]) -> TestServer {
-    let mut args = vec!["--simulate".to_string()];
-    args.extend(extra.iter().map(|a| a.to_string()));
-    TestServer::start_with(ServerOptions { args, ..ServerOptions::default() })
-}
 
 /// A VM with a containerDisk; `annotations` on the VM, `template_annotations` on its template.
 fn vm(name: &str, run_strategy: &str, annotations: Value, template_annotations: Value) -> Value {

@@ -6,18 +6,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{eventually, found, sequence, ServerOptions, TestServer};
+use crate::common::{eventually, found, sequence, TestServer};
 
 const KV: &str = "/apis/kubevirt.io/v1/namespaces";
 const CDI: &str = "/apis/cdi.kubevirt.io/v1beta1";
 const FAIL: &str = "simulate.virt-apiserver.io/fail";
 
 fn simulating(speed: &str) -> TestServer {
-    let args = ["--simulate", "--simulate-speed", speed, "--simulate-seed", "7"];
-    TestServer::start_with(ServerOptions {
-        args: args.iter().map(|a| a.to_string()).collect(),
-        ..ServerOptions::default()
-    })
+    crate::common::simulating(&["--simulate-speed", speed, "--simulate-seed", "7"])
 }
 
 fn create(server: &TestServer, path: &str, body: Value) {

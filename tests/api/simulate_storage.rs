@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{eventually, found, sequence, ServerOptions, TestServer};
+use crate::common::{eventually, found, sequence, TestServer};
 
 const KV: &str = "/apis/kubevirt.io/v1/namespaces";
 const SNAP: &str = "/apis/snapshot.kubevirt.io/v1alpha1/namespaces";
@@ -15,11 +15,7 @@ const CLONES: &str = "/apis/clone.kubevirt.io/v1alpha1/virtualmachineclones";
 const FAIL: &str = "simulate.virt-apiserver.io/fail";
 
 fn simulating() -> TestServer {
-    let args = ["--simulate", "--simulate-speed", "0", "--simulate-seed", "7"];
-    TestServer::start_with(ServerOptions {
-        args: args.iter().map(|a| a.to_string()).collect(),
-        ..ServerOptions::default()
-    })
+    crate::common::simulating(&["--simulate-speed", "0", "--simulate-seed", "7"])
 }
 
 fn create(server: &TestServer, path: &str, body: Value) -> Value {

@@ -5,18 +5,14 @@
 
 use serde_json::{json, Value};
 
-use crate::common::{condition, managers, sequence, Kubectl, ServerOptions, TestServer};
+use crate::common::{condition, managers, sequence, Kubectl, TestServer};
 
 const KV: &str = "/apis/kubevirt.io/v1/namespaces";
 const CDI: &str = "/apis/cdi.kubevirt.io/v1beta1/namespaces";
 const FAIL: &str = "simulate.virt-apiserver.io/fail";
 
 fn simulating() -> TestServer {
-    let args = ["--simulate", "--simulate-speed", "0", "--simulate-seed", "3"];
-    TestServer::start_with(ServerOptions {
-        args: args.iter().map(|a| a.to_string()).collect(),
-        ..ServerOptions::default()
-    })
+    crate::common::simulating(&["--simulate-speed", "0", "--simulate-seed", "3"])
 }
 
 fn create(server: &TestServer, path: &str, body: &Value) -> Value {
