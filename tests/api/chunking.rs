@@ -7,7 +7,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::watch_semantics::{create, remove, server, touch, vm, vms};
+use crate::watch_semantics::{compacting, create, remove, touch, vm, vms};
 
 const TOTAL: usize = 400;
 
@@ -197,7 +197,7 @@ fn decode_token(token: &str) -> Value {
 /// expired token is 410 with a fresh `rv:-1` token that lists the rest at a newer revision.
 #[test]
 fn an_expired_continue_token_is_410_with_a_fresh_token() {
-    let s = server(&[
+    let s = compacting(&[
         "--history-window",
         "1s",
         "--compaction-min-retain",

@@ -3,19 +3,21 @@
 //!
 //! The storage axis: `VIRT_TEST_STORAGE=etcd` runs every server that asks for no particular
 //! database on the test process's private etcd (`TestEtcd`, started from PATH on first use),
-//! each with a key prefix of its own; `ServerOptions::etcd` asks for etcd in any case.
+//! each with a key prefix of its own; `ServerOptions::etcd` asks for etcd in any case, `sqlite`
+//! for SQLite (a test of the database file itself), and `private_etcd` for an etcd of the
+//! server's own (a test that compacts: etcd compacts every prefix at once).
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use virt_apiserver::resource::ResourceInfo;
-use virt_apiserver::storage::TestEtcd;
+pub use virt_apiserver::storage::TestEtcd;
 use virt_apiserver::{GROUPS, RESOURCES};
 
 /// A running `virt-apiserver` process, killed on drop.
@@ -27,7 +29,11 @@ pub struct TestServer {
     pub db: PathBuf,
     /// On etcd: the server's `--etcd-prefix` (its keys' root).
     pub etcd_prefix: Option<String>,
+    /// On etcd: the etcd it serves from.
+    pub etcd_url: Option<String>,
     _dir: Option<tempfile::TempDir>,
+    /// A private etcd (`ServerOptions::private_etcd`), kept for restarts on the same data.
+    _etcd: Option<Arc<TestEtcd>>,
     agent: ureq::Agent,
 }
 
@@ -50,6 +56,10 @@ pub struct ServerOptions {
     pub etcd: bool,
     /// On etcd, this prefix instead of a fresh one (for restarts, or a second replica).
     pub etcd_prefix: Option<String>,
+    /// On SQLite, whatever `VIRT_TEST_STORAGE` says: the test is about the database file.
+    pub sqlite: bool,
+    /// On the etcd axis, an etcd of this server's own.
+    pub private_etcd: bool,
 }
 
 /// Whether servers that ask for no particular database run on etcd (`VIRT_TEST_STORAGE=etcd`).
@@ -57,12 +67,16 @@ pub fn storage_is_etcd() -> bool {
     std::env::var("VIRT_TEST_STORAGE").is_ok_and(|v| v == "etcd")
 }
 
-/// The etcd prefix each database path stood for on etcd, so restarts find their data.
-fn etcd_prefixes() -> std::sync::MutexGuard<'static, std::collections::HashMap<PathBuf, String>> {
-    static PREFIXES: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<PathBuf, String>>,
+/// Where on etcd a database path's data went: the prefix, and the private etcd if any.
+type EtcdPlace = (String, Option<Arc<TestEtcd>>);
+
+/// The etcd place each database path stood for on etcd, so restarts find their data.
+fn etcd_places() -> std::sync::MutexGuard<'static, std::collections::HashMap<PathBuf, EtcdPlace>>
+{
+    static PLACES: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, EtcdPlace>>,
     > = std::sync::OnceLock::new();
-    PREFIXES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+    PLACES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The test process's etcd (started on first use; fails the test when `etcd` is not on PATH).
@@ -124,25 +138,36 @@ impl TestServer {
             }
         };
         // On the etcd axis, a restart "with the same database" is one on the same prefix.
-        let earlier = opts.db.as_ref().and_then(|db| etcd_prefixes().get(db).cloned());
-        let on_etcd = opts.etcd
-            || opts.etcd_prefix.is_some()
-            || earlier.is_some()
-            || (storage_is_etcd() && opts.db.is_none() && !opts.memory);
-        let etcd_prefix = on_etcd.then(|| {
-            opts.etcd_prefix.clone().or(earlier).unwrap_or_else(|| test_etcd().unique_prefix())
+        let earlier = opts.db.as_ref().and_then(|db| etcd_places().get(db).cloned());
+        let on_etcd = !opts.sqlite
+            && (opts.etcd
+                || opts.etcd_prefix.is_some()
+                || earlier.is_some()
+                || (storage_is_etcd() && opts.db.is_none() && !opts.memory));
+        let place: Option<EtcdPlace> = on_etcd.then(|| match earlier {
+            Some(place) => place,
+            None if opts.private_etcd => {
+                let etcd = Arc::new(TestEtcd::private());
+                (opts.etcd_prefix.clone().unwrap_or_else(|| etcd.unique_prefix()), Some(etcd))
+            }
+            None => {
+                (opts.etcd_prefix.clone().unwrap_or_else(|| test_etcd().unique_prefix()), None)
+            }
         });
-        if let Some(prefix) = &etcd_prefix {
-            etcd_prefixes().insert(db.clone(), prefix.clone());
+        if let Some(place) = &place {
+            etcd_places().insert(db.clone(), place.clone());
         }
-        let etcd_args: Vec<String> = match &etcd_prefix {
-            Some(prefix) => vec![
-                "--etcd-servers".into(),
-                test_etcd().url.clone(),
-                "--etcd-prefix".into(),
-                prefix.clone(),
-            ],
-            None => Vec::new(),
+        let etcd_url = place.as_ref().map(|(_, private)| match private {
+            Some(etcd) => etcd.url.clone(),
+            None => test_etcd().url.clone(),
+        });
+        let (etcd_prefix, etcd) = place.unzip();
+        let etcd = etcd.flatten();
+        let etcd_args: Vec<String> = match (&etcd_prefix, &etcd_url) {
+            (Some(prefix), Some(url)) => {
+                vec!["--etcd-servers".into(), url.clone(), "--etcd-prefix".into(), prefix.clone()]
+            }
+            _ => Vec::new(),
         };
         let bin = opts.binary.clone().unwrap_or_else(binary);
         let mut child = Command::new(&bin)
@@ -174,7 +199,7 @@ impl TestServer {
         let base =
             first.strip_prefix("listening on ").expect("first line names the address").to_string();
         let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(30)).build();
-        TestServer { child, base, db, etcd_prefix, _dir: dir, agent }
+        TestServer { child, base, db, etcd_prefix, etcd_url, _dir: dir, _etcd: etcd, agent }
     }
 
     /// Stops the process as SIGKILL would, keeping the database for a restart.
@@ -193,6 +218,27 @@ impl TestServer {
             Duration::from_secs(30)
         } else {
             Duration::ZERO
+        }
+    }
+
+    /// Whether this server's revisions are its own and consecutive (SQLite). On etcd they are
+    /// the cluster's, only increasing: other prefixes and the server's own bookkeeping keys
+    /// (barriers, leases) take revisions too.
+    pub fn gap_free(&self) -> bool {
+        self.etcd_prefix.is_none()
+    }
+
+    /// Asserts that `revs` follow `from` as this server's storage numbers commits: one after
+    /// another on SQLite, strictly increasing on etcd.
+    pub fn assert_revisions_follow(&self, from: u64, revs: &[u64], what: &str) {
+        let mut prev = from;
+        for &r in revs {
+            if self.gap_free() {
+                assert_eq!(r, prev + 1, "{what}: no gap after {prev} in {revs:?}");
+            } else {
+                assert!(r > prev, "{what}: {r} does not follow {prev} in {revs:?}");
+            }
+            prev = r;
         }
     }
 

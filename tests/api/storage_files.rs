@@ -2,6 +2,9 @@
 //! names the file and the cause and leave it byte for byte as it was; `check`; the schema's
 //! version and upgrades; `backup` beside a running server and `restore`, after which revisions
 //! continue above every one served before and older history counts as compacted.
+//!
+//! These are the SQLite file's own tools, so their servers run on SQLite on either storage axis;
+//! an etcd cluster is backed up and restored with etcd's (`etcdctl snapshot`).
 
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
@@ -19,6 +22,10 @@ const CMS: &str = "/api/v1/namespaces/keep/configmaps";
 
 fn cm(name: &str, value: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": value}})
+}
+
+fn sqlite_server() -> TestServer {
+    TestServer::start_with(ServerOptions { sqlite: true, ..Default::default() })
 }
 
 /// Runs `cmd` to its end (at most 30 s: a server that starts instead of failing is killed).
@@ -93,7 +100,7 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
 /// A database of this release with a few objects, as one self-contained file (a backup), in
 /// a directory of its own.
 fn sample_database() -> (tempfile::TempDir, PathBuf) {
-    let s = TestServer::start();
+    let s = sqlite_server();
     s.namespace("keep");
     for name in ["a", "b"] {
         assert_eq!(s.post(CMS, &cm(name, name)).status, 201);
@@ -301,7 +308,7 @@ fn items(s: &TestServer) -> (Vec<Value>, u64) {
 
 #[test]
 fn restore_brings_objects_back_and_clients_relist() {
-    let s = TestServer::start();
+    let s = sqlite_server();
     s.namespace("keep");
     for name in ["a", "b", "c"] {
         assert_eq!(s.post(CMS, &cm(name, "1")).status, 201);
@@ -392,7 +399,7 @@ fn restore_into_a_new_file_and_with_a_bump() {
 /// least as long as what was acknowledged before the backup started.
 #[test]
 fn a_backup_under_concurrent_writes_is_consistent() {
-    let s = Arc::new(TestServer::start());
+    let s = Arc::new(sqlite_server());
     s.namespace("keep");
     let stop = Arc::new(AtomicBool::new(false));
     let acked: Arc<Vec<std::sync::atomic::AtomicUsize>> =

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use base64::Engine;
+
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -22,6 +24,24 @@ fn key_from_db(db: &Path) -> Vec<u8> {
         r.get::<_, Vec<u8>>(0)
     })
     .expect("the signing key is in the database")
+}
+
+/// The signing key where the server's storage keeps it: SQLite's `meta` row, or etcd's
+/// `<prefix>/_virt/secret/<name>` key.
+fn stored_key(s: &TestServer) -> Vec<u8> {
+    let (Some(prefix), Some(url)) = (&s.etcd_prefix, &s.etcd_url) else {
+        return key_from_db(&s.db);
+    };
+    let key = format!("{prefix}/_virt/secret/{KEY_NAME}");
+    let out = std::process::Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", url, "get", &key, "-w", "json"])
+        .output()
+        .expect("etcdctl is needed (Debian: apt-get install etcd-client)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let value = got["kvs"][0]["value"].as_str().unwrap_or_else(|| panic!("{key}: {got}"));
+    base64::engine::general_purpose::STANDARD.decode(value).unwrap()
 }
 
 fn request_token(s: &TestServer, ns: &str, pvc: &str) -> String {
@@ -51,7 +71,7 @@ fn tokens_verify_with_the_stored_key_across_restarts() {
     s.namespace("other-ns");
     s.namespace("uploads");
     let token = request_token(&s, "uploads", "disk-1");
-    let key = key_from_db(&s.db);
+    let key = stored_key(&s);
     assert_eq!(key.len(), 32);
     let claims = verify(&key, &token).expect("the token verifies with the stored key");
     check_claims(&claims, "uploads", "disk-1");
@@ -70,7 +90,29 @@ fn tokens_verify_with_the_stored_key_across_restarts() {
     let (db, _dir) = s.kill();
     let s = TestServer::start_with(ServerOptions { db: Some(db.clone()), ..Default::default() });
     let after = request_token(&s, "uploads", "disk-3");
-    assert_eq!(key_from_db(&db), key, "the key survives a restart");
+    assert_eq!(stored_key(&s), key, "the key survives a restart");
     check_claims(&verify(&key, &after).unwrap(), "uploads", "disk-3");
     assert!(verify(&key, &token).is_ok(), "old tokens still verify");
+}
+
+/// Replicas over one etcd share the key: a token minted on one verifies with the key every other
+/// replica signs and verifies with.
+#[test]
+fn tokens_minted_on_any_replica_verify_with_one_key() {
+    let a = TestServer::start_with(ServerOptions { etcd: true, ..Default::default() });
+    let prefix = a.etcd_prefix.clone();
+    let b = TestServer::start_with(ServerOptions { etcd_prefix: prefix, ..Default::default() });
+    a.namespace("uploads");
+    let on_a = request_token(&a, "uploads", "disk-a");
+    let on_b = request_token(&b, "uploads", "disk-b");
+    let key = stored_key(&a);
+    assert_eq!(key.len(), 32);
+    check_claims(&verify(&key, &on_a).expect("A's token"), "uploads", "disk-a");
+    check_claims(&verify(&key, &on_b).expect("B's token"), "uploads", "disk-b");
+    // A third replica started later signs with the same key.
+    let c = TestServer::start_with(ServerOptions {
+        etcd_prefix: a.etcd_prefix.clone(),
+        ..Default::default()
+    });
+    check_claims(&verify(&key, &request_token(&c, "uploads", "disk-c")).unwrap(), "uploads", "disk-c");
 }

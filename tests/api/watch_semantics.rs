@@ -96,6 +96,16 @@ pub(crate) fn server(args: &[&str]) -> TestServer {
     })
 }
 
+/// A server whose history `args` compact: on the etcd axis with an etcd of its own, since etcd
+/// compacts every prefix at once (the other tests' history would go with it).
+pub(crate) fn compacting(args: &[&str]) -> TestServer {
+    TestServer::start_with(ServerOptions {
+        args: args.iter().map(|a| a.to_string()).collect(),
+        private_etcd: true,
+        ..ServerOptions::default()
+    })
+}
+
 /// One value of the server's /metrics.
 pub(crate) fn metric(s: &TestServer, name: &str) -> u64 {
     let r = s.get("/metrics");
@@ -397,7 +407,7 @@ fn concurrent_watches_from_various_versions_agree() {
     // Every write shows, once, in revision order.
     let full: Vec<(String, String, u64)> = watches[0].1.take(ops).iter().map(summary).collect();
     let revs: Vec<u64> = full.iter().map(|e| e.2).collect();
-    assert_eq!(revs, (start + 1..=start + ops as u64).collect::<Vec<_>>());
+    s.assert_revisions_follow(start, &revs, "the first watch");
     watches[0].1.expect_quiet(Duration::from_millis(100));
     for (from, w) in &watches[1..] {
         let want: Vec<_> = full.iter().filter(|e| e.2 > *from).cloned().collect();
@@ -674,9 +684,10 @@ fn watch_list_validation_and_future_versions() {
         assert_eq!(st["details"]["causes"].as_array().unwrap().len(), messages.len(), "{st}");
     }
     // A state not older than a revision the store has not reached: 504 after about 3 s.
+    let ahead = s.current_rv(crate::common::preferred("kubevirt.io", "virtualmachines")) + 1_000_000;
     let started = Instant::now();
     let r = s.get(&format!(
-        "{}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=999",
+        "{}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={ahead}",
         vms(ns)
     ));
     assert_eq!(r.status, 504, "{}", r.text());
@@ -689,7 +700,7 @@ fn watch_list_validation_and_future_versions() {
 
 #[test]
 fn watch_from_a_compacted_version_is_one_410_error() {
-    let s = server(&[
+    let s = compacting(&[
         "--history-window",
         "1s",
         "--compaction-min-retain",
@@ -782,13 +793,13 @@ fn dropped_watches_leave_nothing_behind() {
     let s = TestServer::start();
     s.namespace("drops");
     let ns = "drops";
-    create(&s, ns, "a", json!({}));
+    let a = rv(&create(&s, ns, "a", json!({})));
     let base = metric(&s, "apiserver_registered_watchers");
     let mut watches: Vec<RawWatch> = (0..60)
         .map(|i| {
             let q = match i % 3 {
                 0 => "watch=true".to_string(),
-                1 => "watch=true&allowWatchBookmarks=true&resourceVersion=1".to_string(),
+                1 => format!("watch=true&allowWatchBookmarks=true&resourceVersion={a}"),
                 _ => "watch=true&labelSelector=x%3Dy".to_string(),
             };
             RawWatch::open(&s, &format!("{}?{q}", vms(ns)))
@@ -843,6 +854,59 @@ fn read_log(db: &std::path::Path) -> BTreeMap<u64, LogRow> {
         })
         .unwrap();
     rows.map(|r| r.unwrap()).map(|r| (r.rev, r)).collect()
+}
+
+/// The same log from etcd's history: the VirtualMachine keys' events from `from` (etcdctl's watch
+/// with previous values) up to the creation of `last` (`<namespace>/<name>`), which ends it.
+fn read_etcd_log(s: &TestServer, from: u64, last: &str) -> BTreeMap<u64, LogRow> {
+    use base64::Engine;
+    let (prefix, url) = (s.etcd_prefix.as_deref().unwrap(), s.etcd_url.as_deref().unwrap());
+    let vms = format!("{prefix}/kubevirt.io/virtualmachines/");
+    let mut child = std::process::Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", url, "watch", "--prefix", &vms, "--prev-kv", "-w", "json"])
+        .arg(format!("--rev={from}"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("etcdctl is needed (Debian: apt-get install etcd-client)");
+    let lines = BufReader::new(child.stdout.take().expect("etcdctl's stdout"));
+    let _watch = KillOnDrop(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let text = |v: &Value| base64::engine::general_purpose::STANDARD.decode(v.as_str().unwrap());
+    let mut log = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    'read: loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx.recv_timeout(left).unwrap_or_else(|_| panic!("etcd's log never reached {last}"));
+        let resp: Value = serde_json::from_str(&line).unwrap();
+        for ev in resp["Events"].as_array().into_iter().flatten() {
+            let (kv, prev) = (&ev["kv"], &ev["prev_kv"]);
+            let key = String::from_utf8(text(&kv["key"]).unwrap()).unwrap();
+            let deleted = ev["type"] == 1;
+            let rev = kv["mod_revision"].as_u64().unwrap();
+            let value = if deleted { &prev["value"] } else { &kv["value"] };
+            let row = LogRow {
+                rev,
+                key: key.strip_prefix(&format!("{prefix}/")).unwrap().to_owned(),
+                created: !deleted && kv["create_revision"] == kv["mod_revision"],
+                deleted,
+                prev_rev: prev["mod_revision"].as_u64().unwrap_or(0),
+                value: serde_json::from_slice(&text(value).unwrap()).unwrap(),
+            };
+            log.insert(rev, row);
+            if key.ends_with(&format!("/{last}")) {
+                break 'read;
+            }
+        }
+    }
+    log
 }
 
 /// What a watch of `prefix` from `from` with `matches` must deliver, by kube's transitions.
@@ -953,7 +1017,13 @@ fn concurrent_writers_and_watchers_match_the_revision_log() {
         w.join().unwrap();
     }
 
-    let log = read_log(&s.db);
+    // The end of the log to compare with: a write after all the others, outside every watch.
+    s.namespace("concurrent-end");
+    create(&s, "concurrent-end", "last", json!({}));
+    let log = match s.gap_free() {
+        true => read_log(&s.db),
+        false => read_etcd_log(&s, from, "concurrent-end/last"),
+    };
     let prefix = format!("kubevirt.io/virtualmachines/{ns}/");
     for ((q, matches), w) in selectors.iter().zip(&watches) {
         let want = expected_events(&log, &prefix, from, matches.as_ref());
