@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::strategy::{check_create_meta, check_size, check_type_meta, init_new_object, Ownership};
-use super::update::Next;
+use super::update::{Next, Shed};
 use super::{Outcome, Registry, Target};
 use crate::object::error::ApiError;
 use crate::object::managed_fields::apply::{merge_config, sync_last_applied, Scope};
@@ -56,11 +56,13 @@ impl Registry {
         if res.namespaced && self.checks_namespaces() && self.store.get_raw(&key).is_none() {
             self.admit_in_namespace(res, target.ns(), name).await?;
         }
-        let mut outcome = self
-            .guaranteed_update(res, &key, name, opts.dry_run, |current| match current {
-                None if scope == Scope::OnlyStatus => Err(ApiError::not_found(res, name)),
-                None => create(res, target, opts, scope, config),
-                Some(current) => update(res, target, opts, scope, current, config),
+        let mut outcome =
+            self.guaranteed_update(res, &key, name, opts.dry_run, Shed::Never, |current| {
+                match current {
+                    None if scope == Scope::OnlyStatus => Err(ApiError::not_found(res, name)),
+                    None => create(res, target, opts, scope, config),
+                    Some(current) => update(res, target, opts, scope, current, config),
+                }
             })
             .await?;
         outcome.warnings = warnings;
@@ -111,7 +113,7 @@ impl Registry {
         let name = target.name();
         let key = object_key(res, target.ns(), name);
         let mut outcome = self
-            .guaranteed_update(res, &key, name, opts.dry_run, |current| {
+            .guaranteed_update(res, &key, name, opts.dry_run, Shed::Never, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
                 update(res, target, opts, scope, current, &config)
             })

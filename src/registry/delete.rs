@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::options::{DeleteOptions, ListOptions, Propagation};
 use super::read::Page;
 use super::strategy::{finalizers, metadata_mut};
-use super::update::Next;
+use super::update::{Next, Shed};
 use super::{namespaces, Change, Object, Registry};
 use crate::object::error::ApiError;
 use crate::object::{meta, meta_str};
@@ -40,7 +40,7 @@ impl Registry {
         // namespace storage `Delete`).
         let namespace_rules = res.namespaces && self.checks_namespaces();
         let outcome = self
-            .guaranteed_update(res, &key, name, opts.dry_run, |current| {
+            .guaranteed_update(res, &key, name, opts.dry_run, Shed::Never, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
                 check_preconditions(res, name, current, opts)?;
                 let held = namespace_rules && namespaces::held(current);

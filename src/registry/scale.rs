@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::strategy::{prepare_update, Ownership};
+use super::update::Shed;
 use super::{Outcome, Registry, Target};
 use crate::object::error::ApiError;
 use crate::object::meta_str;
@@ -48,7 +49,7 @@ impl Registry {
         let info = scale_info(res)?;
         let name = target.name();
         let key = object_key(res, target.ns(), name);
-        self.guaranteed_update(res, &key, name, dry_run, |current| {
+        self.guaranteed_update(res, &key, name, dry_run, Shed::ManagedFields, |current| {
             let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
             let current_rv = meta_str(current, "resourceVersion");
             let (mut scale, spec_replicas) = to_scale(info, current)?;

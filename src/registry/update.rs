@@ -4,6 +4,7 @@
 //! precondition (a resourceVersion, a UID) fails inside its decision, so it ends the loop with
 //! its error instead of being retried.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -12,7 +13,7 @@ use super::{Change, Object, Outcome, Registry};
 use crate::object::error::ApiError;
 use crate::object::stored_revision;
 use crate::resource::ResourceInfo;
-use crate::store::StoreError;
+use crate::store::{StoreError, Written};
 
 /// How often a write is decided again after losing a race (kube retries without bound; a
 /// bound keeps a hot key from holding a request forever).
@@ -21,6 +22,16 @@ const RETRIES: usize = 16;
 /// How long a retry waits for the cache to hear of the write that won (kube's wait for a
 /// resourceVersion the cache lacks).
 const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether a write refused by the backend as too large is tried again without its
+/// managedFields (`Registry::shedding`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shed {
+    /// A client's create, update or non-apply patch, as kube's handlers.
+    ManagedFields,
+    /// Apply (its managedFields are what it works on), deletes and the like.
+    Never,
+}
 
 /// What a write decided to do with the state it read.
 #[derive(Debug)]
@@ -37,6 +48,38 @@ pub(crate) enum Next {
 }
 
 impl Registry {
+    /// Writes `obj` with `write`. kube's create, update and patch handlers (not apply) write an
+    /// object etcd refused as too large once more without its managedFields, which can be
+    /// large; only a backend with a request limit of its own can refuse one, so only there is
+    /// the object kept for a second try.
+    pub(crate) async fn shedding<F, Fut>(
+        &self,
+        shed: Shed,
+        obj: Value,
+        write: F,
+    ) -> Result<Written, StoreError>
+    where
+        F: Fn(Value) -> Fut,
+        Fut: Future<Output = Result<Written, StoreError>>,
+    {
+        let sheddable = shed == Shed::ManagedFields
+            && self.store.facts().request_limit
+            && obj.pointer("/metadata/managedFields").is_some();
+        if !sheddable {
+            return write(obj).await;
+        }
+        match write(obj.clone()).await {
+            Err(StoreError::TooLarge(_)) => {
+                let mut obj = obj;
+                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove("managedFields");
+                }
+                write(obj).await
+            }
+            written => written,
+        }
+    }
+
     /// Runs `decide` on the current state of `key` (`None`: absent) and commits its decision,
     /// again on the new state whenever a concurrent write got in first. `dry_run` decides but
     /// writes nothing. `name` names the object in errors.
@@ -46,6 +89,7 @@ impl Registry {
         key: &str,
         name: &str,
         dry_run: bool,
+        shed: Shed,
         mut decide: impl FnMut(Option<&Arc<Value>>) -> Result<Next, ApiError>,
     ) -> Result<Outcome, ApiError> {
         // On a shared engine the cache may not yet hold a write another replica acknowledged:
@@ -82,10 +126,12 @@ impl Registry {
                     (Change::Deleted, Ok(Object::Computed(last)))
                 }
                 Next::Update(v) => {
-                    (Change::Updated, self.store.update(key, rev, v).await.map(Object::Stored))
+                    let written = self.shedding(shed, v, |v| self.store.update(key, rev, v));
+                    (Change::Updated, written.await.map(Object::Stored))
                 }
                 Next::Create(v) => {
-                    (Change::Created, self.store.create(key, v).await.map(Object::Stored))
+                    let written = self.shedding(shed, v, |v| self.store.create(key, v));
+                    (Change::Created, written.await.map(Object::Stored))
                 }
                 Next::Delete { answer } => {
                     let gone = self.store.delete(key, rev).await;

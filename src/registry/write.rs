@@ -15,7 +15,7 @@ use crate::object::subresource::Part;
 use crate::object::validation::{self, Via};
 use crate::object::{for_version, managed_fields, meta, meta_str};
 use crate::registry::keys::object_key;
-use crate::registry::update::Next;
+use crate::registry::update::{Next, Shed};
 use crate::resource::ResourceInfo;
 use crate::store::StoreError;
 
@@ -71,7 +71,7 @@ impl Registry {
             // Only a generated name may be tried again, with the object kept for it.
             let retry = !named && tries + 1 < GENERATE_NAME_TRIES;
             let sent = if retry { obj.clone() } else { std::mem::take(&mut obj) };
-            match self.store.create(&key, sent).await {
+            match self.shedding(Shed::ManagedFields, sent, |v| self.store.create(&key, v)).await {
                 Ok(stored) => {
                     let object = Object::Stored(stored);
                     return Ok(Outcome { change: Change::Created, object, warnings });
@@ -148,7 +148,7 @@ impl Registry {
         let decided_again = self.store.facts().external_commits;
         let mut body = Some(obj);
         let mut outcome = self
-            .guaranteed_update(res, &key, name, opts.dry_run, |current| {
+            .guaranteed_update(res, &key, name, opts.dry_run, Shed::ManagedFields, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
                 if rv != meta_str(current, "resourceVersion") {
                     return Err(ApiError::optimistic_lock(res, name));
@@ -182,7 +182,7 @@ impl Registry {
         };
         let mut warnings = Vec::new();
         let mut outcome = self
-            .guaranteed_update(res, &key, name, opts.dry_run, |current| {
+            .guaranteed_update(res, &key, name, opts.dry_run, Shed::ManagedFields, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
                 let mut patched = for_version(res, current);
                 patch.apply(&mut patched, kind_definition(res))?;
@@ -222,7 +222,7 @@ impl Registry {
     ) -> Result<Outcome, ApiError> {
         let (namespace, name, part) = target;
         let key = object_key(res, namespace, name);
-        self.guaranteed_update(res, &key, name, false, |current| {
+        self.guaranteed_update(res, &key, name, false, Shed::ManagedFields, |current| {
             let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
             let mut obj = (**current).clone();
             if edit(&mut obj).is_none() {

@@ -127,6 +127,9 @@ pub struct BackendFacts {
     /// health. When false (SQLite) the cache moves before any writer is answered: reads at the
     /// current revision need no wait.
     pub external_commits: bool,
+    /// Whether the backend refuses a write over a request size of its own (etcd's
+    /// `--max-request-bytes`) with `TooLarge`, past the object limit every backend shares.
+    pub request_limit: bool,
 }
 
 /// One write handed to `append`.

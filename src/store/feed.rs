@@ -95,6 +95,15 @@ impl Feed {
         self.revision.send_replace(rev);
     }
 
+    /// Replaces the shared state with what the backend holds live at `rev`, after it lost
+    /// events (its feed fell behind compaction and it relisted): every watch ends, internal
+    /// consumers re-scan (`Hub::restart`).
+    pub fn reload(&self, rev: u64, snapshot: Snapshot) {
+        self.cache.reset(rev, snapshot.objects);
+        self.hub.restart(rev);
+        self.revision.send_replace(rev);
+    }
+
     /// The state of `key` at the last commit reported (served bytes). A backend that is the only
     /// writer (SQLite) checks its compare-and-swaps against it instead of reading its log.
     pub fn live(&self, key: &str) -> Option<Entry> {

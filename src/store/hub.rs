@@ -163,6 +163,35 @@ impl Hub {
         }
     }
 
+    /// The backend reloaded its state at `rev` (a relist past compaction): the events between
+    /// the last published and `rev` are lost to every subscriber. Watches get what was queued,
+    /// then their end, as kube's cacher ends its watchers when its reflector relists (clients
+    /// re-watch from their last resourceVersion, now compacted, and relist); `Lag::Resume`
+    /// consumers are told of the loss and re-scan.
+    pub fn restart(&self, rev: u64) {
+        let mut subs = lock(&self.subs);
+        self.rev.store(rev, Ordering::Relaxed);
+        subs.retain(|_, sub| {
+            let mut st = lock(&sub.state);
+            st.published = rev;
+            let keep = match sub.lag {
+                Lag::End => {
+                    st.closed = true;
+                    false
+                }
+                Lag::Resume => {
+                    st.queue = VecDeque::new();
+                    st.bytes = 0;
+                    st.dropped = Some(rev);
+                    true
+                }
+            };
+            drop(st);
+            sub.notify.notify_one();
+            keep
+        });
+    }
+
     /// Wakes every subscriber with end-of-stream: the store is gone.
     pub fn close(&self) {
         for (_, sub) in lock(&self.subs).drain() {
@@ -228,5 +257,37 @@ impl Drop for Subscription {
         if let Some(hub) = self.hub.upgrade() {
             lock(&hub.subs).remove(&self.id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::EventType;
+    use futures_util::FutureExt;
+
+    fn event(rev: u64) -> Arc<Event> {
+        let value = bytes::Bytes::from_static(b"{}");
+        let (key, object) = (format!("k/{rev}"), Arc::new(serde_json::json!({})));
+        Arc::new(Event { rev, key, kind: EventType::Added, object, value, prev: None, size: 2 })
+    }
+
+    /// A relist: a watch gets what was queued and then its end; a re-scanning consumer is told
+    /// of the loss once and goes on with what follows.
+    #[test]
+    fn a_restart_ends_watches_and_tells_rescanners_of_the_loss() {
+        let hub = Arc::new(Hub::new(QueueLimits::default()));
+        hub.start_at(1);
+        let mut watch = hub.subscribe("k/", |_| true, Lag::End);
+        let mut consumer = hub.subscribe("", |_| true, Lag::Resume);
+        hub.publish(&event(2));
+        hub.restart(10);
+        hub.publish(&event(11));
+        let next = |s: &mut Subscription| s.recv().now_or_never().expect("ready");
+        assert_eq!(next(&mut watch).unwrap().rev, 2);
+        assert!(matches!(next(&mut watch), Err(RecvError::Closed)));
+        assert!(matches!(next(&mut consumer), Err(RecvError::Lagged(10))));
+        assert_eq!(next(&mut consumer).unwrap().rev, 11);
+        assert_eq!(hub.stats().watchers, 0);
     }
 }

@@ -71,8 +71,7 @@ pub fn storage_is_etcd() -> bool {
 type EtcdPlace = (String, Option<Arc<TestEtcd>>);
 
 /// The etcd place each database path stood for on etcd, so restarts find their data.
-fn etcd_places() -> std::sync::MutexGuard<'static, std::collections::HashMap<PathBuf, EtcdPlace>>
-{
+fn etcd_places() -> std::sync::MutexGuard<'static, std::collections::HashMap<PathBuf, EtcdPlace>> {
     static PLACES: std::sync::OnceLock<
         std::sync::Mutex<std::collections::HashMap<PathBuf, EtcdPlace>>,
     > = std::sync::OnceLock::new();
@@ -150,9 +149,7 @@ impl TestServer {
                 let etcd = Arc::new(TestEtcd::private());
                 (opts.etcd_prefix.clone().unwrap_or_else(|| etcd.unique_prefix()), Some(etcd))
             }
-            None => {
-                (opts.etcd_prefix.clone().unwrap_or_else(|| test_etcd().unique_prefix()), None)
-            }
+            None => (opts.etcd_prefix.clone().unwrap_or_else(|| test_etcd().unique_prefix()), None),
         });
         if let Some(place) = &place {
             etcd_places().insert(db.clone(), place.clone());

@@ -1,14 +1,16 @@
 //! Several replicas over one etcd prefix (issue 17 point 2): any replica serves any request with
 //! kube's semantics. Consistent reads on one see every write acknowledged on another, watches on
 //! all see one history, continue tokens and resourceVersions travel between them, and a replica
-//! killed with SIGKILL leaves its clients to resume elsewhere with no gap and no duplicate.
+//! killed with SIGKILL leaves its clients to resume elsewhere with no gap and no duplicate; a
+//! replica whose feed fell behind compaction relists.
 //! Deadlines are generous and nothing sleeps to synchronise: two loaded cores run etcd, three
 //! servers and the test.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::Command;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -287,4 +289,111 @@ fn readyz_fails_while_the_feed_cannot_catch_up() {
     // Caught up again once etcd answers.
     eventually(Duration::from_secs(60), || (s.get("/readyz").status == 200).then_some(()));
     assert_eq!(s.get("/readyz?exclude=etcd-feed").status, 200);
+}
+
+/// A TCP proxy to etcd that can be cut: every connection through it is shut and new ones are
+/// refused (accepted and closed) until it is restored, as a partition does.
+struct CuttableProxy {
+    url: String,
+    open: Arc<AtomicBool>,
+    conns: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl CuttableProxy {
+    fn start(etcd: &str) -> CuttableProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let target = etcd.trim_start_matches("http://").to_owned();
+        let open = Arc::new(AtomicBool::new(true));
+        let conns = Arc::new(Mutex::new(Vec::new()));
+        let (is_open, live) = (open.clone(), conns.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if !is_open.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&target) else { continue };
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                let mut conns = live.lock().unwrap();
+                conns.extend([client.try_clone().unwrap(), server.try_clone().unwrap()]);
+                drop(conns);
+                for (mut from, mut to) in
+                    [(client.try_clone().unwrap(), server.try_clone().unwrap()), (server, client)]
+                {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                    });
+                }
+            }
+        });
+        CuttableProxy { url, open, conns }
+    }
+
+    fn cut(&self) {
+        self.open.store(false, Ordering::SeqCst);
+        for conn in self.conns.lock().unwrap().drain(..) {
+            let _ = conn.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
+
+/// kube's reflector restart: a replica cut off from etcd while another writes and etcd compacts
+/// cannot resume its feed from where it stood, so it relists. Its open watches end (the client
+/// re-watches from its last resourceVersion and is told 410), and it serves the new state,
+/// becomes ready again and takes writes.
+#[test]
+fn a_replica_whose_feed_fell_behind_compaction_relists() {
+    let etcd = TestEtcd::private();
+    let prefix = etcd.unique_prefix();
+    let on = |url: &str| ServerOptions {
+        memory: true,
+        args: ["--etcd-servers", url, "--etcd-prefix", prefix.as_str()].map(String::from).to_vec(),
+        ..Default::default()
+    };
+    let a = TestServer::start_with(on(&etcd.url));
+    let proxy = CuttableProxy::start(&etcd.url);
+    let b = TestServer::start_with(on(&proxy.url));
+    a.namespace(NS);
+    let gone = a.create(vm(), &object(vm(), NS, "gone"));
+    assert_eq!(b.get_json(&item_path(vm(), NS, "gone")), gone);
+    let since = rv(&gone);
+    let watch = crate::watch_semantics::RawWatch::open(
+        &b,
+        &format!("{}?watch=true&resourceVersion={since}", vms()),
+    );
+
+    proxy.cut();
+    assert_eq!(a.delete(&item_path(vm(), NS, "gone")).status, 200);
+    let kept = a.create(vm(), &object(vm(), NS, "kept"));
+    let current = rv(&kept).to_string();
+    let compact = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", &etcd.url, "compact", &current])
+        .output()
+        .expect("etcdctl is needed (Debian: apt-get install etcd-client)");
+    assert!(compact.status.success(), "{}", String::from_utf8_lossy(&compact.stderr));
+    proxy.restore();
+
+    // The open watch ends without the events B never saw, as kube's watchers do on a relist.
+    watch.expect_end(Duration::from_secs(60));
+    let again = crate::watch_semantics::RawWatch::open(
+        &b,
+        &format!("{}?watch=true&resourceVersion={since}", vms()),
+    );
+    let ev = again.expect();
+    assert_eq!((ev["type"].as_str(), ev["object"]["code"].as_u64()), (Some("ERROR"), Some(410)));
+    // The new state, served and watched from.
+    eventually(EVENT, || (b.get("/readyz").status == 200).then_some(()));
+    assert_eq!(b.list_names(&vms()), ["kept"]);
+    let from = list_rv(&b);
+    let w = watch_from(&b, from);
+    let made = b.create(vm(), &object(vm(), NS, "after"));
+    assert_eq!(take(&w, 1), [("ADDED".to_owned(), "after".to_owned(), rv(&made))]);
+    assert_eq!(a.get_json(&item_path(vm(), NS, "after")), made);
 }

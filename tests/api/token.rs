@@ -114,5 +114,9 @@ fn tokens_minted_on_any_replica_verify_with_one_key() {
         etcd_prefix: a.etcd_prefix.clone(),
         ..Default::default()
     });
-    check_claims(&verify(&key, &request_token(&c, "uploads", "disk-c")).unwrap(), "uploads", "disk-c");
+    check_claims(
+        &verify(&key, &request_token(&c, "uploads", "disk-c")).unwrap(),
+        "uploads",
+        "disk-c",
+    );
 }

@@ -684,7 +684,8 @@ fn watch_list_validation_and_future_versions() {
         assert_eq!(st["details"]["causes"].as_array().unwrap().len(), messages.len(), "{st}");
     }
     // A state not older than a revision the store has not reached: 504 after about 3 s.
-    let ahead = s.current_rv(crate::common::preferred("kubevirt.io", "virtualmachines")) + 1_000_000;
+    let ahead =
+        s.current_rv(crate::common::preferred("kubevirt.io", "virtualmachines")) + 1_000_000;
     let started = Instant::now();
     let r = s.get(&format!(
         "{}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={ahead}",
@@ -884,7 +885,8 @@ fn read_etcd_log(s: &TestServer, from: u64, last: &str) -> BTreeMap<u64, LogRow>
     let deadline = Instant::now() + Duration::from_secs(60);
     'read: loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx.recv_timeout(left).unwrap_or_else(|_| panic!("etcd's log never reached {last}"));
+        let line =
+            rx.recv_timeout(left).unwrap_or_else(|_| panic!("etcd's log never reached {last}"));
         let resp: Value = serde_json::from_str(&line).unwrap();
         for ev in resp["Events"].as_array().into_iter().flatten() {
             let (kv, prev) = (&ev["kv"], &ev["prev_kv"]);

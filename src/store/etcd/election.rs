@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::client::{call, store_error};
@@ -47,19 +47,12 @@ pub struct Election {
     started: AtomicBool,
     /// The lease the campaign holds (0: none), revoked at close.
     lease: AtomicI64,
-    /// The backend stopped: the term ends (a permit, so a term between waits sees it too).
-    stopped: Notify,
 }
 
 impl Election {
     pub fn new() -> Election {
         let (leader, _) = watch::channel(None);
-        Election {
-            leader,
-            started: AtomicBool::new(false),
-            lease: AtomicI64::new(0),
-            stopped: Notify::new(),
-        }
+        Election { leader, started: AtomicBool::new(false), lease: AtomicI64::new(0) }
     }
 
     pub fn subscribe(&self) -> watch::Receiver<Option<Fence>> {
@@ -69,12 +62,6 @@ impl Election {
     /// True for the first caller only, who starts the campaign.
     pub fn start(&self) -> bool {
         !self.started.swap(true, Ordering::AcqRel)
-    }
-
-    /// Ends the term of a backend that stopped for good (its feed fell behind compaction): its
-    /// lease is given back rather than held while nothing it leads can write.
-    pub fn stop(&self) {
-        self.stopped.notify_one();
     }
 
     fn set(&self, now: Option<Fence>) {
@@ -125,7 +112,7 @@ pub async fn campaign(shared: Arc<Shared>) {
         shared.election.set(None);
         let closed = shared.closed.load(Ordering::Acquire);
         match ended {
-            // A stopped backend (`close` resigned, or the feed stopped) runs no other term.
+            // A closed backend (`close` resigned) runs no other term.
             _ if closed => {}
             Err(e) if was_leading => log::warn!("this server no longer leads: {e}"),
             Err(e) => log::warn!("leader election: {e}; campaigning again"),
@@ -218,7 +205,6 @@ async fn term(shared: &Shared) -> Result<(), String> {
                     Ok(None) => return Err("etcd closed the leader watch".into()),
                     Err(e) => return Err(format!("leader watch: {}", e.message())),
                 },
-                _ = election.stopped.notified() => return Err("the backend stopped".into()),
                 // Two renewals in a row unanswered: stop before etcd's clock can end the lease.
                 _ = tokio::time::sleep_until(renewed + LEASE_TTL * 2 / 3) => {
                     return Err(format!("lease {lease:x} not renewed since {:?}", renewed.elapsed()));

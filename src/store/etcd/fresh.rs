@@ -121,9 +121,6 @@ impl Shared {
 
     /// `/readyz`'s feed check: the watch is open and catches up with etcd within a second.
     pub(super) async fn feed_ready(self: Arc<Self>) -> Result<(), StoreError> {
-        if self.feed_stopped.load(Ordering::Acquire) {
-            return Err(StoreError::Unavailable("the etcd feed stopped".into()));
-        }
         if !self.fresh.up.load(Ordering::Acquire) {
             return Err(StoreError::Unavailable("the etcd watch is down".into()));
         }

@@ -13,7 +13,9 @@
 //! the writer answers itself, the cache being there already. So, as on SQLite, a writer is
 //! answered only once the cache holds its commit. Deletes take the last state from the cache
 //! (the watch asks for no previous values). The watch is reopened from the last revision applied
-//! after a failure.
+//! after a failure; when that revision is compacted, the feed relists (kube's reflector restart):
+//! the root is loaded anew and replaces the shared state (`Feed::reload`), open watches end,
+//! internal consumers re-scan, and parked writers whose commits were skipped are answered.
 //!
 //! **Consistent reads** (`fresh`): a read that must reflect every write acknowledged anywhere
 //! waits until the feed has applied etcd's current revision, closed by a barrier write under
@@ -98,8 +100,6 @@ struct Shared {
     compacted: AtomicU64,
     retention: RetentionConfig,
     closed: AtomicBool,
-    /// The feed ended for good (it fell behind compaction).
-    feed_stopped: AtomicBool,
     /// Writes handed over and not yet answered, for `close`.
     inflight: AtomicU64,
     drained: Notify,
@@ -118,7 +118,8 @@ struct Pending {
     applied: u64,
     /// The newest revision of an object the cache holds (the cache's revision).
     objects: u64,
-    tickets: HashMap<u64, Ticket>,
+    /// Committed writes of this process the feed has not reached, with what they persisted.
+    tickets: HashMap<u64, (Ticket, Bytes)>,
 }
 
 impl EtcdBackend {
@@ -166,39 +167,10 @@ impl Shared {
     ) -> Result<Arc<Shared>, StoreError> {
         let client = Client::new(&cfg)?;
         let keys = Keys::new(&cfg.prefix);
-        let root = keys.root().as_bytes().to_vec();
-        let end = range_end(&root);
-        let (mut snapshot, mut rev, mut start) = (Snapshot::default(), 0, root);
-        loop {
-            let req = RangeRequest {
-                key: start,
-                range_end: end.clone(),
-                limit: LOAD_PAGE,
-                revision: rev as i64,
-                ..Default::default()
-            };
-            let page = call("range", client.kv.clone().range(req)).await.map_err(|e| {
-                let servers = cfg.servers.join(",");
-                StoreError::Unavailable(format!("loading from etcd {servers}: {}", e.message()))
-            })?;
-            if rev == 0 {
-                rev = header_revision(page.header.as_ref());
-            }
-            for kv in &page.kvs {
-                if let Some(key) = keys.store_key(&kv.key) {
-                    snapshot.insert(
-                        &key,
-                        kv.mod_revision as u64,
-                        kv.create_revision as u64,
-                        &kv.value,
-                    );
-                }
-            }
-            match page.kvs.last() {
-                Some(last) if page.more => start = after(&last.key),
-                _ => break,
-            }
-        }
+        let (snapshot, rev) = load(&client, &keys).await.map_err(|e| {
+            let servers = cfg.servers.join(",");
+            StoreError::Unavailable(format!("loading from etcd {servers}: {}", e.message()))
+        })?;
         let barrier = keys.meta(&format!("replicas/{}", fresh::replica_id()));
         let shared = Arc::new(Shared {
             client,
@@ -208,7 +180,6 @@ impl Shared {
             compacted: AtomicU64::new(0),
             retention,
             closed: AtomicBool::new(false),
-            feed_stopped: AtomicBool::new(false),
             inflight: AtomicU64::new(0),
             drained: Notify::new(),
             writes: AtomicU64::new(0),
@@ -236,26 +207,23 @@ impl Shared {
             match ended {
                 Ok(()) => return,
                 Err(WatchEnd::Compacted(c)) => {
-                    // Relisting (kube's reflector restart) is a later step: until then the
-                    // backend stops (every operation, the health probe included, fails) and
-                    // the server must be restarted. Writes waiting for the feed were committed,
-                    // but their writers cannot be told so after the cache: their outcome is
-                    // unknown to them, as after a timeout.
-                    log::error!(
-                        "the etcd feed fell behind compaction (revision {from} < {c}); restart \
-                         the server to reload"
+                    log::warn!(
+                        "the etcd feed fell behind compaction (revision {from} < {c}): relisting"
                     );
-                    self.closed.store(true, Ordering::Release);
-                    self.feed_stopped.store(true, Ordering::Release);
-                    self.election.stop();
-                    let parked: Vec<Ticket> =
-                        self.pending.lock().unwrap().tickets.drain().map(|(_, t)| t).collect();
-                    for ticket in parked {
-                        ticket.fail(StoreError::Unavailable(
-                            "the etcd feed stopped; the write's outcome is unknown".into(),
-                        ));
+                    match self.relist().await {
+                        Ok(rev) => {
+                            log::info!("relisted etcd at revision {rev}");
+                            delay = REWATCH_DELAY;
+                        }
+                        Err(e) => {
+                            log::warn!(
+                                "relisting etcd failed: {}; again in {delay:?}",
+                                e.message()
+                            );
+                            tokio::time::sleep(delay).await;
+                            delay = (delay * 2).min(MAX_REWATCH_DELAY);
+                        }
                     }
-                    return;
                 }
                 Err(WatchEnd::Failed(e)) => {
                     log::warn!(
@@ -266,6 +234,28 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// kube's reflector restart: the state is loaded anew at etcd's newest revision and replaces
+    /// the shared one (`Feed::reload`: watches end, internal consumers re-scan). Writes of this
+    /// process whose commits fell in the lost stretch are answered: they did commit.
+    async fn relist(&self) -> Result<u64, tonic::Status> {
+        let (snapshot, rev) = load(&self.client, &self.keys).await?;
+        let (compacted, _) = self.compaction_key().await.unwrap_or((0, 0));
+        self.compacted.fetch_max(compacted, Ordering::AcqRel);
+        let mut pending = self.pending.lock().unwrap();
+        self.feed.reload(rev, snapshot);
+        pending.applied = rev;
+        pending.objects = rev;
+        let reached: Vec<u64> = pending.tickets.keys().copied().filter(|r| *r <= rev).collect();
+        for r in reached {
+            if let Some((ticket, persisted)) = pending.tickets.remove(&r) {
+                ticket.succeed(r, &persisted);
+            }
+        }
+        drop(pending);
+        self.fresh.applied(rev);
+        Ok(rev)
     }
 
     async fn watch_root(&self, from: u64) -> Result<(), WatchEnd> {
@@ -334,7 +324,7 @@ impl Shared {
                 continue;
             }
             let Some(key) = self.keys.store_key(&kv.key) else { continue };
-            let ticket = pending.tickets.remove(&rev);
+            let ticket = pending.tickets.remove(&rev).map(|(ticket, _)| ticket);
             let commit = if ev.r#type == event::EventType::Delete as i32 {
                 let Some(last) = self.feed.live(&key) else {
                     // A delete of a key the cache never held: nothing to report.
@@ -434,20 +424,16 @@ impl Shared {
         if pending.applied >= rev {
             drop(pending);
             ticket.succeed(rev, &persisted);
-        } else if self.feed_stopped.load(Ordering::Acquire) {
-            // The feed stopped (see `follow`): nobody would answer.
-            ticket.fail(StoreError::Unavailable(
-                "the etcd feed stopped; the write's outcome is unknown".into(),
-            ));
         } else {
-            pending.tickets.insert(rev, ticket);
+            // Kept with the persisted bytes, for a relist that skips over its commit.
+            pending.tickets.insert(rev, (ticket, persisted));
             drop(pending);
             // A feed that never gets there (a stalled watch) must not hold the writer forever.
             let shared = self.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(FEED_DEADLINE).await;
                 let mut pending = shared.pending.lock().unwrap();
-                if let Some(ticket) = pending.tickets.remove(&rev) {
+                if let Some((ticket, _)) = pending.tickets.remove(&rev) {
                     let applied = pending.applied;
                     drop(pending);
                     log::warn!(
@@ -648,7 +634,12 @@ impl Shared {
 
 impl Backend for EtcdBackend {
     fn facts(&self) -> BackendFacts {
-        BackendFacts { name: "etcd", needs_leader_election: true, external_commits: true }
+        BackendFacts {
+            name: "etcd",
+            needs_leader_election: true,
+            external_commits: true,
+            request_limit: true,
+        }
     }
 
     fn leadership(&self) -> tokio::sync::watch::Receiver<Option<Fence>> {
@@ -900,6 +891,35 @@ impl Drop for EtcdBackend {
 }
 
 /// Why a watch stream ended.
+/// The live keys under the root at one revision (the newest), read in pages at it.
+async fn load(client: &Client, keys: &Keys) -> Result<(Snapshot, u64), tonic::Status> {
+    let root = keys.root().as_bytes().to_vec();
+    let end = range_end(&root);
+    let (mut snapshot, mut rev, mut start) = (Snapshot::default(), 0, root);
+    loop {
+        let req = RangeRequest {
+            key: start,
+            range_end: end.clone(),
+            limit: LOAD_PAGE,
+            revision: rev as i64,
+            ..Default::default()
+        };
+        let page = call("range", client.kv.clone().range(req)).await?;
+        if rev == 0 {
+            rev = header_revision(page.header.as_ref());
+        }
+        for kv in &page.kvs {
+            if let Some(key) = keys.store_key(&kv.key) {
+                snapshot.insert(&key, kv.mod_revision as u64, kv.create_revision as u64, &kv.value);
+            }
+        }
+        match page.kvs.last() {
+            Some(last) if page.more => start = after(&last.key),
+            _ => return Ok((snapshot, rev)),
+        }
+    }
+}
+
 enum WatchEnd {
     /// Its start is below etcd's compacted revision.
     Compacted(u64),

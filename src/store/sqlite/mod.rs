@@ -111,7 +111,12 @@ impl SqliteBackend {
 impl Backend for SqliteBackend {
     fn facts(&self) -> BackendFacts {
         // The database is one process's (SQLite's own lock keeps a second writer out).
-        BackendFacts { name: "sqlite", needs_leader_election: false, external_commits: false }
+        BackendFacts {
+            name: "sqlite",
+            needs_leader_election: false,
+            external_commits: false,
+            request_limit: false,
+        }
     }
 
     fn leadership(&self) -> tokio::sync::watch::Receiver<Option<Fence>> {

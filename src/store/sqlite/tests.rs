@@ -94,7 +94,12 @@ async fn a_file_store_uses_wal_and_full_sync() {
     assert_eq!(sqlite.pragmas().await.unwrap(), ("wal".to_owned(), 2));
     assert_eq!(
         s.facts(),
-        BackendFacts { name: "sqlite", needs_leader_election: false, external_commits: false }
+        BackendFacts {
+            name: "sqlite",
+            needs_leader_election: false,
+            external_commits: false,
+            request_limit: false,
+        }
     );
 }
 
