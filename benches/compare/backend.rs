@@ -23,6 +23,11 @@ pub trait Backend: Sync {
     }
     /// Where clients connect, with its count of 429 answers.
     fn endpoint(&self) -> &Endpoint;
+    /// Where client `i` of a throughput workload connects: replicas of one server take clients
+    /// round-robin.
+    fn endpoint_of(&self, _client: usize) -> &Endpoint {
+        self.endpoint()
+    }
     /// The request that stores `body` as a new object `name` of `set`.
     fn create(&self, set: &str, name: &str, body: &str) -> Request;
     /// From a create's (2xx) answer: the size of what the server says it stored.
@@ -31,6 +36,11 @@ pub trait Backend: Sync {
     fn get(&self, set: &str, name: &str) -> Request;
     /// Checks a get's (2xx) answer.
     fn got(&self, answer: &[u8]) -> Result<(), String>;
+    /// The request for the first page of `set` at the current revision (a list without a
+    /// resourceVersion, a linearizable range): `limit` items, or all of them when None.
+    fn list_first(&self, set: &str, limit: Option<usize>) -> Request;
+    /// From a first page's (2xx) answer: its items, counted unread, and the revision it reflects.
+    fn listed(&self, answer: &[u8]) -> Result<(usize, u64), String>;
     /// Reads all of `set` in pages of `limit` at one revision; answers (items, pages).
     fn list(&self, conn: &mut Conn, set: &str, limit: usize) -> Result<(usize, usize), String>;
     /// Rewrites an existing object (the `i`th time); answers the revision written.

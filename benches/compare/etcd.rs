@@ -201,6 +201,19 @@ impl Backend for Etcd {
         }
     }
 
+    fn list_first(&self, set: &str, limit: Option<usize>) -> Request {
+        // A range without a revision is linearizable, etcd's default; limit 0 is no limit.
+        let (key, end) = prefix(set);
+        self.post("/v3/kv/range", &range_body(&key, Some((&end, limit.unwrap_or(0))), 0))
+    }
+
+    fn listed(&self, answer: &[u8]) -> Result<(usize, u64), String> {
+        let page = range_page(answer)?;
+        let header: RangeHeader = serde_json::from_slice(page.header.unwrap_or_default())
+            .map_err(|e| format!("range header: {e}"))?;
+        Ok((page.kvs, num(&header.revision)))
+    }
+
     fn list(&self, conn: &mut Conn, set: &str, limit: usize) -> Result<(usize, usize), String> {
         // As a continue token does, later pages read at the first page's revision.
         let (mut key, end) = prefix(set);

@@ -17,6 +17,13 @@
 //! under `--simulate` reach Running; time, transitions, server CPU per transition) are
 //! scenarios of our server alone, each writing its own section of BENCHMARKS.md (with
 //! `--quick`: smaller, reported to target/).
+//! `--replicas` (replicas.rs, issue 17) starts one private etcd and runs creates with 1 and 32
+//! clients, gets with 32, a consistent list (no resourceVersion, first page of 500, right after
+//! a write through another replica) and an unpaged list of 10 000 on our server on SQLite, on
+//! etcd with 1 replica and with 3 (clients round-robin), and on bare etcd, with our processes'
+//! CPU, etcd's and their sum per operation, plus write-on-A to event-on-B latency; its own
+//! section of BENCHMARKS.md (with `--quick`: 2 000 objects, target/). On two shared cores it
+//! measures the overhead of the etcd backend and of replication, not scale-out.
 //! Each throughput (creates, gets, lists) also records CPU time per operation (per item for
 //! lists) of the server process, all threads, and of this process (the client), from
 //! utime + stime in /proc/PID/stat and /proc/self/stat around the measurement.
@@ -36,6 +43,7 @@ mod object;
 mod ours;
 mod overload;
 mod plot;
+mod replicas;
 mod report;
 mod scan;
 mod soak;
@@ -307,6 +315,7 @@ fn main() {
             scan::tests::all();
             etcd::tests::all();
             report::tests::all();
+            replicas::tests::all();
             vms::tests::all();
             tests::all();
         }
@@ -353,6 +362,9 @@ fn main() {
             }
         };
         std::process::exit(run_vms(count, quick, note.as_deref()));
+    }
+    if args.iter().any(|a| a == "--replicas") {
+        std::process::exit(run_replicas(quick, note.as_deref()));
     }
     if args.iter().any(|a| a == "--only") && arg("--only").is_none() {
         eprintln!("error: --only needs a list of groups among {}", GROUPS.join(","));
@@ -659,6 +671,35 @@ fn run_vms(count: usize, quick: bool, note: Option<&str>) -> i32 {
         eprintln!("error: vms: {f}");
     }
     i32::from(!failures.is_empty())
+}
+
+/// `--replicas`: answers the exit status (1 on a 429; a failed operation panics). A quick run
+/// reports to target/; a full one to its section of BENCHMARKS.md.
+fn run_replicas(quick: bool, note: Option<&str>) -> i32 {
+    let etcd_version = etcd::version(&etcd::binary().unwrap_or_else(|e| panic!("{e}")));
+    let provenance = format!(
+        "Commit {}, {}, {}; etcd {etcd_version} (Debian etcd-server).",
+        report::commit(),
+        report::date(),
+        report::machine()
+    );
+    let result = replicas::run(replicas::ReplicasPlan::new(quick));
+    let text = replicas::markdown(&result, &provenance, note);
+    println!("\n{text}");
+    let md = if quick {
+        target_dir().join("BENCHMARKS-replicas-quick.md")
+    } else {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md")
+    };
+    let old = std::fs::read_to_string(&md).unwrap_or_default();
+    std::fs::write(&md, report::splice(&old, "replicas", &text))
+        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
+    println!("replicas report written to {}", md.display());
+    if result.throttled > 0 {
+        eprintln!("error: replicas: virt-apiserver answered 429 {} time(s)", result.throttled);
+        return 1;
+    }
+    0
 }
 
 /// What was measured where, taken before the run (the tree may change while it runs).

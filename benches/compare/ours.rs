@@ -21,6 +21,26 @@ use crate::stream::{self, Stream};
 struct ListMeta {
     #[serde(rename = "continue", default)]
     cont: String,
+    #[serde(rename = "resourceVersion", default)]
+    rv: String,
+}
+
+/// A list page's items, counted unread, and its metadata.
+fn list_page(page: &[u8]) -> Result<(usize, ListMeta), String> {
+    let (mut n, mut meta) = (0, None);
+    let mut obj = scan::Object::new(page).map_err(|e| format!("list page: {e}"))?;
+    while let Some(key) = obj.next_key().map_err(|e| format!("list page: {e}"))? {
+        match key {
+            b"items" => n = obj.elements().map_err(|e| format!("list items: {e}"))?.0,
+            b"metadata" => meta = Some(obj.value().map(serde_json::from_slice::<ListMeta>)),
+            _ => {}
+        }
+    }
+    let meta = meta
+        .ok_or("list page: no metadata")?
+        .map_err(|e| format!("list page: {e}"))?
+        .map_err(|e| format!("list page metadata: {e}"))?;
+    Ok((n, meta))
 }
 
 pub struct Ours {
@@ -126,6 +146,20 @@ impl Backend for Ours {
         Ok(())
     }
 
+    fn list_first(&self, set: &str, limit: Option<usize>) -> Request {
+        let path = match limit {
+            Some(limit) => format!("{}?limit={limit}", collection(set)),
+            None => collection(set),
+        };
+        self.ep.request("GET", &path, None, b"")
+    }
+
+    fn listed(&self, answer: &[u8]) -> Result<(usize, u64), String> {
+        let (n, meta) = list_page(answer)?;
+        let rv = meta.rv.parse().map_err(|_| format!("list resourceVersion {:?}", meta.rv))?;
+        Ok((n, rv))
+    }
+
     fn list(&self, conn: &mut Conn, set: &str, limit: usize) -> Result<(usize, usize), String> {
         let (mut items, mut pages, mut token) = (0, 0, String::new());
         loop {
@@ -134,20 +168,7 @@ impl Backend for Ours {
                 path.push_str("&continue=");
                 path.push_str(&query_value(&token));
             }
-            let page = conn.call(&self.ep.request("GET", &path, None, b""))?;
-            let (mut n, mut meta) = (0, None);
-            let mut obj = scan::Object::new(page).map_err(|e| format!("list page: {e}"))?;
-            while let Some(key) = obj.next_key().map_err(|e| format!("list page: {e}"))? {
-                match key {
-                    b"items" => n = obj.elements().map_err(|e| format!("list items: {e}"))?.0,
-                    b"metadata" => meta = Some(obj.value().map(serde_json::from_slice::<ListMeta>)),
-                    _ => {}
-                }
-            }
-            let meta = meta
-                .ok_or("list page: no metadata")?
-                .map_err(|e| format!("list page: {e}"))?
-                .map_err(|e| format!("list page metadata: {e}"))?;
+            let (n, meta) = list_page(conn.call(&self.ep.request("GET", &path, None, b""))?)?;
             pages += 1;
             items += n;
             token = meta.cont;

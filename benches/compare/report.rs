@@ -60,7 +60,7 @@ pub struct Report {
     pub runs: Vec<Run>,
 }
 
-fn show(unit: Unit, v: Option<f64>) -> String {
+pub fn show(unit: Unit, v: Option<f64>) -> String {
     match (unit, v) {
         (_, None) => "n/a".into(),
         (Unit::PerSec, Some(v)) => format!("{v:.0}/s"),

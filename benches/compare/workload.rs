@@ -46,7 +46,7 @@ pub fn spread<C>(
     let per_client = rt.block_on(async {
         let mut clients: FuturesUnordered<_> = (0..clients)
             .map(|t| async move {
-                let mut conn = AsyncConn::open(b.endpoint()).await?;
+                let mut conn = AsyncConn::open(b.endpoint_of(t)).await?;
                 let (mut lat, mut stored) = (Vec::with_capacity(n / clients + 1), 0);
                 for i in (t..n).step_by(clients) {
                     let o0 = Instant::now();
