@@ -62,6 +62,18 @@ pub struct ServerOptions {
     pub private_etcd: bool,
 }
 
+impl ServerOptions {
+    /// A server on the etcd at `url` (a private one, or a proxy to one), under `prefix`,
+    /// whatever `VIRT_TEST_STORAGE` says.
+    pub fn on_etcd(url: &str, prefix: &str) -> ServerOptions {
+        ServerOptions {
+            memory: true,
+            args: ["--etcd-servers", url, "--etcd-prefix", prefix].map(String::from).to_vec(),
+            ..Default::default()
+        }
+    }
+}
+
 /// Whether servers that ask for no particular database run on etcd (`VIRT_TEST_STORAGE=etcd`).
 pub fn storage_is_etcd() -> bool {
     std::env::var("VIRT_TEST_STORAGE").is_ok_and(|v| v == "etcd")

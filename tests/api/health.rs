@@ -55,13 +55,7 @@ fn probe_fails_while_the_database_is_locked() {
 fn probe_fails_while_etcd_does_not_answer() {
     let etcd = TestEtcd::private();
     let prefix = etcd.unique_prefix();
-    let s = TestServer::start_with(ServerOptions {
-        memory: true,
-        args: ["--etcd-servers", etcd.url.as_str(), "--etcd-prefix", prefix.as_str()]
-            .map(String::from)
-            .to_vec(),
-        ..Default::default()
-    });
+    let s = TestServer::start_with(ServerOptions::on_etcd(&etcd.url, &prefix));
     s.namespace("after-pause");
     assert_eq!(s.get(PROBE).status, 200);
     etcd.pause();

@@ -160,13 +160,7 @@ fn a_lagging_replica_reads_what_another_acknowledged() {
     let a = TestServer::start_with(ServerOptions { etcd: true, ..Default::default() });
     let prefix = a.etcd_prefix.clone().unwrap();
     let proxy = lagging_proxy(&test_etcd().url, Duration::from_millis(200));
-    let b = TestServer::start_with(ServerOptions {
-        memory: true,
-        args: ["--etcd-servers", proxy.as_str(), "--etcd-prefix", prefix.as_str()]
-            .map(String::from)
-            .to_vec(),
-        ..Default::default()
-    });
+    let b = TestServer::start_with(ServerOptions::on_etcd(&proxy, &prefix));
     for i in 0..3 {
         // A namespace made on A is there for B's namespace lifecycle at once.
         let ns = format!("lagging-{i}");
@@ -268,13 +262,7 @@ fn a_watch_resumes_on_another_replica_after_a_sigkill() {
 fn readyz_fails_while_the_feed_cannot_catch_up() {
     let etcd = TestEtcd::private();
     let prefix = format!("/ready-{}", std::process::id());
-    let s = TestServer::start_with(ServerOptions {
-        memory: true,
-        args: ["--etcd-servers", etcd.url.as_str(), "--etcd-prefix", prefix.as_str()]
-            .map(String::from)
-            .to_vec(),
-        ..Default::default()
-    });
+    let s = TestServer::start_with(ServerOptions::on_etcd(&etcd.url, &prefix));
     let ready = s.get("/readyz?verbose");
     assert_eq!(ready.status, 200, "{}", ready.text());
     assert!(ready.text().contains("[+]etcd-feed ok\n"), "{}", ready.text());
@@ -351,14 +339,9 @@ impl CuttableProxy {
 fn a_replica_whose_feed_fell_behind_compaction_relists() {
     let etcd = TestEtcd::private();
     let prefix = etcd.unique_prefix();
-    let on = |url: &str| ServerOptions {
-        memory: true,
-        args: ["--etcd-servers", url, "--etcd-prefix", prefix.as_str()].map(String::from).to_vec(),
-        ..Default::default()
-    };
-    let a = TestServer::start_with(on(&etcd.url));
+    let a = TestServer::start_with(ServerOptions::on_etcd(&etcd.url, &prefix));
     let proxy = CuttableProxy::start(&etcd.url);
-    let b = TestServer::start_with(on(&proxy.url));
+    let b = TestServer::start_with(ServerOptions::on_etcd(&proxy.url, &prefix));
     a.namespace(NS);
     let gone = a.create(vm(), &object(vm(), NS, "gone"));
     assert_eq!(b.get_json(&item_path(vm(), NS, "gone")), gone);
