@@ -4,10 +4,11 @@
 //! `_virt/leader/<lease hex>` with it if absent, and leads once no key under `_virt/leader/` has
 //! an earlier create revision: a Range of the prefix, then a watch of it from the Range's
 //! revision, checked again at each change, so a predecessor's delete (its resign or its lease's
-//! expiry) is never missed. Leading ends the moment the keepalive stream fails or answers that
-//! the lease is gone, when two renewals in a row go unanswered (etcd's clock cannot have expired
-//! the lease before this process's), or when the key is gone; the campaign then revokes its
-//! lease and starts again.
+//! expiry) is never missed. Leading ends the moment the keepalive answers that the lease is
+//! gone, when two renewals in a row go unanswered (etcd's clock cannot have expired the lease
+//! before this process's), or when the key is gone; the campaign then revokes its lease and
+//! starts again. A keepalive stream or leader watch whose etcd member went away is opened again
+//! on another member within that deadline: the lease is the cluster's, not the member's.
 //!
 //! **Fencing.** The leadership's `Fence` is the key and its create revision. A fenced write's
 //! transaction also compares `CreateRevision(key) == rev`: a deposed leader's key is deleted (its
