@@ -4,9 +4,10 @@
 //! A killed member, the leader or a follower, costs at most an election: writes resume on the
 //! others. Two killed, the cluster has no quorum: writes fail with a `metav1.Status` 503
 //! `ServiceUnavailable` (nothing written, or an outcome the server cannot know: the client
-//! retries), `/readyz` fails its `etcd-feed` check, and lists at `resourceVersion=0` are still
-//! served from the cache. Restarted, everything resumes. Deadlines are tens of seconds: two
-//! loaded cores run three etcd members, the server and the test.
+//! retries), `/readyz` fails its `etcd-feed` check, reads at `resourceVersion=0` are still served
+//! from the cache, and consistent reads are kube's 504 once their wait for etcd's revision ends.
+//! Restarted, everything resumes. Deadlines are tens of seconds: two loaded cores run three etcd
+//! members, the server and the test.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -169,6 +170,12 @@ fn a_three_member_cluster_survives_losing_members() {
     for (name, _) in &ledger.acked {
         assert!(listed.contains(name), "{name} acknowledged, not in the cached list");
     }
+    let (first, _) = &ledger.acked[0];
+    let cached = s.get(&format!("{}?resourceVersion=0", item_path(vm(), NS, first)));
+    assert_eq!(cached.status, 200, "{}", cached.text());
+    // A consistent read cannot learn etcd's revision: kube's 504 once its 3 s wait gave up.
+    let consistent = s.get(&vms());
+    assert_status(&consistent, 504, "Timeout");
 
     // Back: writes, readiness and the watch resume.
     cluster.restart(a);

@@ -189,6 +189,8 @@ async fn term(shared: &Shared) -> Result<(), String> {
             timeout_at(deadline(renewed), watched).await.map_err(|_| late(renewed))??;
         election.set(leads.then(|| fence.clone()));
         loop {
+            // The keepalive's member went away: renew through another.
+            let mut broken = None;
             tokio::select! {
                 _ = tick.tick() => {
                     // Never wait here: the deadline below must keep running. A renewal still
@@ -197,7 +199,7 @@ async fn term(shared: &Shared) -> Result<(), String> {
                         Ok(()) => sent.push_back(Instant::now()),
                         Err(mpsc::error::TrySendError::Full(_)) => {}
                         Err(mpsc::error::TrySendError::Closed(_)) => {
-                            return Err("the keepalive stream closed".into());
+                            broken = Some("closed".to_owned());
                         }
                     }
                 }
@@ -206,17 +208,8 @@ async fn term(shared: &Shared) -> Result<(), String> {
                         renewed = sent.pop_front().unwrap_or(renewed);
                     }
                     Ok(Some(_)) => return Err(format!("lease {lease:x} expired")),
-                    // The member went away: renew through another, the renewals sent to it lost.
-                    failed => {
-                        let why = failed.err().map_or("closed".into(), |e| e.message().to_owned());
-                        log::info!("the lease keepalive stream ended ({why}); reopening it");
-                        sent.clear();
-                        sent.push_back(Instant::now());
-                        renewals = timeout_at(deadline(renewed), client.keep_alive(lease))
-                            .await
-                            .map_err(|_| late(renewed))?
-                            .map_err(|e| format!("keepalive: {}", e.message()))?;
-                    }
+                    Ok(None) => broken = Some("closed by etcd".to_owned()),
+                    Err(e) => broken = Some(e.message().to_owned()),
                 },
                 change = changes.message() => match change {
                     Ok(Some(resp)) if resp.canceled => {
@@ -229,6 +222,16 @@ async fn term(shared: &Shared) -> Result<(), String> {
                 },
                 _ = election.stopped.notified() => return Err("the backend stopped".into()),
                 _ = tokio::time::sleep_until(deadline(renewed)) => return Err(late(renewed)),
+            }
+            if let Some(why) = broken {
+                log::info!("the lease keepalive stream ended ({why}); reopening it");
+                // The renewals sent on it are lost; the reopened stream sends one.
+                sent.clear();
+                sent.push_back(Instant::now());
+                renewals = timeout_at(deadline(renewed), client.keep_alive(lease))
+                    .await
+                    .map_err(|_| late(renewed))?
+                    .map_err(|e| format!("keepalive: {}", e.message()))?;
             }
         }
     }
