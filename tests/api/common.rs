@@ -131,11 +131,19 @@ impl EtcdCluster {
         format!("http://127.0.0.1:{}", self.members[member].client)
     }
 
-    /// A server on every member of the cluster, its keys under `prefix`.
-    pub fn server(&self, prefix: &str) -> TestServer {
+    /// A server on every member of the cluster, its keys under `prefix`, listing member `first`
+    /// first: its calls and streams go there until that member fails.
+    pub fn server(&self, prefix: &str, first: usize) -> TestServer {
+        let n = self.members.len();
+        let urls: Vec<String> = (0..n).map(|i| self.url((first + i) % n)).collect();
         TestServer::start_with(ServerOptions {
             memory: true,
-            args: vec!["--etcd-servers".into(), self.urls(), "--etcd-prefix".into(), prefix.into()],
+            args: vec![
+                "--etcd-servers".into(),
+                urls.join(","),
+                "--etcd-prefix".into(),
+                prefix.into(),
+            ],
             ..Default::default()
         })
     }

@@ -127,7 +127,9 @@ fn check_history(watch: &Watch, ledger: &Ledger) {
 #[test]
 fn a_three_member_cluster_survives_losing_members() {
     let mut cluster = EtcdCluster::start(3);
-    let s = cluster.server(&format!("/cluster-{}", std::process::id()));
+    // The server starts on the leader: its feed, lease keepalive and leader watch die with it.
+    let leader = cluster.leader();
+    let s = cluster.server(&format!("/cluster-{}", std::process::id()), leader);
     s.namespace(NS);
     let from: u64 =
         s.get_json(&vms())["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
@@ -136,7 +138,6 @@ fn a_three_member_cluster_survives_losing_members() {
     ledger.create_all(&s, 3);
 
     // The leader dies: an election, then writes go on through the two left.
-    let leader = cluster.leader();
     cluster.kill(leader);
     let took = ledger.resume(&s);
     eprintln!("writes resumed {took:?} after the leader (member {leader}) died");
