@@ -13,6 +13,7 @@ mod crash;
 mod crud;
 mod discovery;
 mod etcd;
+mod etcd_cluster;
 mod events;
 mod explain;
 mod fixture_build;

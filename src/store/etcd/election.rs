@@ -4,10 +4,11 @@
 //! `_virt/leader/<lease hex>` with it if absent, and leads once no key under `_virt/leader/` has
 //! an earlier create revision: a Range of the prefix, then a watch of it from the Range's
 //! revision, checked again at each change, so a predecessor's delete (its resign or its lease's
-//! expiry) is never missed. Leading ends the moment the keepalive stream fails or answers that
-//! the lease is gone, when two renewals in a row go unanswered (etcd's clock cannot have expired
-//! the lease before this process's), or when the key is gone; the campaign then revokes its
-//! lease and starts again.
+//! expiry) is never missed. Leading ends the moment the keepalive answers that the lease is
+//! gone, when two renewals in a row go unanswered (etcd's clock cannot have expired the lease
+//! before this process's), or when the key is gone; the campaign then revokes its lease and
+//! starts again. A keepalive stream or leader watch whose etcd member went away is opened again
+//! on another member within that deadline: the lease is the cluster's, not the member's.
 //!
 //! **Fencing.** The leadership's `Fence` is the key and its create revision. A fenced write's
 //! transaction also compares `CreateRevision(key) == rev`: a deposed leader's key is deleted (its
@@ -20,9 +21,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
-use tokio::time::Instant;
+use tokio::time::{timeout_at, Instant};
 
-use super::client::{call, store_error};
+use super::client::{store_error, Retry};
 use super::pb::compare::{CompareResult, CompareTarget, TargetUnion};
 use super::pb::request_op::Request;
 use super::pb::response_op::Response;
@@ -130,15 +131,16 @@ pub async fn campaign(shared: Arc<Shared>) {
 }
 
 /// One lease's campaign and, once it leads, its term; ends with why it stopped.
+///
+/// The keepalive stream and the leader watch live on one etcd member each; when that member
+/// goes away they are opened again on another (the lease and the key are the cluster's), as
+/// long as the lease is surely still alive: every wait is bounded by the renewal deadline.
 async fn term(shared: &Shared) -> Result<(), String> {
     let election = &shared.election;
     let client = &shared.client;
     let grant = LeaseGrantRequest { ttl: LEASE_TTL.as_secs() as i64, id: 0 };
     let asked = Instant::now();
-    let lease = call("lease grant", client.lease.clone().lease_grant(grant))
-        .await
-        .map_err(|e| e.message().to_owned())?
-        .id;
+    let lease = client.lease_grant(grant).await.map_err(|e| e.message().to_owned())?.id;
     election.lease.store(lease, Ordering::Release);
     let prefix = shared.keys.meta("leader/");
     let key = format!("{prefix}{lease:x}");
@@ -148,43 +150,43 @@ async fn term(shared: &Shared) -> Result<(), String> {
     // When each unanswered renewal was sent; etcd's expiry is at least TTL after the send of
     // the last one answered.
     let mut sent: VecDeque<Instant> = VecDeque::from([Instant::now()]);
-    let (renew, requests) = mpsc::channel(1);
-    // etcd answers the stream's headers with its first message: send one before waiting.
-    let first = LeaseKeepAliveRequest { id: lease };
-    renew.send(first).await.map_err(|_| "the keepalive stream closed".to_owned())?;
-    let mut renewals = call(
-        "lease keepalive",
-        client
-            .lease
-            .clone()
-            .lease_keep_alive(tokio_stream::wrappers::ReceiverStream::new(requests)),
-    )
-    .await
-    .map_err(|e| e.message().to_owned())?;
     let mut renewed = asked;
+    // Two renewals in a row unanswered: stop before etcd's clock can end the lease.
+    let deadline = |renewed: Instant| renewed + LEASE_TTL * 2 / 3;
+    let late =
+        |renewed: Instant| format!("lease {lease:x} not renewed since {:?}", renewed.elapsed());
+    let mut renewals = timeout_at(deadline(renewed), client.keep_alive(lease))
+        .await
+        .map_err(|_| late(renewed))?
+        .map_err(|e| format!("keepalive: {}", e.message()))?;
     let period = LEASE_TTL / 3;
     let mut tick = tokio::time::interval_at(Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let (leads, from) = standing(shared, &prefix, &key).await?;
-        election.set(leads.then(|| fence.clone()));
-        let (_watching, mut changes) = shared
-            .open_watch(prefix.clone().into_bytes(), from + 1, false)
-            .await
-            .map_err(|e| match e {
+        let watched = async {
+            let (leads, from) = standing(shared, &prefix, &key).await?;
+            let changes = shared.open_watch(prefix.clone().into_bytes(), from + 1, false).await;
+            let changes = changes.map_err(|e| match e {
                 WatchEnd::Compacted(c) => format!("the leader watch is compacted at {c}"),
                 WatchEnd::Failed(e) => e,
             })?;
+            Ok::<_, String>((leads, changes))
+        };
+        let (leads, mut changes) =
+            timeout_at(deadline(renewed), watched).await.map_err(|_| late(renewed))??;
+        election.set(leads.then(|| fence.clone()));
         loop {
+            // The keepalive's member went away: renew through another.
+            let mut broken = None;
             tokio::select! {
                 _ = tick.tick() => {
                     // Never wait here: the deadline below must keep running. A renewal still
                     // queued is as good as this one.
-                    match renew.try_send(LeaseKeepAliveRequest { id: lease }) {
+                    match renewals.requests.try_send(LeaseKeepAliveRequest { id: lease }) {
                         Ok(()) => sent.push_back(Instant::now()),
                         Err(mpsc::error::TrySendError::Full(_)) => {}
                         Err(mpsc::error::TrySendError::Closed(_)) => {
-                            return Err("the keepalive stream closed".into());
+                            broken = Some("closed".to_owned());
                         }
                     }
                 }
@@ -193,8 +195,8 @@ async fn term(shared: &Shared) -> Result<(), String> {
                         renewed = sent.pop_front().unwrap_or(renewed);
                     }
                     Ok(Some(_)) => return Err(format!("lease {lease:x} expired")),
-                    Ok(None) => return Err("etcd closed the keepalive stream".into()),
-                    Err(e) => return Err(format!("keepalive: {}", e.message())),
+                    Ok(None) => broken = Some("closed by etcd".to_owned()),
+                    Err(e) => broken = Some(e.message().to_owned()),
                 },
                 change = changes.message() => match change {
                     Ok(Some(resp)) if resp.canceled => {
@@ -202,13 +204,20 @@ async fn term(shared: &Shared) -> Result<(), String> {
                     }
                     Ok(Some(resp)) if !resp.events.is_empty() => break,
                     Ok(Some(_)) => {}
-                    Ok(None) => return Err("etcd closed the leader watch".into()),
-                    Err(e) => return Err(format!("leader watch: {}", e.message())),
+                    // The member went away: read the standing again and watch from there.
+                    Ok(None) | Err(_) => break,
                 },
-                // Two renewals in a row unanswered: stop before etcd's clock can end the lease.
-                _ = tokio::time::sleep_until(renewed + LEASE_TTL * 2 / 3) => {
-                    return Err(format!("lease {lease:x} not renewed since {:?}", renewed.elapsed()));
-                }
+                _ = tokio::time::sleep_until(deadline(renewed)) => return Err(late(renewed)),
+            }
+            if let Some(why) = broken {
+                log::info!("the lease keepalive stream ended ({why}); reopening it");
+                // The renewals sent on it are lost; the reopened stream sends one.
+                sent.clear();
+                sent.push_back(Instant::now());
+                renewals = timeout_at(deadline(renewed), client.keep_alive(lease))
+                    .await
+                    .map_err(|_| late(renewed))?
+                    .map_err(|e| format!("keepalive: {}", e.message()))?;
             }
         }
     }
@@ -230,7 +239,8 @@ async fn put_if_absent(shared: &Shared, key: &str, lease: i64) -> Result<u64, St
         success: vec![RequestOp { request: Some(Request::RequestPut(put)) }],
         failure: vec![get(&k)],
     };
-    let resp = call("txn", shared.client.kv.clone().txn(txn)).await.map_err(|e| store_error(&e))?;
+    // Repeating it after an unknown outcome finds the key the first attempt put.
+    let resp = shared.client.txn(txn, Retry::Always).await.map_err(|e| store_error(&e))?;
     if resp.succeeded {
         return Ok(header_revision(resp.header.as_ref()));
     }
@@ -248,9 +258,7 @@ async fn standing(shared: &Shared, prefix: &str, key: &str) -> Result<(bool, u64
         keys_only: true,
         ..Default::default()
     };
-    let resp = call("range", shared.client.kv.clone().range(req))
-        .await
-        .map_err(|e| e.message().to_owned())?;
+    let resp = shared.client.range(req).await.map_err(|e| e.message().to_owned())?;
     let from = header_revision(resp.header.as_ref());
     if !resp.kvs.iter().any(|kv| kv.key == key.as_bytes()) {
         return Err(format!("the campaign key {key} is gone"));
@@ -261,8 +269,8 @@ async fn standing(shared: &Shared, prefix: &str, key: &str) -> Result<(bool, u64
 
 async fn revoke(shared: &Shared, lease: i64) {
     let req = LeaseRevokeRequest { id: lease };
-    let mut client = shared.client.lease.clone();
-    if let Ok(Err(e)) = tokio::time::timeout(REVOKE_TIMEOUT, client.lease_revoke(req)).await {
+    if let Ok(Err(e)) = tokio::time::timeout(REVOKE_TIMEOUT, shared.client.lease_revoke(req)).await
+    {
         log::debug!("revoking lease {lease:x}: {}", e.message());
     }
 }
@@ -295,7 +303,7 @@ mod tests {
         let lease = i64::from_str_radix(fence.key.rsplit('/').next().unwrap(), 16).unwrap();
         let servers = vec![TestEtcd::shared().url.clone()];
         let client = Client::new(&EtcdConfig { servers, ..Default::default() }).unwrap();
-        client.lease.clone().lease_revoke(LeaseRevokeRequest { id: lease }).await.unwrap();
+        client.lease_revoke(LeaseRevokeRequest { id: lease }).await.unwrap();
 
         let thing = json!({"kind": "Thing", "metadata": {"name": "a"}});
         let stale = store.fenced(fence.clone()).create("g/things/ns/a", thing.clone()).await;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{call, stopped, store_error, PutRequest, Shared};
+use super::{stopped, store_error, PutRequest, Shared};
 use crate::store::StoreError;
 
 /// How long a consistent read waits for the feed to reach R before it writes a barrier: longer
@@ -203,8 +203,7 @@ impl Shared {
             value: b"barrier".to_vec(),
             ..Default::default()
         };
-        let resp =
-            call("put", self.client.kv.clone().put(req)).await.map_err(|e| store_error(&e))?;
+        let resp = self.client.put(req).await.map_err(|e| store_error(&e))?;
         Ok(super::header_revision(resp.header.as_ref()))
     }
 }

@@ -46,16 +46,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 pub use client::EtcdConfig;
-use client::{call, is_compacted, is_future, store_error, Client};
+use client::{is_compacted, is_future, store_error, Client, Retry};
 use keys::{range_end, Keys};
 use pb::compare::{CompareResult, CompareTarget, TargetUnion};
 use pb::request_op::Request;
 use pb::response_op::Response;
-use pb::watch_request::RequestUnion;
 use pb::{
     event, CompactionRequest, Compare, DeleteRangeRequest, Event as PbEvent, KeyValue as PbKv,
     PutRequest, RangeRequest, RequestOp, TxnRequest, TxnResponse, WatchCreateRequest, WatchRequest,
@@ -260,10 +259,10 @@ impl Shared {
 
     async fn watch_root(&self, from: u64) -> Result<(), WatchEnd> {
         let root = self.keys.root().as_bytes().to_vec();
-        let (requests, mut responses) = self.open_watch(root, from, false).await?;
+        let mut watch = self.open_watch(root, from, false).await?;
         self.fresh.set_up(true);
         let ended = loop {
-            let resp = match responses.message().await {
+            let resp = match watch.message().await {
                 Ok(Some(resp)) => resp,
                 Ok(None) => break WatchEnd::Failed("etcd closed the watch".into()),
                 Err(e) => break WatchEnd::Failed(e.to_string()),
@@ -274,18 +273,18 @@ impl Shared {
             self.apply(resp.events);
         };
         self.fresh.set_up(false);
-        drop(requests);
         Err(ended)
     }
 
-    /// Opens one watch of `key`'s prefix from `from`; the sender keeps the request stream open.
+    /// Opens one watch of `key`'s prefix from `from`, on a live member (kube's
+    /// `WithRequireLeader`: a member cut off from its cluster ends the watch rather than leave it
+    /// silent, and the caller reopens it on another).
     async fn open_watch(
         &self,
         key: Vec<u8>,
         from: u64,
         prev_kv: bool,
-    ) -> Result<(mpsc::Sender<WatchRequest>, tonic::Streaming<pb::WatchResponse>), WatchEnd> {
-        let (requests, outgoing) = mpsc::channel(1);
+    ) -> Result<client::Stream<WatchRequest, pb::WatchResponse>, WatchEnd> {
         let create = WatchCreateRequest {
             range_end: range_end(&key),
             key,
@@ -293,18 +292,7 @@ impl Shared {
             prev_kv,
             ..Default::default()
         };
-        let first = WatchRequest { request_union: Some(RequestUnion::CreateRequest(create)) };
-        requests.send(first).await.map_err(|_| WatchEnd::Failed("watch closed".into()))?;
-        let mut stream = tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(outgoing));
-        // kube's `WithRequireLeader`: a member cut off from its cluster ends the watch rather
-        // than leave it silent.
-        stream
-            .metadata_mut()
-            .insert("hasleader", tonic::metadata::MetadataValue::from_static("true"));
-        let responses = call("watch", self.client.watch.clone().watch(stream))
-            .await
-            .map_err(|e| WatchEnd::Failed(e.to_string()))?;
-        Ok((requests, responses))
+        self.client.watch(create).await.map_err(|e| WatchEnd::Failed(e.to_string()))
     }
 
     /// Reports one watch response's events to the feed, a revision at a time, handing over the
@@ -387,7 +375,7 @@ impl Shared {
             txn.compare.push(election::fence_compare(fence));
             txn.failure.push(get(fence.key.as_bytes()));
         }
-        let resp = match call("txn", self.client.kv.clone().txn(txn)).await {
+        let resp = match self.client.txn(txn, Retry::IfNotSent).await {
             Ok(resp) => resp,
             Err(e) => {
                 self.failed_writes.fetch_add(1, Ordering::Relaxed);
@@ -466,7 +454,7 @@ impl Shared {
     }
 
     async fn range(&self, req: RangeRequest) -> Result<pb::RangeResponse, StoreError> {
-        match call("range", self.client.kv.clone().range(req)).await {
+        match self.client.range(req).await {
             Ok(resp) => Ok(resp),
             Err(e) => Err(self.read_error(e).await),
         }
@@ -479,8 +467,7 @@ impl Shared {
             count_only: true,
             ..Default::default()
         };
-        let resp =
-            call("range", self.client.kv.clone().range(req)).await.map_err(|e| store_error(&e))?;
+        let resp = self.client.range(req).await.map_err(|e| store_error(&e))?;
         Ok(header_revision(resp.header.as_ref()))
     }
 
@@ -488,8 +475,7 @@ impl Shared {
     async fn compaction_key(&self) -> Result<(u64, i64), StoreError> {
         let req =
             RangeRequest { key: self.keys.meta(COMPACTED).into_bytes(), ..Default::default() };
-        let resp =
-            call("range", self.client.kv.clone().range(req)).await.map_err(|e| store_error(&e))?;
+        let resp = self.client.range(req).await.map_err(|e| store_error(&e))?;
         Ok(resp.kvs.first().map_or((0, 0), |kv| (parse_revision(&kv.value), kv.version)))
     }
 
@@ -514,15 +500,15 @@ impl Shared {
             success: vec![put(&key, rev.to_string().as_bytes())],
             failure: vec![get(&key)],
         };
-        let resp =
-            call("txn", self.client.kv.clone().txn(txn)).await.map_err(|e| store_error(&e))?;
+        // A retry after an unknown outcome would lose to itself: adopted as another's below.
+        let resp = self.client.txn(txn, Retry::IfNotSent).await.map_err(|e| store_error(&e))?;
         if !resp.succeeded {
             let theirs = first_kv(&resp).map_or(0, |kv| parse_revision(&kv.value));
             self.compacted.fetch_max(theirs, Ordering::AcqRel);
             return Ok(self.compacted.load(Ordering::Acquire));
         }
         let req = CompactionRequest { revision: rev as i64, physical: false };
-        match call("compact", self.client.kv.clone().compact(req)).await {
+        match self.client.compact(req).await {
             // Someone compacted further through etcd itself: etcd's history is gone up to there.
             Err(e) if !is_compacted(&e) => return Err(store_error(&e)),
             _ => {}
@@ -561,7 +547,7 @@ impl Shared {
             return Err(StoreError::Expired { compacted });
         }
         let root = self.keys.root().as_bytes().to_vec();
-        let (_requests, mut responses) = match self.open_watch(root, rev + 1, true).await {
+        let mut watch = match self.open_watch(root, rev + 1, true).await {
             Ok(open) => open,
             Err(WatchEnd::Compacted(compacted)) => return Err(StoreError::Expired { compacted }),
             Err(WatchEnd::Failed(e)) => return Err(StoreError::Unavailable(e)),
@@ -569,7 +555,7 @@ impl Shared {
         let mut changes = Vec::new();
         let replay = async {
             loop {
-                let resp = match responses.message().await {
+                let resp = match watch.message().await {
                     Ok(Some(resp)) => resp,
                     Ok(None) => {
                         return Err(StoreError::Unavailable("etcd closed the watch".into()))
@@ -774,7 +760,7 @@ impl Backend for EtcdBackend {
                 value: b"ok".to_vec(),
                 ..Default::default()
             };
-            call("put", shared.client.kv.clone().put(req)).await.map_err(|e| store_error(&e))?;
+            shared.client.put(req).await.map_err(|e| store_error(&e))?;
             Ok(())
         })
     }
@@ -799,9 +785,8 @@ impl Backend for EtcdBackend {
                 success: vec![put(&key, &fresh)],
                 failure: vec![get(&key)],
             };
-            let resp = call("txn", shared.client.kv.clone().txn(txn))
-                .await
-                .map_err(|e| store_error(&e))?;
+            // Repeating it reads what the first attempt made.
+            let resp = shared.client.txn(txn, Retry::Always).await.map_err(|e| store_error(&e))?;
             if resp.succeeded {
                 return Ok(fresh.to_vec());
             }
@@ -904,7 +889,7 @@ async fn load(client: &Client, keys: &Keys) -> Result<(Snapshot, u64), tonic::St
             revision: rev as i64,
             ..Default::default()
         };
-        let page = call("range", client.kv.clone().range(req)).await?;
+        let page = client.range(req).await?;
         if rev == 0 {
             rev = header_revision(page.header.as_ref());
         }
