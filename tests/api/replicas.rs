@@ -268,7 +268,11 @@ fn readyz_fails_while_the_feed_cannot_catch_up() {
     assert!(ready.text().contains("[+]etcd-feed ok\n"), "{}", ready.text());
 
     etcd.pause();
-    let down = s.get("/readyz?verbose");
+    // (Polled: a probe already answered by etcd when the signal landed may still pass.)
+    let down = eventually(Duration::from_secs(30), || {
+        let r = s.get("/readyz?verbose");
+        (r.status != 200).then_some(r)
+    });
     etcd.resume();
     assert_eq!(down.status, 500, "{}", down.text());
     assert!(down.text().contains("[-]etcd-feed failed: reason withheld\n"), "{}", down.text());
