@@ -309,7 +309,7 @@ fn leader_required<T>(msg: T) -> tonic::Request<T> {
 const NO_LEADER: &str = "etcdserver: no leader";
 
 /// The failure is the member's (or the way to it), not the request's: another may answer.
-fn member_failed(status: &Status) -> bool {
+pub fn member_failed(status: &Status) -> bool {
     matches!(
         status.code(),
         Code::Unavailable | Code::Unknown | Code::Cancelled | Code::Aborted | Code::Internal

@@ -547,36 +547,49 @@ impl Shared {
             return Err(StoreError::Expired { compacted });
         }
         let root = self.keys.root().as_bytes().to_vec();
-        let mut watch = match self.open_watch(root, rev + 1, true).await {
-            Ok(open) => open,
-            Err(WatchEnd::Compacted(compacted)) => return Err(StoreError::Expired { compacted }),
-            Err(WatchEnd::Failed(e)) => return Err(StoreError::Unavailable(e)),
-        };
         let mut changes = Vec::new();
+        // Whole revisions come in one response, so a replay cut off with its member goes on from
+        // the revision after the last response, on the next member.
+        let mut from = rev + 1;
         let replay = async {
             loop {
-                let resp = match watch.message().await {
-                    Ok(Some(resp)) => resp,
-                    Ok(None) => {
-                        return Err(StoreError::Unavailable("etcd closed the watch".into()))
+                let started = from;
+                let mut watch = match self.open_watch(root.clone(), from, true).await {
+                    Ok(open) => open,
+                    Err(WatchEnd::Compacted(compacted)) => {
+                        return Err(StoreError::Expired { compacted })
                     }
-                    Err(e) => return Err(store_error(&e)),
+                    Err(WatchEnd::Failed(e)) => return Err(StoreError::Unavailable(e)),
                 };
-                if resp.canceled {
-                    return Err(match canceled(&resp) {
-                        WatchEnd::Compacted(compacted) => StoreError::Expired { compacted },
-                        WatchEnd::Failed(e) => StoreError::Unavailable(e),
-                    });
+                loop {
+                    let resp = match watch.message().await {
+                        Ok(Some(resp)) => resp,
+                        Ok(None) => break,
+                        Err(e) if client::member_failed(&e) => break,
+                        Err(e) => return Err(store_error(&e)),
+                    };
+                    if resp.canceled {
+                        return Err(match canceled(&resp) {
+                            WatchEnd::Compacted(compacted) => StoreError::Expired { compacted },
+                            WatchEnd::Failed(e) => StoreError::Unavailable(e),
+                        });
+                    }
+                    for ev in resp.events {
+                        let Some(kv) = ev.kv else { continue };
+                        let at = kv.mod_revision as u64;
+                        if let Some(change) = self.change(prefix, ev.r#type, kv, ev.prev_kv)? {
+                            changes.push(change);
+                        }
+                        if at >= target {
+                            return Ok(());
+                        }
+                        from = at + 1;
+                    }
                 }
-                for ev in resp.events {
-                    let Some(kv) = ev.kv else { continue };
-                    let at = kv.mod_revision as u64;
-                    if let Some(change) = self.change(prefix, ev.r#type, kv, ev.prev_kv)? {
-                        changes.push(change);
-                    }
-                    if at >= target {
-                        return Ok(());
-                    }
+                log::debug!("etcd: the replay's watch ended at revision {from}; reopening it");
+                if from == started {
+                    // Nothing came on that one: do not spin on a member that keeps closing.
+                    tokio::time::sleep(REWATCH_DELAY).await;
                 }
             }
         };
