@@ -26,6 +26,16 @@ fn vm(name: &str, run_strategy: &str) -> Value {
     })
 }
 
+/// A simulating server with VM `name` in namespace `ns` under `strategy`, once its
+/// printableStatus reads `printable`.
+fn with_vm(name: &str, strategy: &str, printable: &str) -> TestServer {
+    let server = simulating();
+    server.namespace("ns");
+    create_vm(&server, "ns", name, strategy);
+    wait_printable(&server, name, printable);
+    server
+}
+
 fn create_vm(server: &TestServer, ns: &str, name: &str, run_strategy: &str) -> Value {
     let r = server.post(&format!("{KV}/{ns}/virtualmachines"), &vm(name, run_strategy));
     assert_eq!(r.status, 201, "{}", r.text());
@@ -261,10 +271,7 @@ fn discovery_is_served_as_virt_api_serves_it() {
 
 #[test]
 fn start_stop_and_restart_drive_a_vm() {
-    let server = simulating();
-    server.namespace("ns");
-    create_vm(&server, "ns", "vm1", "Halted");
-    wait_printable(&server, "vm1", "Stopped");
+    let server = with_vm("vm1", "Halted", "Stopped");
     assert_done(&vm_act(&server, "vm1", "start", ""), 202);
     let vm = wait_printable(&server, "vm1", "Running");
     assert_eq!(vm["spec"]["runStrategy"], "Always");
@@ -310,10 +317,7 @@ fn start_stop_and_restart_drive_a_vm() {
 
 #[test]
 fn manual_vms_start_and_stop_through_the_queue() {
-    let server = simulating();
-    server.namespace("ns");
-    create_vm(&server, "ns", "man", "Manual");
-    wait_printable(&server, "man", "Stopped");
+    let server = with_vm("man", "Manual", "Stopped");
     assert!(get(&server, "virtualmachineinstances", "man").is_none(), "Manual creates nothing");
     assert_done(&vm_act(&server, "man", "start", ""), 202);
     let vm = wait_printable(&server, "man", "Running");
@@ -339,10 +343,7 @@ fn manual_vms_start_and_stop_through_the_queue() {
 
 #[test]
 fn pause_freeze_guest_reads_and_streams_on_a_running_vmi() {
-    let server = simulating();
-    server.namespace("ns");
-    create_vm(&server, "ns", "p", "Always");
-    wait_printable(&server, "p", "Running");
+    let server = with_vm("p", "Always", "Running");
     eventually(Duration::from_secs(10), || {
         get(&server, "virtualmachineinstances", "p")
             .filter(|v| condition(v, "AgentConnected").is_some())
@@ -449,10 +450,7 @@ fn pause_freeze_guest_reads_and_streams_on_a_running_vmi() {
 
 #[test]
 fn migrate_creates_a_migration() {
-    let server = simulating();
-    server.namespace("ns");
-    create_vm(&server, "ns", "m", "Always");
-    wait_printable(&server, "m", "Running");
+    let server = with_vm("m", "Always", "Running");
     let migrations = || server.list_names(&format!("{KV}/ns/virtualmachineinstancemigrations"));
     assert_done(&vm_act(&server, "m", "migrate", r#"{"dryRun": ["All"]}"#), 202);
     assert!(migrations().is_empty());
@@ -1184,10 +1182,7 @@ fn object_graphs_evacuations_expansions_and_refusals() {
 /// (vm.go handleVolumeRequests, trimDoneVolumeRequests).
 #[test]
 fn vm_hotplug_reaches_the_template_and_the_running_vmi() {
-    let server = simulating();
-    server.namespace("ns");
-    create_vm(&server, "ns", "h", "Always");
-    wait_printable(&server, "h", "Running");
+    let server = with_vm("h", "Always", "Running");
     let add = r#"{"name": "hp", "disk": {"disk": {"bus": "scsi"}}, "volumeSource": {"persistentVolumeClaim": {"claimName": "claim"}}}"#;
     assert_done(&vm_act(&server, "h", "addvolume", add), 202);
     let volume = json!({"name": "hp", "persistentVolumeClaim": {"claimName": "claim", "hotpluggable": true}});

@@ -196,9 +196,8 @@ impl EtcdCluster {
             (0..self.members.len()).filter(|&i| self.members[i].process.is_some()).collect();
         let endpoints = live.iter().map(|&i| self.url(i)).collect::<Vec<_>>().join(",");
         eventually(Self::START, || {
-            let out = Command::new("etcdctl")
-                .env("ETCDCTL_API", "3")
-                .args(["--endpoints", &endpoints, "endpoint", "status", "-w", "json"])
+            let out = etcdctl_command(&endpoints)
+                .args(["endpoint", "status", "-w", "json"])
                 .output()
                 .expect("etcdctl is needed (Debian: apt-get install etcd-client)");
             let statuses: Value = serde_json::from_slice(&out.stdout).ok()?;
@@ -291,6 +290,24 @@ impl Drop for EtcdCluster {
             }
         }
     }
+}
+
+/// An `etcdctl` (v3 API) command against the etcd at `url`, to add arguments to.
+pub fn etcdctl_command(url: &str) -> Command {
+    let mut cmd = Command::new("etcdctl");
+    cmd.env("ETCDCTL_API", "3").args(["--endpoints", url]);
+    cmd
+}
+
+/// Runs `etcdctl args` against the etcd at `url`, failing the test unless it succeeds (or when
+/// etcdctl is missing); its stdout.
+pub fn etcdctl(url: &str, args: &[&str]) -> String {
+    let out = etcdctl_command(url)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("etcdctl is needed (Debian: apt-get install etcd-client): {e}"));
+    assert!(out.status.success(), "etcdctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// One HTTP answer.

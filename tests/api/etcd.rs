@@ -19,19 +19,6 @@ fn on_etcd() -> TestServer {
     TestServer::start_with(ServerOptions { etcd: true, ..Default::default() })
 }
 
-/// `etcdctl` against the test etcd; its stdout.
-fn etcdctl(args: &[&str]) -> String {
-    let out = Command::new("etcdctl")
-        .env("ETCDCTL_API", "3")
-        .arg("--endpoints")
-        .arg(&test_etcd().url)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("etcdctl is needed (Debian: apt-get install etcd-client): {e}"));
-    assert!(out.status.success(), "etcdctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// The key kube-apiserver keeps a VirtualMachine under.
 fn vm_key(s: &TestServer, name: &str) -> String {
     format!("{}/kubevirt.io/virtualmachines/{NS}/{name}", s.etcd_prefix.as_deref().unwrap())
@@ -39,7 +26,8 @@ fn vm_key(s: &TestServer, name: &str) -> String {
 
 /// A key's `mod_revision`, as etcd reports it.
 fn mod_revision(key: &str) -> u64 {
-    let got: Value = serde_json::from_str(&etcdctl(&["get", key, "-w", "json"])).unwrap();
+    let got: Value =
+        serde_json::from_str(&etcdctl(&test_etcd().url, &["get", key, "-w", "json"])).unwrap();
     got["kvs"][0]["mod_revision"].as_u64().unwrap_or_else(|| panic!("{key} in etcd: {got}"))
 }
 
@@ -117,12 +105,17 @@ fn objects_are_kept_as_kube_apiserver_keeps_them() {
 
     // Ours, read with etcdctl: kube's keys, the JSON without a resourceVersion.
     let ours = s.create(vm(), &object(vm(), NS, "ours"));
-    let stored: Value =
-        serde_json::from_str(&etcdctl(&["get", &vm_key(&s, "ours"), "--print-value-only"]))
-            .unwrap();
+    let stored: Value = serde_json::from_str(&etcdctl(
+        &test_etcd().url,
+        &["get", &vm_key(&s, "ours"), "--print-value-only"],
+    ))
+    .unwrap();
     assert_eq!(stored["metadata"]["uid"], ours["metadata"]["uid"]);
     assert_eq!(stored["metadata"].get("resourceVersion"), None, "{stored}");
-    let namespace = etcdctl(&["get", &format!("{prefix}/namespaces/{NS}"), "--print-value-only"]);
+    let namespace = etcdctl(
+        &test_etcd().url,
+        &["get", &format!("{prefix}/namespaces/{NS}"), "--print-value-only"],
+    );
     assert!(namespace.contains(r#""kind":"Namespace""#), "{namespace}");
 
     // Theirs, as a kube-apiserver would have written it: served as it is, at its revision.
@@ -134,7 +127,10 @@ fn objects_are_kept_as_kube_apiserver_keeps_them() {
     let mut theirs = object(vm(), NS, "theirs");
     theirs["metadata"]["uid"] = json!("0c6f5a5e-6d3a-4b4c-9a51-3f0f3f1e2b10");
     theirs["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
-    assert_eq!(etcdctl(&["put", &vm_key(&s, "theirs"), &theirs.to_string()]).trim(), "OK");
+    assert_eq!(
+        etcdctl(&test_etcd().url, &["put", &vm_key(&s, "theirs"), &theirs.to_string()]).trim(),
+        "OK"
+    );
     let added = events.expect();
     assert_eq!(added["type"], "ADDED");
     let at = mod_revision(&vm_key(&s, "theirs"));
@@ -152,7 +148,7 @@ fn objects_are_kept_as_kube_apiserver_keeps_them() {
     assert_eq!(mod_revision(&vm_key(&s, "theirs")), rv(&updated.json()));
 
     // Deleted behind the server's back: its watchers hear of it.
-    etcdctl(&["del", &vm_key(&s, "theirs")]);
+    etcdctl(&test_etcd().url, &["del", &vm_key(&s, "theirs")]);
     let modified = events.expect();
     assert_eq!(modified["type"], "MODIFIED");
     let gone = events.expect();
@@ -191,6 +187,18 @@ fn an_object_over_etcds_request_limit_is_413() {
     let made = r.json();
     assert!(made["metadata"].get("managedFields").is_none(), "stored without: {made}");
     assert_eq!(s.get_json(&item_path(vm(), NS, "big")), made);
+    // A patch likewise: its managedFields entry would take it over etcd's limit again.
+    let patch = json!({
+        "metadata": {"labels": {"patched": "yes"}},
+        "spec": {"template": {"spec": {"volumes": [
+            {"name": "init", "cloudInitNoCloud": {"userData": "x".repeat(under - 100)}}
+        ]}}}
+    });
+    let r = s.patch(&item_path(vm(), NS, "big"), "application/merge-patch+json", &patch);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let patched = r.json();
+    assert_eq!(patched["metadata"]["labels"]["patched"], "yes");
+    assert!(patched["metadata"].get("managedFields").is_none(), "stored without: {patched}");
     // With a key so long that even that is over etcd's limit: 413 with etcd's reason.
     let long = "l".repeat(253);
     let r = with_user_data(&long, under - (long.len() - "big".len()));
@@ -253,9 +261,10 @@ fn a_patch_right_after_another_writer_keeps_its_change() {
         // Another writer (another replica, say) changes the object in etcd...
         let key = vm_key(&s, "shared");
         let mut theirs: Value =
-            serde_json::from_str(&etcdctl(&["get", &key, "--print-value-only"])).unwrap();
+            serde_json::from_str(&etcdctl(&test_etcd().url, &["get", &key, "--print-value-only"]))
+                .unwrap();
         theirs["metadata"]["labels"] = json!({"theirs": round.to_string()});
-        etcdctl(&["put", &key, &theirs.to_string()]);
+        etcdctl(&test_etcd().url, &["put", &key, &theirs.to_string()]);
         // ...and at once a patch here: decided on the state that won, whatever the cache held.
         let patch = json!({"metadata": {"annotations": {"ours": round.to_string()}}});
         let r = s.patch(&item_path(vm(), NS, "shared"), "application/merge-patch+json", &patch);

@@ -8,7 +8,6 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -195,12 +194,7 @@ fn a_consistent_read_is_not_held_by_revisions_outside_its_prefix() {
     let made = s.create(vm(), &object(vm(), NS, "quiet"));
     // Another tenant of the etcd moves its revision; no event under our prefix reports it.
     let foreign = format!("/foreign-{}", std::process::id());
-    let put = Command::new("etcdctl")
-        .env("ETCDCTL_API", "3")
-        .args(["--endpoints", &test_etcd().url, "put", &foreign, "x"])
-        .output()
-        .expect("etcdctl is needed (Debian: apt-get install etcd-client)");
-    assert!(put.status.success(), "{}", String::from_utf8_lossy(&put.stderr));
+    etcdctl(&test_etcd().url, &["put", &foreign, "x"]);
     let started = Instant::now();
     assert_eq!(s.get_json(&item_path(vm(), NS, "quiet")), made);
     // The barrier closed the wait, well before kube's 3 s (then 504).
@@ -445,12 +439,7 @@ fn a_replica_whose_feed_fell_behind_compaction_relists() {
     assert_eq!(a.delete(&item_path(vm(), NS, "gone")).status, 200);
     let kept = a.create(vm(), &object(vm(), NS, "kept"));
     let current = rv(&kept).to_string();
-    let compact = Command::new("etcdctl")
-        .env("ETCDCTL_API", "3")
-        .args(["--endpoints", &etcd.url, "compact", &current])
-        .output()
-        .expect("etcdctl is needed (Debian: apt-get install etcd-client)");
-    assert!(compact.status.success(), "{}", String::from_utf8_lossy(&compact.stderr));
+    etcdctl(&etcd.url, &["compact", &current]);
     proxy.restore();
 
     // The open watch ends without the events B never saw, as kube's watchers do on a relist.

@@ -232,6 +232,20 @@ fn without_simulate_nothing_moves() {
     assert!(get(&server, "still", "virtualmachineinstances", "vm1").is_none());
 }
 
+/// Starts the server with `--simulate-config config`, which it must refuse; answers its stderr.
+fn refused_config(dir: &std::path::Path, config: &std::path::Path) -> String {
+    let out = Command::new(binary())
+        .args(["--listen", "127.0.0.1:0", "--database"])
+        .arg(dir.join("db"))
+        .arg("--simulate")
+        .arg("--simulate-config")
+        .arg(config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the server started with {}", config.display());
+    assert!(out.stdout.is_empty(), "it never listened");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
 #[test]
 fn a_bad_simulate_config_fails_at_start_listing_every_problem() {
     let dir = tempfile::tempdir().unwrap();
@@ -251,16 +265,7 @@ kinds:
 "#,
     )
     .unwrap();
-    let out = Command::new(binary())
-        .args(["--listen", "127.0.0.1:0", "--database"])
-        .arg(dir.path().join("db"))
-        .arg("--simulate")
-        .arg("--simulate-config")
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = refused_config(dir.path(), &config);
     assert!(stderr.contains("has 5 problem(s)"), "{stderr}");
     for want in [
         "kind kubevirt.io/NoSuchKind: the document serves no such kind",
@@ -271,7 +276,6 @@ kinds:
     ] {
         assert!(stderr.contains(want), "missing {want:?} in {stderr}");
     }
-    assert!(out.stdout.is_empty(), "it never listened");
 }
 
 #[test]
@@ -374,19 +378,9 @@ kinds:
 "#,
     )
     .unwrap();
-    let out = Command::new(binary())
-        .args(["--listen", "127.0.0.1:0", "--database"])
-        .arg(dir.path().join("db"))
-        .arg("--simulate")
-        .arg("--simulate-config")
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = refused_config(dir.path(), &config);
     for want in [".spec.notAField field \"notAField\" is not declared", "no function bogus()"] {
         assert!(stderr.contains(want), "missing {want:?} in {stderr}");
     }
     assert!(stderr.contains("action stop"), "{stderr}");
-    assert!(out.stdout.is_empty(), "it never listened");
 }

@@ -33,13 +33,7 @@ fn stored_key(s: &TestServer) -> Vec<u8> {
         return key_from_db(&s.db);
     };
     let key = format!("{prefix}/_virt/secret/{KEY_NAME}");
-    let out = std::process::Command::new("etcdctl")
-        .env("ETCDCTL_API", "3")
-        .args(["--endpoints", url, "get", &key, "-w", "json"])
-        .output()
-        .expect("etcdctl is needed (Debian: apt-get install etcd-client)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got: Value = serde_json::from_str(&etcdctl(url, &["get", &key, "-w", "json"])).unwrap();
     let value = got["kvs"][0]["value"].as_str().unwrap_or_else(|| panic!("{key}: {got}"));
     base64::engine::general_purpose::STANDARD.decode(value).unwrap()
 }

@@ -863,9 +863,8 @@ fn read_etcd_log(s: &TestServer, from: u64, last: &str) -> BTreeMap<u64, LogRow>
     use base64::Engine;
     let (prefix, url) = (s.etcd_prefix.as_deref().unwrap(), s.etcd_url.as_deref().unwrap());
     let vms = format!("{prefix}/kubevirt.io/virtualmachines/");
-    let mut child = std::process::Command::new("etcdctl")
-        .env("ETCDCTL_API", "3")
-        .args(["--endpoints", url, "watch", "--prefix", &vms, "--prev-kv", "-w", "json"])
+    let mut child = etcdctl_command(url)
+        .args(["watch", "--prefix", &vms, "--prev-kv", "-w", "json"])
         .arg(format!("--rev={from}"))
         .stdout(Stdio::piped())
         .spawn()

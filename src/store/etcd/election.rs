@@ -29,9 +29,9 @@ use super::pb::request_op::Request;
 use super::pb::response_op::Response;
 use super::pb::{
     Compare, LeaseGrantRequest, LeaseKeepAliveRequest, LeaseRevokeRequest, PutRequest,
-    RangeRequest, RequestOp, TxnRequest, TxnResponse,
+    RangeRequest, RequestOp, TxnResponse,
 };
-use super::{first_kv, get, header_revision, keys, Shared, WatchEnd};
+use super::{first_kv, header_revision, if_absent, keys, Shared, WatchEnd};
 use crate::store::backend::Fence;
 use crate::store::StoreError;
 
@@ -228,17 +228,7 @@ async fn put_if_absent(shared: &Shared, key: &str, lease: i64) -> Result<u64, St
     let k = key.as_bytes().to_vec();
     let value = format!("pid {}", std::process::id()).into_bytes();
     let put = PutRequest { key: k.clone(), value, lease, ..Default::default() };
-    let txn = TxnRequest {
-        compare: vec![Compare {
-            result: CompareResult::Equal as i32,
-            target: CompareTarget::Create as i32,
-            key: k.clone(),
-            target_union: Some(TargetUnion::CreateRevision(0)),
-            ..Default::default()
-        }],
-        success: vec![RequestOp { request: Some(Request::RequestPut(put)) }],
-        failure: vec![get(&k)],
-    };
+    let txn = if_absent(&k, RequestOp { request: Some(Request::RequestPut(put)) });
     // Repeating it after an unknown outcome finds the key the first attempt put.
     let resp = shared.client.txn(txn, Retry::Always).await.map_err(|e| store_error(&e))?;
     if resp.succeeded {

@@ -787,17 +787,7 @@ impl Backend for EtcdBackend {
             getrandom::getrandom(&mut fresh)
                 .map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
             // Made once for every replica: the first create wins, the others read it.
-            let txn = TxnRequest {
-                compare: vec![Compare {
-                    result: CompareResult::Equal as i32,
-                    target: CompareTarget::Create as i32,
-                    key: key.clone(),
-                    target_union: Some(TargetUnion::CreateRevision(0)),
-                    ..Default::default()
-                }],
-                success: vec![put(&key, &fresh)],
-                failure: vec![get(&key)],
-            };
+            let txn = if_absent(&key, put(&key, &fresh));
             // Repeating it reads what the first attempt made.
             let resp = shared.client.txn(txn, Retry::Always).await.map_err(|e| store_error(&e))?;
             if resp.succeeded {
@@ -943,6 +933,21 @@ fn put(key: &[u8], value: &[u8]) -> RequestOp {
 fn get(key: &[u8]) -> RequestOp {
     let range = RangeRequest { key: key.to_vec(), ..Default::default() };
     RequestOp { request: Some(Request::RequestRange(range)) }
+}
+
+/// A transaction that does `put` if `key` does not exist, else reads it.
+fn if_absent(key: &[u8], put: RequestOp) -> TxnRequest {
+    TxnRequest {
+        compare: vec![Compare {
+            result: CompareResult::Equal as i32,
+            target: CompareTarget::Create as i32,
+            key: key.to_vec(),
+            target_union: Some(TargetUnion::CreateRevision(0)),
+            ..Default::default()
+        }],
+        success: vec![put],
+        failure: vec![get(key)],
+    }
 }
 
 /// The key the Else branch's Get found, if any.
