@@ -118,17 +118,31 @@ pub fn quote(s: &str) -> String {
     format!("{s:?}")
 }
 
+/// Which names a kind accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Names {
+    /// The seed's: label characters, up to 253 long (A.9).
+    Seed,
+    /// RFC 1123 subdomains (`NameIsDNSSubdomain`), as most built-in kinds.
+    Subdomain,
+    /// RFC 1123 labels, at most 63 long (`NameIsDNSLabel`): namespaces
+    /// (apimachinery `pkg/api/validation/generic.go`, `ValidateNamespaceName`).
+    Label,
+}
+
 /// Validates `metadata` as kube's `ValidateObjectMeta` does for a custom resource.
-/// `namespaced` says whether a namespace is required; `subdomain` that names are RFC 1123
-/// subdomains (else the seed's labels, A.9).
-pub fn validate(meta: &Map<String, Value>, namespaced: bool, subdomain: bool) -> Vec<Cause> {
+/// `namespaced` says whether a namespace is required; `names` which names are valid.
+pub fn validate(meta: &Map<String, Value>, namespaced: bool, names: Names) -> Vec<Cause> {
     let mut causes = Vec::new();
     let name = meta.get("name").and_then(Value::as_str).unwrap_or("");
     if name.is_empty() {
         causes.push(Cause::required("metadata.name", "name or generateName is required"));
     } else {
-        let errs =
-            if subdomain { subdomain_name_errors(name) } else { name_errors(name, MAX_NAME_LEN) };
+        let errs = match names {
+            Names::Seed => name_errors(name, MAX_NAME_LEN),
+            Names::Subdomain => subdomain_name_errors(name),
+            Names::Label => name_errors(name, MAX_NAMESPACE_LEN),
+        };
         for e in errs {
             causes.push(Cause::invalid("metadata.name", &quote(name), &e));
         }
@@ -410,14 +424,26 @@ mod tests {
     #[test]
     fn subdomain_names_may_have_dots() {
         let name = |n: &str| json!({"name": n, "namespace": "ns"});
-        let causes = |n: &str, subdomain| validate(name(n).as_object().unwrap(), true, subdomain);
-        assert!(causes("vm1.17979cfe3d85cd15", true).is_empty());
-        assert_eq!(causes("vm1.17979cfe3d85cd15", false).len(), 1, "the seed's labels");
+        let causes = |n: &str, names| validate(name(n).as_object().unwrap(), true, names);
+        assert!(causes("vm1.17979cfe3d85cd15", Names::Subdomain).is_empty());
+        assert_eq!(causes("vm1.17979cfe3d85cd15", Names::Seed).len(), 1, "the seed's labels");
         for bad in ["a..b", ".a", "A.b", "a.-b"] {
-            let c = causes(bad, true);
+            let c = causes(bad, Names::Subdomain);
             assert!(c.len() == 1 && c[0].message.contains("RFC 1123 subdomain"), "{bad}: {c:?}");
         }
-        assert_eq!(causes(&"a".repeat(254), true).len(), 1);
+        assert_eq!(causes(&"a".repeat(254), Names::Subdomain).len(), 1);
+    }
+
+    #[test]
+    fn label_names_are_at_most_63_long() {
+        let causes =
+            |n: &str| validate(json!({"name": n}).as_object().unwrap(), false, Names::Label);
+        assert!(causes(&"a".repeat(63)).is_empty());
+        let c = causes(&"a".repeat(64));
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].field, "metadata.name");
+        assert!(c[0].message.ends_with("must be no more than 63 characters"), "{c:?}");
+        assert_eq!(causes("a.b").len(), 1, "no dots");
     }
 
     #[test]
@@ -433,20 +459,20 @@ mod tests {
     #[test]
     fn labels_are_checked() {
         let meta = json!({"name": "a", "namespace": "b", "labels": {"ok/x": "y", "bad key": "v", "k": "-bad"}});
-        let causes = validate(meta.as_object().unwrap(), true, false);
+        let causes = validate(meta.as_object().unwrap(), true, Names::Seed);
         assert_eq!(causes.len(), 2, "{causes:?}");
         assert!(causes.iter().all(|c| c.field == "metadata.labels"));
         let long = json!({"name": "a", "namespace": "b", "labels": {"a".repeat(64): "v"}});
-        let causes = validate(long.as_object().unwrap(), true, false);
+        let causes = validate(long.as_object().unwrap(), true, Names::Seed);
         assert!(causes[0].message.contains("name part must be no more than 63 characters"));
     }
 
     #[test]
     fn scope_rules_for_namespace() {
-        let c = validate(json!({"name": "a"}).as_object().unwrap(), true, false);
+        let c = validate(json!({"name": "a"}).as_object().unwrap(), true, Names::Seed);
         assert_eq!(c[0].field, "metadata.namespace");
-        assert!(validate(json!({"name": "a"}).as_object().unwrap(), false, false).is_empty());
-        let c = validate(json!({}).as_object().unwrap(), false, false);
+        assert!(validate(json!({"name": "a"}).as_object().unwrap(), false, Names::Seed).is_empty());
+        let c = validate(json!({}).as_object().unwrap(), false, Names::Seed);
         assert_eq!(c[0].message, "Required value: name or generateName is required");
     }
 

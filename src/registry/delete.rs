@@ -42,6 +42,9 @@ impl Registry {
         let outcome = self
             .guaranteed_update(res, &key, name, opts.dry_run, Shed::Never, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
+                if namespace_rules {
+                    namespaces::check_delete_preconditions(res, name, current, opts)?;
+                }
                 check_preconditions(res, name, current, opts)?;
                 let held = namespace_rules && namespaces::held(current);
                 let mut obj = (**current).clone();
@@ -54,11 +57,10 @@ impl Registry {
                 if fins.is_empty() && !held {
                     return Ok(Next::Delete { answer: None });
                 }
-                if already_deleting && held {
-                    return Err(namespaces::still_emptying(res, name));
-                }
                 if already_deleting {
-                    // A repeated delete changes nothing once finalization has begun.
+                    // A repeated delete changes nothing once finalization has begun; a
+                    // namespace still held by `spec.finalizers` is answered as it is
+                    // (kube's namespace storage `Delete`: `return namespace, false, nil`).
                     return Ok(Next::Keep(obj));
                 }
                 if !fins.is_empty() {

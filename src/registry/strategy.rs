@@ -129,7 +129,7 @@ pub(crate) fn prepare_update(
             "resourceVersion".into(),
             Value::String(meta_str(current, "resourceVersion").into()),
         );
-        causes.extend(meta::validate(meta, res.namespaced, res.dns_subdomain_names));
+        causes.extend(meta::validate(meta, res.namespaced, names(res)));
     }
     causes.extend(validation::check(res, &new));
     causes.extend(data_rules::validate(res, &new, Some(current)));
@@ -222,7 +222,7 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     meta::wipe_system_fields(meta);
     let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
     let mut causes = type_causes;
-    causes.extend(meta::validate(meta, res.namespaced, res.dns_subdomain_names));
+    causes.extend(meta::validate(meta, res.namespaced, names(res)));
     causes.extend(schema_causes);
     causes.extend(data_causes);
     if !causes.is_empty() {
@@ -384,5 +384,17 @@ mod tests {
         assert_eq!(bare, json!({"metadata": {"name": "a"}}));
         let err = check_type_meta(custom, &bare).unwrap_err();
         assert!(format!("{err:?}").contains("Object 'Kind' is missing"), "{err:?}");
+    }
+}
+
+/// Which names `res` accepts: kube's namespace names are labels, other built-in kinds'
+/// subdomains, the seed's kinds' its labels of up to 253 characters.
+fn names(res: &ResourceInfo) -> meta::Names {
+    if res.namespaces {
+        meta::Names::Label
+    } else if res.dns_subdomain_names {
+        meta::Names::Subdomain
+    } else {
+        meta::Names::Seed
     }
 }

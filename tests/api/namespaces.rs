@@ -281,11 +281,36 @@ fn deleting_a_namespace_empties_it_and_waits_for_finalizers() {
     }
     assert_eq!(with_conditions["spec"]["finalizers"], json!(["kubernetes"]));
 
-    // While it terminates: a second delete is kube's 409, and nothing new goes in.
-    let st = assert_status(&s.delete(&ns_path("doomed")), 409, "Conflict");
+    // While it terminates: a second delete answers 200 with the namespace as it is (kube's
+    // namespace storage `Delete`, pkg/registry/core/namespace/storage/storage.go: `return
+    // namespace, false, nil` while spec.finalizers remain), kubectl says it is deleted, the
+    // namespace storage's own preconditions are worded its way, and nothing new goes in.
+    // (Unchanged: the same resourceVersion as a read just before, unless the namespace
+    // controller wrote in between, which a read just after shows.)
+    let unchanged = (0..5).any(|_| {
+        let before = s.get_json(&ns_path("doomed"));
+        let again = s.delete(&ns_path("doomed"));
+        assert_eq!(again.status, 200, "{}", again.text());
+        let again = again.json();
+        assert_eq!(again["kind"], "Namespace", "{again}");
+        assert_eq!(again["status"]["phase"], "Terminating", "{again}");
+        let after = s.get_json(&ns_path("doomed"));
+        let rv = |o: &Value| o["metadata"]["resourceVersion"].clone();
+        rv(&again) == rv(&before) && rv(&after) == rv(&before)
+    });
+    assert!(unchanged, "a repeated delete wrote the namespace");
+    let kubectl = Kubectl::new(&s);
+    let out = kubectl.ok(&["delete", "namespace", "doomed", "--wait=false"]);
+    assert_eq!(out.trim(), "namespace \"doomed\" deleted");
+    let uid = with_conditions["metadata"]["uid"].as_str().unwrap();
+    let stale = s.delete_with(
+        &ns_path("doomed"),
+        &json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "not-it"}}),
+    );
+    let st = assert_status(&stale, 409, "Conflict");
     assert_eq!(
         st["message"],
-        "Operation cannot be fulfilled on namespaces \"doomed\": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."
+        format!("Operation cannot be fulfilled on namespaces \"doomed\": Precondition failed: UID in precondition: not-it, UID in object meta: {uid}")
     );
     let late = s.post(&cms("doomed"), &cm("late", json!([])));
     assert_status(&late, 403, "Forbidden");
@@ -477,4 +502,37 @@ fn a_previous_release_database_opens_with_its_namespaces() {
         "NotFound",
     );
     assert_eq!(s.get(&format!("{}/old-vm", vms("default"))).status, 200);
+}
+
+/// Namespace names are RFC 1123 labels, at most 63 characters (apimachinery
+/// `pkg/api/validation/generic.go`: `ValidateNamespaceName = NameIsDNSLabel`), not subdomains.
+#[test]
+fn namespace_names_are_dns_labels() {
+    let s = TestServer::start();
+    let kubectl = Kubectl::new(&s);
+    let longest = "n".repeat(63);
+    kubectl.ok(&["create", "namespace", &longest]);
+    let long = "n".repeat(64);
+    let refused = s.post(
+        NAMESPACES,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": long}}),
+    );
+    let st = assert_status(&refused, 422, "Invalid");
+    assert_eq!(
+        st["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "field": "metadata.name",
+                "message": format!("Invalid value: \"{long}\": must be no more than 63 characters")}])
+    );
+    let err = kubectl.fails(&["create", "namespace", &long]);
+    assert_eq!(
+        err.trim(),
+        format!("The Namespace \"{long}\" is invalid: metadata.name: Invalid value: \"{long}\": must be no more than 63 characters")
+    );
+    let dotted = s.post(
+        NAMESPACES,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a.b"}}),
+    );
+    let st = assert_status(&dotted, 422, "Invalid");
+    assert_eq!(st["details"]["causes"][0]["field"], "metadata.name", "{st}");
+    assert_status(&s.get(&ns_path(&long)), 404, "NotFound");
 }
