@@ -183,6 +183,9 @@ pub enum Cell {
     Lower(&'static Cell),
     /// The parts that are set, as strings, joined by the separator.
     Join(&'static str, &'static [Cell]),
+    /// A timestamp as the age kube's printers show (`translateTimestampSince`: `<unknown>` when
+    /// unset).
+    Age(&'static Cell),
 }
 
 /// One API group, as `/apis` lists it.

@@ -267,6 +267,10 @@ fn cell_tokens(cell: &crate::model::Cell) -> TokenStream {
             let l = list(cells);
             quote!(self::rt::Cell::Join(#sep, #l))
         }
+        Cell::Age(inner) => {
+            let inner = cell_tokens(inner);
+            quote!(self::rt::Cell::Age(&#inner))
+        }
     }
 }
 

@@ -386,7 +386,7 @@ pub struct PrinterColumn {
     #[serde(default)]
     pub json_path: String,
     /// A computed cell, as kube's printers make its built-in kinds' cells: a `.path`, a number,
-    /// another string (itself), `{"firstOf": [..]}`, `{"count": [..]}`, `{"lower": ..}` or
+    /// another string (itself), `{"firstOf": [..]}`, `{"count": [..]}`, `{"lower": ..}`, `{"age": ..}` or
     /// `{"join": {"separator": "/", "parts": [..]}}` (lowered into `model::Cell`).
     pub cell: Option<Value>,
 }

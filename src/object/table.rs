@@ -111,11 +111,12 @@ pub fn row(res: &ResourceInfo, obj: &Value, opts: &TableOptions, now: i64) -> Va
         cells.push(obj.pointer("/metadata/name").cloned().unwrap_or(Value::String(String::new())));
     }
     for c in columns(res) {
-        let value = match c.cell {
-            Some(computed) => compute(computed, obj),
-            None => first_result(c.json_path, obj).map(Cow::Borrowed),
-        };
-        cells.push(cell(c.type_, value.as_deref(), now));
+        cells.push(match c.cell {
+            // As kube's printers make them: typed values whatever the column's declared type
+            // (a ConfigMap's DATA is an int64 in a `string` column).
+            Some(computed) => compute(computed, obj, now).map_or(Value::Null, Cow::into_owned),
+            None => cell(c.type_, first_result(c.json_path, obj), now),
+        });
     }
     let object = match opts.include {
         IncludeObject::Object => obj.clone(),
@@ -173,13 +174,13 @@ fn cell(type_: &str, value: Option<&Value>, now: i64) -> Value {
 }
 
 /// A computed cell's value; `None` when nothing is set.
-fn compute<'a>(c: &Cell, obj: &'a Value) -> Option<Cow<'a, Value>> {
+fn compute<'a>(c: &Cell, obj: &'a Value, now: i64) -> Option<Cow<'a, Value>> {
     match c {
         Cell::Path(p) => first_result(p, obj).map(Cow::Borrowed),
         Cell::Int(n) => Some(Cow::Owned(Value::from(*n))),
         Cell::Str(s) => Some(Cow::Owned(Value::from(*s))),
         Cell::FirstOf(options) => {
-            options.iter().filter_map(|o| compute(o, obj)).find(|v| is_set(v))
+            options.iter().filter_map(|o| compute(o, obj, now)).find(|v| is_set(v))
         }
         Cell::Count(parts) => {
             let size = |v: &Value| match v {
@@ -187,21 +188,32 @@ fn compute<'a>(c: &Cell, obj: &'a Value) -> Option<Cow<'a, Value>> {
                 Value::Array(a) => a.len(),
                 _ => 0,
             };
-            let n: usize = parts.iter().filter_map(|p| compute(p, obj)).map(|v| size(&v)).sum();
+            let n: usize =
+                parts.iter().filter_map(|p| compute(p, obj, now)).map(|v| size(&v)).sum();
             Some(Cow::Owned(Value::from(n)))
         }
         Cell::Lower(inner) => {
-            let v = compute(inner, obj)?;
+            let v = compute(inner, obj, now)?;
             Some(Cow::Owned(Value::String(text(&v).to_lowercase())))
         }
         Cell::Join(separator, parts) => {
             let texts: Vec<String> = parts
                 .iter()
-                .filter_map(|p| compute(p, obj))
+                .filter_map(|p| compute(p, obj, now))
                 .filter(|v| is_set(v))
                 .map(|v| text(&v))
                 .collect();
             Some(Cow::Owned(Value::String(texts.join(separator))))
+        }
+        Cell::Age(inner) => {
+            let age = match compute(inner, obj, now).filter(|v| is_set(v)) {
+                None => "<unknown>".to_string(),
+                Some(v) => match v.as_str().and_then(crate::object::meta::parse_rfc3339) {
+                    Some(t) => human_duration(now - t),
+                    None => "<invalid>".to_string(),
+                },
+            };
+            Some(Cow::Owned(Value::String(age)))
         }
     }
 }
@@ -537,7 +549,7 @@ mod tests {
         static DATA: Cell = Cell::Count(&[Cell::Path(".data"), Cell::Path(".binaryData")]);
         static SOURCE: Cell =
             Cell::Join(", ", &[Cell::Path(".source.component"), Cell::Path(".source.host")]);
-        let value = |c: &Cell, o: &Value| compute(c, o).map(Cow::into_owned);
+        let value = |c: &Cell, o: &Value| compute(c, o, 0).map(Cow::into_owned);
         let event = json!({"involvedObject": {"kind": "VirtualMachine", "name": "vm1"}, "count": 0,
                            "source": {"component": "virt-controller"}});
         assert_eq!(value(&OBJECT, &event), Some(json!("virtualmachine/vm1")));
@@ -552,5 +564,12 @@ mod tests {
         assert_eq!(value(&DATA, &cm), Some(json!(3)));
         assert_eq!(value(&DATA, &json!({})), Some(json!(0)));
         assert_eq!(value(&Cell::FirstOf(&[Cell::Path(".x")]), &json!({})), None);
+        static AGE: Cell = Cell::Age(&Cell::FirstOf(&[Cell::Path(".lastTimestamp")]));
+        let at = |o: &Value, now| compute(&AGE, o, now).map(Cow::into_owned);
+        let seen = json!({"lastTimestamp": "2026-01-01T00:00:00Z"});
+        let t = crate::object::meta::parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
+        assert_eq!(at(&seen, t + 182), Some(json!("3m2s")));
+        assert_eq!(at(&json!({}), t), Some(json!("<unknown>")), "translateTimestampSince");
+        assert_eq!(at(&json!({"lastTimestamp": "soon"}), t), Some(json!("<invalid>")));
     }
 }

@@ -259,3 +259,78 @@ fn watch_events_are_one_row_tables_with_headers_once() {
     assert_eq!(ev["type"], "BOOKMARK", "plain events: {ev}");
     assert_eq!(ev["object"]["kind"], "VirtualMachine");
 }
+
+/// kube's printers for its built-in kinds declare every column `string`
+/// (`pkg/printers/internalversion/printers.go`: Namespace, ConfigMap, Secret and Event column
+/// definitions) and fill them with typed values: an age string, DATA and COUNT as integers;
+/// the CRD convertor's `date` columns stay those of the custom resources.
+#[test]
+fn built_in_kinds_columns_are_strings_as_kubes_printers_declare_them() {
+    let s = TestServer::start();
+    s.namespace("printed");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                    "data": {"a": "1", "b": "2"}});
+    assert_eq!(s.post("/api/v1/namespaces/printed/configmaps", &cm).status, 201);
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "t"},
+                        "type": "Opaque", "data": {"a": "AA=="}});
+    assert_eq!(s.post("/api/v1/namespaces/printed/secrets", &secret).status, 201);
+    let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+        "involvedObject": {"kind": "ConfigMap", "name": "c", "namespace": "printed"},
+        "reason": "Made", "message": "made", "type": "Normal", "count": 2,
+        "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z",
+        "source": {"component": "test"}});
+    assert_eq!(s.post("/api/v1/namespaces/printed/events", &event).status, 201);
+    let cases = [
+        ("/api/v1/namespaces", vec!["Name", "Status", "Age"]),
+        ("/api/v1/namespaces/printed/configmaps", vec!["Name", "Data", "Age"]),
+        ("/api/v1/namespaces/printed/secrets", vec!["Name", "Type", "Data", "Age"]),
+        (
+            "/api/v1/namespaces/printed/events",
+            vec![
+                "Last Seen",
+                "Type",
+                "Reason",
+                "Object",
+                "Subobject",
+                "Source",
+                "Message",
+                "First Seen",
+                "Count",
+                "Name",
+            ],
+        ),
+    ];
+    for (path, names) in cases {
+        let t = get_with(&s, path, TABLE_V1).json();
+        assert_eq!(column_names(&t), names, "{path}");
+        for c in t["columnDefinitions"].as_array().unwrap() {
+            assert_eq!(c["type"], "string", "{path}: {c}");
+        }
+    }
+    let row = |path: &str, name: &str| -> Value {
+        let t = get_with(&s, path, TABLE_V1).json();
+        let rows = t["rows"].as_array().unwrap().clone();
+        rows.into_iter()
+            .find(|r| r["object"]["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {t}"))["cells"]
+            .clone()
+    };
+    let is_age = |v: &Value| {
+        v.as_str().is_some_and(|a| a.ends_with(['s', 'm', 'h', 'd', 'y']) && a != "<unknown>")
+    };
+    let ns = row("/api/v1/namespaces", "printed");
+    assert_eq!(ns[1], "Active");
+    assert!(is_age(&ns[2]), "{ns}");
+    let cm = row("/api/v1/namespaces/printed/configmaps", "c");
+    assert_eq!(cm[1], 2, "DATA is an integer in a string column: {cm}");
+    assert!(is_age(&cm[2]), "{cm}");
+    let secret = row("/api/v1/namespaces/printed/secrets", "t");
+    assert_eq!((&secret[1], &secret[2]), (&json!("Opaque"), &json!(1)), "{secret}");
+    assert!(is_age(&secret[3]), "{secret}");
+    let ev = row("/api/v1/namespaces/printed/events", "e");
+    assert!(is_age(&ev[0]) && is_age(&ev[7]), "{ev}");
+    assert_eq!((&ev[3], &ev[8], &ev[9]), (&json!("configmap/c"), &json!(2), &json!("e")), "{ev}");
+    // A custom resource keeps its printer columns' declared types.
+    let vms = get_with(&s, "/apis/kubevirt.io/v1/namespaces/printed/virtualmachines", TABLE_V1);
+    assert_eq!(vms.json()["columnDefinitions"][1]["type"], "date");
+}

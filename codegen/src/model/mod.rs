@@ -193,6 +193,7 @@ pub enum Cell {
     Count(Vec<Cell>),
     Lower(Box<Cell>),
     Join(String, Vec<Cell>),
+    Age(Box<Cell>),
 }
 
 impl Cell {
@@ -221,6 +222,7 @@ impl Cell {
                     "firstOf" => list(arg).map(Cell::FirstOf).map_err(ctx),
                     "count" => list(arg).map(Cell::Count).map_err(ctx),
                     "lower" => Cell::parse(arg).map(|c| Cell::Lower(Box::new(c))).map_err(ctx),
+                    "age" => Cell::parse(arg).map(|c| Cell::Age(Box::new(c))).map_err(ctx),
                     "join" => {
                         let sep = arg.get("separator").and_then(Value::as_str);
                         let parts = arg.get("parts").map(list).transpose().map_err(ctx)?;
@@ -230,7 +232,7 @@ impl Cell {
                         }
                     }
                     other => Err(format!(
-                        "unknown cell function `{other}` (known: firstOf, count, lower, join)"
+                        "unknown cell function `{other}` (known: firstOf, count, lower, join, age)"
                     )),
                 }
             }

@@ -424,6 +424,10 @@ mod tests {
         );
         assert_eq!(cell(json!({"count": [".data", ".binaryData"]})).map(|_| ()), Ok(()));
         assert_eq!(cell(json!("Pending")), Ok(Cell::Str("Pending".into())));
+        assert_eq!(
+            cell(json!({"age": ".metadata.creationTimestamp"})),
+            Ok(Cell::Age(Box::new(Cell::Path(".metadata.creationTimestamp".into()))))
+        );
         for (bad, want) in [
             (json!({"count": []}), "count: expects a non-empty list"),
             (json!({"sum": [".a"]}), "unknown cell function `sum`"),
