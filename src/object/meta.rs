@@ -71,32 +71,36 @@ fn subdomain_name_errors(name: &str) -> Vec<String> {
     errs
 }
 
-/// Problems with a qualified name such as a label key, annotation key or finalizer.
+/// Problems with a qualified name such as a label key, annotation key or finalizer
+/// (apimachinery `pkg/util/validation/validation.go`, `IsQualifiedName`).
 pub fn qualified_name_errors(key: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    if let Some(p) = prefix {
-        if p.is_empty() {
-            errs.push("prefix part must be non-empty".to_string());
-        } else if !is_dns_subdomain(p) {
-            errs.push(format!("prefix part {DNS1123_SUBDOMAIN_MSG}"));
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = match parts[..] {
+        [name] => name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else if !is_dns_subdomain(prefix) {
+                errs.push(format!("prefix part {DNS1123_SUBDOMAIN_MSG}"));
+            }
+            name
         }
-    }
+        _ => {
+            return vec![format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                &QUALIFIED_NAME_MSG["name part ".len()..]
+            )]
+        }
+    };
     if name.is_empty() {
         errs.push("name part must be non-empty".to_string());
-    } else {
-        if name.len() > 63 {
-            errs.push("name part must be no more than 63 characters".to_string());
-        }
-        if !is_qualified_name_part(name) {
-            errs.push(QUALIFIED_NAME_MSG.to_string());
-        }
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".to_string());
     }
-    if name.contains('/') {
-        errs.push("a qualified name must consist of alphanumeric characters, '-', '_' or '.', with an optional DNS subdomain prefix and '/'".to_string());
+    // The regex does not match an empty name either.
+    if !is_qualified_name_part(name) {
+        errs.push(QUALIFIED_NAME_MSG.to_string());
     }
     errs
 }
@@ -454,6 +458,22 @@ mod tests {
         assert!(!name_errors("-a", MAX_NAME_LEN).is_empty());
         assert!(!name_errors(&"a".repeat(64), MAX_NAMESPACE_LEN).is_empty());
         assert!(name_errors(&"a".repeat(253), MAX_NAME_LEN).is_empty());
+    }
+
+    #[test]
+    fn qualified_names_are_checked_as_kubes_is_qualified_name() {
+        assert!(qualified_name_errors("example.com/x").is_empty());
+        assert_eq!(qualified_name_errors("").len(), 2, "empty, and not matching the regex");
+        assert_eq!(qualified_name_errors("/x"), ["prefix part must be non-empty"]);
+        let nested = qualified_name_errors("a/b/c");
+        assert_eq!(nested.len(), 1);
+        assert!(
+            nested[0].starts_with("a qualified name must consist of alphanumeric characters")
+                && nested[0].ends_with(
+                    "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+                ),
+            "{nested:?}"
+        );
     }
 
     #[test]

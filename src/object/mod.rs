@@ -6,6 +6,7 @@ pub mod data_rules;
 pub mod defaults;
 pub mod duration;
 pub mod error;
+pub mod event_rules;
 pub mod limits;
 pub mod managed_fields;
 pub mod meta;

@@ -10,7 +10,7 @@ use crate::object::error::{ApiError, Cause};
 use crate::object::limits::MAX_OBJECT_BYTES;
 use crate::object::subresource::{self, Part};
 use crate::object::validation;
-use crate::object::{data_rules, defaults};
+use crate::object::{data_rules, defaults, event_rules};
 use crate::object::{managed_fields, meta, meta_str, metadata};
 use crate::resource::ResourceInfo;
 
@@ -133,6 +133,10 @@ pub(crate) fn prepare_update(
     }
     causes.extend(validation::check(res, &new));
     causes.extend(data_rules::validate(res, &new, Some(current)));
+    if res.events {
+        // ValidateEventUpdate in core/v1: the legacy rules, beside the common ones.
+        causes.extend(event_rules::validate(&new));
+    }
     causes.extend(subresource::validate(res, &new));
     if !causes.is_empty() {
         return Err(ApiError::invalid(res, &name, causes));
@@ -217,6 +221,14 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
         validation::check(res, obj)
     };
     let data_causes = data_rules::validate(res, obj, None);
+    // The events' strategy validates before ObjectMeta is, and alone when it finds a cause
+    // (rest.BeforeCreate).
+    if res.events {
+        let causes = event_rules::validate(obj);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(res, meta_str(obj, "name"), causes));
+        }
+    }
     let meta = metadata_mut(obj)?;
     let type_causes = meta::system_field_type_causes(meta);
     meta::wipe_system_fields(meta);

@@ -370,3 +370,79 @@ fn the_collector_leaves_a_cluster_scoped_dependent_of_a_namespaced_owner() {
         1
     );
 }
+
+/// kube's `legacyValidateEvent` (`pkg/apis/core/validation/events.go`), all that core/v1
+/// applies: an Event is about an object of its own namespace (a cluster-scoped one's lives in
+/// `default`); one with `eventTime` names its reporting controller, instance, action and reason.
+#[test]
+fn events_follow_kubes_legacy_validation() {
+    let s = started();
+    s.namespace("other");
+    let a = vm(&s, "a");
+    let elsewhere = json!({"apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "x.1", "namespace": "other"},
+        "involvedObject": {"kind": "VirtualMachine", "namespace": "ev", "name": "a",
+                           "uid": a["metadata"]["uid"]},
+        "reason": "Started", "message": "started it", "type": "Normal"});
+    let r = s.post("/api/v1/namespaces/other/events", &elsewhere);
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "Event \"x.1\" is invalid: involvedObject.namespace: Invalid value: \"ev\": does not match event.namespace"
+    );
+    assert_eq!(
+        st["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "field": "involvedObject.namespace",
+                "message": "Invalid value: \"ev\": does not match event.namespace"}])
+    );
+    // kubectl shows kube's words.
+    let kubectl = Kubectl::new(&s);
+    let file = std::env::temp_dir().join(format!("event-{}.json", std::process::id()));
+    std::fs::write(&file, elsewhere.to_string()).unwrap();
+    let err = kubectl.fails(&["create", "-f", file.to_str().unwrap()]);
+    std::fs::remove_file(&file).ok();
+    assert_eq!(
+        err.trim(),
+        "The Event \"x.1\" is invalid: involvedObject.namespace: Invalid value: \"ev\": does not match event.namespace"
+    );
+    // About a cluster-scoped object (no involvedObject.namespace): default only.
+    let mut cluster = elsewhere.clone();
+    cluster["involvedObject"] = json!({"kind": "Namespace", "name": "ev", "apiVersion": "v1"});
+    let r = s.post("/api/v1/namespaces/other/events", &cluster);
+    assert_status(&r, 422, "Invalid");
+    cluster["metadata"]["namespace"] = json!("default");
+    let r = s.post("/api/v1/namespaces/default/events", &cluster);
+    assert_eq!(r.status, 201, "{}", r.text());
+    // An update is held to the same rules.
+    let mut moved = r.json();
+    moved["involvedObject"]["namespace"] = json!("ev");
+    let r = s.put("/api/v1/namespaces/default/events/x.1", &moved);
+    assert_status(&r, 422, "Invalid");
+    // The events.k8s.io shape (eventTime set) names who reported it.
+    let mut timed = elsewhere.clone();
+    timed["metadata"]["namespace"] = json!("ev");
+    timed["eventTime"] = json!("2026-01-01T00:00:00.000000Z");
+    let r = s.post(EVENTS, &timed);
+    let st = assert_status(&r, 422, "Invalid");
+    let fields: Vec<(Value, Value)> = st["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["field"].clone(), c["message"].clone()))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (json!("reportingComponent"), json!("Required value")),
+            (json!("reportingComponent"), json!("Invalid value: \"\": name part must be non-empty")),
+            (json!("reportingComponent"), json!("Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")),
+            (json!("reportingInstance"), json!("Required value")),
+            (json!("action"), json!("Required value")),
+        ]
+    );
+    timed["reportingComponent"] = json!("kubevirt.io/virt-controller");
+    timed["reportingInstance"] = json!("virt-controller-abc");
+    timed["action"] = json!("Started");
+    let r = s.post(EVENTS, &timed);
+    assert_eq!(r.status, 201, "{}", r.text());
+}
