@@ -563,7 +563,23 @@ fn actions_write_their_effect_without_simulate() {
         "PausedByUser"
     );
     assert_done(&vm_act(&server, "r", "migrate", ""), 202);
-    assert_eq!(server.list_names(&format!("{KV}/ns/virtualmachineinstancemigrations")).len(), 1);
+    // As virt-api's migration-create mutating webhook leaves it: `kubectl get vmim -l
+    // kubevirt.io/vmi-name=r` finds it, and it carries the migration controller's finalizer.
+    let vmims = format!("{KV}/ns/virtualmachineinstancemigrations");
+    let selected = server.get_json(&format!("{vmims}?labelSelector=kubevirt.io%2Fvmi-name%3Dr"));
+    let items = selected["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{selected}");
+    assert_eq!(items[0]["metadata"]["finalizers"], json!(["kubevirt.io/migrationJobFinalize"]));
+    let kubectl = Kubectl::new(&server);
+    let listed =
+        kubectl.ok(&["get", "vmim", "-n", "ns", "-l", "kubevirt.io/vmi-name=r", "-o", "name"]);
+    assert!(
+        listed
+            .trim()
+            .starts_with("virtualmachineinstancemigration.kubevirt.io/kubevirt-migrate-vm-"),
+        "{listed}"
+    );
+    assert_eq!(server.list_names(&vmims).len(), 1);
     // Hotplug: the VM's volumeRequests, the VMI's spec.
     let add = r#"{"name": "extra", "disk": {"disk": {"bus": "scsi"}}, "volumeSource": {"persistentVolumeClaim": {"claimName": "pvc1"}}}"#;
     assert_done(&vm_act(&server, "r", "addvolume", add), 202);
