@@ -66,6 +66,8 @@ impl Registry {
             })
             .await?;
         outcome.warnings = warnings;
+        let admission = self.admission_warnings(res, target.part, outcome.object.value());
+        outcome.warnings.extend(admission);
         Ok(outcome)
     }
 

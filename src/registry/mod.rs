@@ -5,6 +5,7 @@
 //! optimistic-concurrency loop (`update::guaranteed_update`).
 
 mod actions;
+mod admission;
 mod apply;
 mod delete;
 mod errors;

@@ -36,7 +36,7 @@ impl Registry {
         default_type_meta(res, &mut obj);
         check_type_meta(res, &obj)?;
         let admitted = validation::admit(res, &mut obj, via, opts.field_validation)?;
-        let warnings = admitted.warnings;
+        let mut warnings = admitted.warnings;
         check_create_meta(res, target, &mut obj)?;
         // NamespaceLifecycle is mutating admission: it runs before the strategy validates.
         self.admit_in_namespace(res, meta_str(&obj, "namespace"), meta_str(&obj, "name")).await?;
@@ -55,6 +55,7 @@ impl Registry {
             meta.insert("name".into(), Value::String(meta::generate_name(&generate)));
         }
         init_new_object(res, &mut obj)?;
+        warnings.extend(self.admission_warnings(res, Part::Main, &obj));
         managed_fields::record_update(res, None, &mut obj, &opts.manager, "");
         check_size(&obj)?;
         if opts.dry_run {
@@ -159,6 +160,8 @@ impl Registry {
             })
             .await?;
         outcome.warnings = admitted.warnings;
+        let admission = self.admission_warnings(res, target.part, outcome.object.value());
+        outcome.warnings.extend(admission);
         Ok(outcome)
     }
 
@@ -206,6 +209,8 @@ impl Registry {
             })
             .await?;
         outcome.warnings = warnings;
+        let admission = self.admission_warnings(res, target.part, outcome.object.value());
+        outcome.warnings.extend(admission);
         Ok(outcome)
     }
 

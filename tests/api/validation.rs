@@ -828,3 +828,69 @@ fn apply_bodies_are_validated() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(warnings(&r).is_empty());
 }
+
+/// virt-api's VM admitter warns of `spec.running` on every create and update of a VM that sets
+/// it, true or false (`vms-admitter.go`: `if vm.Spec.Running != nil`), whether or not the
+/// runtime is simulated; not on a status write, which KubeVirt admits separately, and not when
+/// `runStrategy` alone is used. kubectl prints it.
+#[test]
+fn spec_running_is_deprecated_as_virt_api_warns() {
+    const DEPRECATED: &str =
+        r#"299 - "spec.running is deprecated, please use spec.runStrategy instead.""#;
+    let s = TestServer::start();
+    let r = post(&s, VMS, &vm("legacy", json!({"running": false})));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(warnings(&r), [DEPRECATED]);
+    let mut stored = r.json();
+    stored["metadata"]["labels"] = json!({"a": "b"});
+    let r = put(&s, &format!("{VMS}/legacy"), &stored);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(warnings(&r), [DEPRECATED], "an update that keeps it");
+    let merge = json!({"spec": {"running": true}});
+    let r = patch(&s, &format!("{VMS}/legacy"), "application/merge-patch+json", &merge);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(warnings(&r), [DEPRECATED]);
+    let status = json!({"status": {"printableStatus": "Stopped"}});
+    let r = patch(&s, &format!("{VMS}/legacy/status"), "application/merge-patch+json", &status);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(warnings(&r).is_empty(), "a status write: {:?}", warnings(&r));
+    // Unknown fields warn first, as kube's decoder adds them before admission.
+    let r = send(
+        &s,
+        "POST",
+        &format!("{VMS}?fieldValidation=Warn"),
+        "application/json",
+        vm("typo", json!({"running": true, "bogus": 1})).to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(warnings(&r), [r#"299 - "unknown field \"spec.bogus\"""#, DEPRECATED]);
+    // Moved to runStrategy: no warning.
+    let r = patch(
+        &s,
+        &format!("{VMS}/legacy"),
+        "application/merge-patch+json",
+        &json!({"spec": {"running": null, "runStrategy": "Halted"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+    let r = post(&s, VMS, &vm("modern", json!({"runStrategy": "Always"})));
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+
+    // kubectl apply (server-side and client-side) prints it as kubectl does.
+    let kubectl = Kubectl::new(&s);
+    let file = std::env::temp_dir().join(format!("running-{}.json", std::process::id()));
+    std::fs::write(&file, vm("applied", json!({"running": true})).to_string()).unwrap();
+    let path = file.to_str().unwrap();
+    for args in [vec!["apply", "-f", path], vec!["apply", "--server-side", "-f", path]] {
+        let run = kubectl.run(&args);
+        assert!(run.ok(), "{}", run.describe());
+        assert!(
+            run.stderr().contains(
+                "Warning: spec.running is deprecated, please use spec.runStrategy instead."
+            ),
+            "{}",
+            run.describe()
+        );
+    }
+    std::fs::remove_file(&file).ok();
+}

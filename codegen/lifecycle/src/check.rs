@@ -600,6 +600,12 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
             }
         }
         check_actions(&schemas, lc, kind, this, &mut errors);
+        for (i, w) in kind.warnings.iter().enumerate() {
+            let at = format!("kind {}, warning {}", kind.resource, i + 1);
+            let scope = scope(&schemas, lc, kind, this, &[], at);
+            scope.pred(&w.when, &mut errors);
+            scope.text(&w.message, &mut errors);
+        }
     }
     if errors.is_empty() {
         Ok(())

@@ -100,6 +100,19 @@ pub struct Kind {
     /// The action API's calls on the kind's objects, by name ([`action`]).
     #[serde(default)]
     pub actions: BTreeMap<String, action::Action>,
+    /// virt-api's admission warnings on a create or update of the object itself (not its
+    /// status), in order: sent as `Warning` headers whenever their predicate holds of the
+    /// object written. Served with or without `--simulate`, as the actions are.
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
+}
+
+/// One admission warning: its text (a template) when `when` holds of the object.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Warning {
+    pub when: Pred,
+    pub message: String,
 }
 
 /// How a related object is found from the object.
