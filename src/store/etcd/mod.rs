@@ -978,3 +978,6 @@ fn parse_revision(value: &[u8]) -> u64 {
 fn stopped() -> StoreError {
     StoreError::Unavailable("the etcd backend has stopped".into())
 }
+
+#[cfg(test)]
+mod tests;
