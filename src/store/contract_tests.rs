@@ -65,6 +65,11 @@ impl EtcdPrefix {
         let prefix = crate::store::etcd::harness::TestEtcd::shared().unique_prefix();
         EtcdPrefix { prefix, _one_at_a_time: guard }
     }
+
+    /// The `--etcd-prefix` its stores use, for a test that writes under it as another writer.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
 }
 
 impl Backing for EtcdPrefix {

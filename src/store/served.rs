@@ -13,6 +13,16 @@
 //! The scanner reads only the top-level object's keys and `metadata`'s keys, skipping every value
 //! whole (strings with their escapes, nested objects and arrays), so a label or annotation named
 //! `resourceVersion`, or one in `spec`, is never mistaken for it.
+//!
+//! Bytes from another writer are not always our encoding: kube-apiserver ends each value with a
+//! newline (its JSON serializer's `Encode` is `json.NewEncoder(w).Encode(obj)`, apimachinery
+//! pkg/runtime/serializer/json/json.go), and `etcdctl put` of an indented file stores it
+//! pretty-printed. Served as they are, a get would answer them with that whitespace and a watch
+//! event would be split across lines (kube's watch stream is one JSON object per line). So
+//! `serve`, which every value read from a backend passes through once (start-up load, the feed's
+//! commits, past reads, replayed history), encodes anew what is not compact: decoded and encoded
+//! like a value written here, so every reader (the splices, the list stream, tables, watch lines,
+//! a later update's decode) meets our encoding. What this server wrote stays byte for byte.
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -23,10 +33,14 @@ const METADATA: &[u8] = b"metadata";
 const RESOURCE_VERSION: &[u8] = b"resourceVersion";
 
 /// `persisted` with `metadata.resourceVersion` set to `rev`, as encoding the object with it set
-/// would give. Bytes the scanner cannot read (not a JSON object, `metadata` not an object) are
-/// decoded, set and encoded instead; bytes that do not decode as an object are returned as they
-/// are, so a commit is never lost over one bad value (the writer's checks keep them out).
+/// would give. Bytes that are not compact (`compact`) or that the scanner cannot read (not a JSON
+/// object, `metadata` not an object) are decoded, set and encoded instead; bytes that do not
+/// decode as an object are returned as they are, so a commit is never lost over one bad value
+/// (the writer's checks keep them out).
 pub fn serve(persisted: &[u8], rev: u64) -> Bytes {
+    if !compact(persisted) {
+        return serve_slowly(persisted, rev);
+    }
     let mut digits = [0u8; 20];
     let rv = decimal(rev, &mut digits);
     match splice(persisted, rv) {
@@ -93,6 +107,17 @@ fn metadata(obj: &mut Value) -> Result<&mut serde_json::Map<String, Value>, Stor
         Value::Object(meta) => Ok(meta),
         _ => Err(StoreError::Internal("metadata must be a JSON object".into())),
     }
+}
+
+/// Whether `json` may be spliced as it is: an object from its first byte to its last, with no
+/// line break or tab anywhere. JSON strings hold those only escaped, so any raw one is whitespace
+/// between tokens: a trailing newline, pretty-printing. One vectorised scan, next to the copy
+/// the splice makes anyway. Spaces alone between tokens (`{"a": 1}`) pass: finding them takes a
+/// scan aware of strings, and such bytes are still one line that every splice here reads.
+fn compact(json: &[u8]) -> bool {
+    json.first() == Some(&b'{')
+        && json.last() == Some(&b'}')
+        && memchr::memchr3(b'\n', b'\r', b'\t', json).is_none()
 }
 
 fn serve_slowly(persisted: &[u8], rev: u64) -> Bytes {
@@ -426,6 +451,42 @@ mod tests {
     }
 
     #[test]
+    fn whitespace_from_other_writers_is_encoded_away() {
+        for obj in cases() {
+            let ours = persisted(&obj);
+            // What this server writes takes the splice, never a decode.
+            assert!(compact(&ours), "{obj}");
+            let want = encoded_with(&obj, 7);
+            let mut cleared = obj.clone();
+            clear(&mut cleared).unwrap();
+            let pretty = serde_json::to_vec_pretty(&cleared).unwrap();
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            for theirs in [
+                // kube-apiserver's encoder ends each value with a newline.
+                [&ours[..], b"\n"].concat(),
+                // An indented file put with etcdctl, other line ends, leading blanks.
+                [&pretty[..], b"\n"].concat(),
+                [b" \t".as_slice(), &ours, b"\r\n"].concat(),
+            ] {
+                assert_eq!(text(&serve(&theirs, 7)), text(&want), "{}", text(&theirs));
+            }
+        }
+        // A built-in kind as kube encodes it: its struct's field order, here sorted as ours.
+        let kube = b"{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"c\",\
+                     \"uid\":\"u\"},\"data\":{\"k\":\"v\"}}\n";
+        let sorted = concat!(
+            r#"{"apiVersion":"v1","data":{"k":"v"},"kind":"ConfigMap","#,
+            r#""metadata":{"name":"c","resourceVersion":"3","uid":"u"}}"#
+        );
+        assert_eq!(String::from_utf8_lossy(&serve(kube, 3)), sorted);
+        // Spaces alone are spliced around, as they are.
+        assert_eq!(
+            &serve(br#"{"metadata": {}, "n": 1.50}"#, 2)[..],
+            br#"{"metadata": {"resourceVersion":"2"}, "n": 1.50}"#
+        );
+    }
+
+    #[test]
     fn what_the_scanner_cannot_read_is_decoded_or_left_alone() {
         // metadata that is not an object cannot take a resourceVersion: left as stored.
         assert_eq!(&serve(br#"{"metadata":1}"#, 3)[..], br#"{"metadata":1}"#);
@@ -530,6 +591,7 @@ mod tests {
             }
             let rev = g.below(1 << 40);
             let want = encoded_with(&obj, rev);
+            assert!(compact(&persisted(&obj)), "round {round}: {obj}");
             assert_eq!(&serve(&persisted(&obj), rev)[..], &want[..], "round {round}: {obj}");
             assert_eq!(&serve(&serde_json::to_vec(&obj).unwrap(), rev)[..], &want[..], "{obj}");
             let mut cleared = obj.clone();

@@ -275,3 +275,166 @@ fn a_patch_right_after_another_writer_keeps_its_change() {
         assert_eq!(mod_revision(&key), rv(&patched));
     }
 }
+
+/// kube-apiserver's JSON serializer ends every value it writes with a newline (its `Encode` is
+/// `json.NewEncoder(w).Encode(obj)`, apimachinery pkg/runtime/serializer/json/json.go), and a
+/// value put with `etcdctl` from an indented file is pretty-printed: both must be served as
+/// compact JSON, one line per watch event, and stay writable through the API.
+#[test]
+fn values_with_whitespace_as_kube_apiserver_writes_them_are_served_compact() {
+    let s = on_etcd();
+    s.namespace(NS);
+    let url = &test_etcd().url;
+    let vms = collection_path(vm(), Some(NS));
+    let cm = resource("", "v1", "configmaps");
+    let cms = collection_path(cm, Some(NS));
+    let from = list_rv(&s);
+    let live = s.watch(&format!("{vms}?watch=true&resourceVersion={from}"));
+    let live_cms = s.watch(&format!("{cms}?watch=true&resourceVersion={from}"));
+
+    let theirs = |name: &str, uid: &str| {
+        let mut vm = object(vm(), NS, name);
+        vm["metadata"]["uid"] = json!(uid);
+        vm["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+        vm
+    };
+    let kube = theirs("kube", "6f1d1e0a-2b6e-4d0c-8b1e-0a9e5c3d2f01");
+    etcdctl(url, &["put", &vm_key(&s, "kube"), &format!("{kube}\n")]);
+    // An indented file, with a stray space in front.
+    let pretty = theirs("pretty", "6f1d1e0a-2b6e-4d0c-8b1e-0a9e5c3d2f02");
+    let indented = serde_json::to_string_pretty(&pretty).unwrap();
+    etcdctl(url, &["put", &vm_key(&s, "pretty"), &format!(" {indented}\n")]);
+    // A built-in kind as kube-apiserver writes it with `--storage-media-type=application/json`:
+    // its Go struct's field order, not sorted.
+    let cm_key = format!("{}/configmaps/{NS}/kube", s.etcd_prefix.as_deref().unwrap());
+    let cm_value = format!(
+        "{{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{{\"name\":\"kube\",\
+         \"namespace\":\"{NS}\",\"uid\":\"6f1d1e0a-2b6e-4d0c-8b1e-0a9e5c3d2f03\",\
+         \"creationTimestamp\":\"2026-01-01T00:00:00Z\"}},\"data\":{{\"k\":\"v\"}}}}\n"
+    );
+    etcdctl(url, &["put", &cm_key, &cm_value]);
+    let at = |name: &str| mod_revision(&vm_key(&s, name));
+
+    // Every answer is JSON, and compact: what an encode of its own parse gives.
+    let compact = |r: &Resp| {
+        assert_eq!(r.status, 200, "{}", r.text());
+        let value = r.json();
+        assert_eq!(r.text().trim_end(), value.to_string(), "compact");
+        value
+    };
+    let expect_vm = |ev: Value, kind: &str, name: &str| {
+        assert_eq!(
+            (ev["type"].as_str(), ev["object"]["metadata"]["name"].as_str()),
+            (Some(kind), Some(name))
+        );
+        ev["object"].clone()
+    };
+
+    // Live watches: one line per event (`TestServer::watch` parses each line on its own, so a
+    // split event ends the stream).
+    assert_eq!(rv(&expect_vm(live.expect(), "ADDED", "kube")), at("kube"));
+    assert_eq!(rv(&expect_vm(live.expect(), "ADDED", "pretty")), at("pretty"));
+    let added_cm = live_cms.expect();
+    assert_eq!(
+        (added_cm["type"].as_str(), added_cm["object"]["data"]["k"].as_str()),
+        (Some("ADDED"), Some("v"))
+    );
+
+    // Gets, of each.
+    for name in ["kube", "pretty"] {
+        let got = compact(&s.get(&item_path(vm(), NS, name)));
+        assert_eq!(rv(&got), at(name));
+        assert_eq!(got["spec"], kube["spec"]);
+    }
+    let got_cm = compact(&s.get(&item_path(cm, NS, "kube")));
+    assert_eq!(rv(&got_cm), mod_revision(&cm_key));
+    assert_eq!(got_cm["data"], json!({"k": "v"}));
+
+    // Lists: whole, chunked, from the cache, and at a past revision read from etcd.
+    let list = compact(&s.get(&vms));
+    assert_eq!(names(&list), ["kube", "pretty"]);
+    let listed_at = list["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+    let mut chunked = Vec::new();
+    let mut next = format!("{vms}?limit=1");
+    loop {
+        let page = compact(&s.get(&next));
+        chunked.extend(names(&page));
+        match page["metadata"]["continue"].as_str() {
+            Some(token) if !token.is_empty() => next = format!("{vms}?limit=1&continue={token}"),
+            _ => break,
+        }
+    }
+    assert_eq!(chunked, ["kube", "pretty"]);
+    assert_eq!(names(&compact(&s.get(&format!("{vms}?resourceVersion=0")))), ["kube", "pretty"]);
+    assert_eq!(names(&compact(&s.get(&cms))), ["kube"]);
+
+    // Tables.
+    const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    let table = compact(&s.request("GET", &vms, &[("Accept", TABLE)], None));
+    assert_eq!(table["kind"], "Table");
+    assert_eq!(table["rows"].as_array().map(Vec::len), Some(2), "{table}");
+    let row =
+        compact(&s.request("GET", &item_path(vm(), NS, "pretty"), &[("Accept", TABLE)], None));
+    assert_eq!(row["rows"][0]["object"]["metadata"]["name"], "pretty");
+
+    // A watch from resourceVersion 0 starts with them, a line each.
+    let cached = s.watch(&format!("{vms}?watch=true&resourceVersion=0"));
+    assert_eq!(rv(&expect_vm(cached.expect(), "ADDED", "kube")), at("kube"));
+    assert_eq!(rv(&expect_vm(cached.expect(), "ADDED", "pretty")), at("pretty"));
+
+    // kube-apiserver writes again: MODIFIED, a line.
+    let mut changed = kube.clone();
+    changed["metadata"]["labels"] = json!({"again": "yes"});
+    etcdctl(url, &["put", &vm_key(&s, "kube"), &format!("{changed}\n")]);
+    let modified = expect_vm(live.expect(), "MODIFIED", "kube");
+    assert_eq!(
+        (rv(&modified), &modified["metadata"]["labels"]),
+        (at("kube"), &json!({"again": "yes"}))
+    );
+    // A list at the revision before it is read from etcd, as are the replayed events.
+    let past =
+        compact(&s.get(&format!("{vms}?resourceVersion={listed_at}&resourceVersionMatch=Exact")));
+    assert_eq!(names(&past), ["kube", "pretty"]);
+    assert!(past["items"][0]["metadata"].get("labels").is_none(), "{past}");
+    let replay = s.watch(&format!("{vms}?watch=true&resourceVersion={from}"));
+    expect_vm(replay.expect(), "ADDED", "kube");
+    expect_vm(replay.expect(), "ADDED", "pretty");
+    assert_eq!(rv(&expect_vm(replay.expect(), "MODIFIED", "kube")), at("kube"));
+
+    // kubectl reads them.
+    let k = Kubectl::in_namespace(&s, NS);
+    let out: Value = serde_json::from_str(&k.ok(&["get", "vms", "-o", "json"])).unwrap();
+    assert_eq!(names(&out), ["kube", "pretty"]);
+    let out = k.ok(&["get", "vms"]);
+    assert!(out.contains("kube") && out.contains("pretty"), "{out}");
+    assert!(k.ok(&["get", "configmaps", "kube", "-o", "json"]).contains("\"k\": \"v\""));
+
+    // Written through the server: the patch applies, etcd then holds our compact encoding.
+    let patch = json!({"metadata": {"annotations": {"ours": "yes"}}});
+    let r = s.patch(&item_path(vm(), NS, "pretty"), "application/merge-patch+json", &patch);
+    let patched = compact(&r);
+    assert_eq!(patched["metadata"]["annotations"]["ours"], "yes");
+    assert_eq!((rv(&patched), &patched["spec"]), (at("pretty"), &pretty["spec"]));
+    let stored = etcdctl(url, &["get", &vm_key(&s, "pretty"), "--print-value-only"]);
+    // etcdctl ends what it prints with a newline of its own.
+    let stored = stored.strip_suffix('\n').unwrap();
+    assert_eq!(stored, serde_json::from_str::<Value>(stored).unwrap().to_string());
+    assert_eq!(
+        expect_vm(live.expect(), "MODIFIED", "pretty")["metadata"]["annotations"]["ours"],
+        "yes"
+    );
+    let r = s.patch(
+        &item_path(cm, NS, "kube"),
+        "application/merge-patch+json",
+        &json!({"data": {"k": "w"}}),
+    );
+    assert_eq!(compact(&r)["data"]["k"], "w");
+    assert_eq!(live_cms.expect()["type"], "MODIFIED");
+
+    // Deleted through the server: its last state, a line.
+    let r = s.delete(&item_path(vm(), NS, "kube"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let deleted = expect_vm(live.expect(), "DELETED", "kube");
+    assert_eq!(deleted["metadata"]["labels"], json!({"again": "yes"}));
+    assert_eq!(s.list_names(&vms), ["pretty"]);
+}

@@ -4,7 +4,9 @@
 //! key's `mod_revision`. Every write is one single-key transaction comparing the key's
 //! `mod_revision` (kube's `OptimisticPut`: `If ModRevision==rev Then Put|Delete Else Get`; a
 //! create compares 0), so each change has a revision of its own and the Else branch tells
-//! `Conflict` from `NotFound` without another round trip.
+//! `Conflict` from `NotFound` without another round trip. Values are handed on as etcd has them;
+//! one another writer put with whitespace (kube-apiserver's trailing newline, an indented file)
+//! is encoded anew where every backend's values enter the shared layer (`served::serve`).
 //!
 //! **The feed.** At open, a paged Range of the whole root at one revision R loads the cache;
 //! then ONE etcd watch on the root from R+1 reports every commit, this process's and any other's,
@@ -976,3 +978,6 @@ fn parse_revision(value: &[u8]) -> u64 {
 fn stopped() -> StoreError {
     StoreError::Unavailable("the etcd backend has stopped".into())
 }
+
+#[cfg(test)]
+mod tests;

@@ -653,7 +653,10 @@ fn stage(conn: &Connection, batch: &Batch<'_>, write: &Write, rev: u64) -> Resul
     }
 }
 
-/// Appends a write's row to the log; its kind sets the row's created and deleted flags.
+/// Appends a write's row to the log; its kind sets the row's created and deleted flags. Its value
+/// is always this server's compact encoding (`Store::write`'s, or a tombstone stripped from the
+/// served bytes), as is every row an earlier release wrote: unlike etcd, which other writers share,
+/// the file holds no value `served::serve` has to encode anew.
 fn append(
     conn: &Connection,
     rev: u64,
