@@ -10,7 +10,8 @@
 //! written through the registry as its field manager, each on the condition that the object is
 //! still at the revision the stage read (a stale plan stops and the object is evaluated again).
 //! Jitter, names, addresses and nodes come from a generator seeded by `--simulate-seed`, the
-//! stage and the object, so two runs with one seed repeat them.
+//! stage and the object, so two runs with one seed repeat them; a certificate `caCert()` makes
+//! does not repeat (its key comes from the system's random source).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -404,6 +405,8 @@ impl Engine {
         let rng = self.rng(k, s, key, "values");
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, rng);
         ctx.named = self.related(kind, res, &obj).await;
+        // Here only: vars and steps render once per firing (the checker keeps caCert() to them).
+        ctx.ca_cert = Some(ca_cert);
         if !ctx.matches(&stage.selector) || superseded(kind, s, &ctx) {
             return;
         }
@@ -592,6 +595,38 @@ fn until_from_now(at: i64) -> Option<Duration> {
     at.checked_sub(now).filter(|d| !d.is_zero())
 }
 
+/// `caCert()`: a self-signed CA certificate, PEM, as virt-operator makes the export CA
+/// (KubeVirt `pkg/certificates/triple/cert/cert.go`, `NewSelfSignedCACert`: CA:true; usages
+/// certSign, digitalSignature, keyEncipherment; valid from now). Its key is ECDSA P-256 where
+/// KubeVirt's is RSA 2048 (ring generates no RSA keys), fresh from the system's random source:
+/// ring takes no seeded generator, so `--simulate-seed` does not repeat it. The serial number
+/// is rcgen's, from the key. Trimmed, as `links.go` trims the CA bundle it writes.
+fn ca_cert(common_name: &str, not_before: i64, not_after: i64) -> Option<String> {
+    let at = |secs: i64| {
+        let secs = u64::try_from(secs).ok()?;
+        Some(rcgen::date_time_ymd(1970, 1, 1) + Duration::from_secs(secs))
+    };
+    let mut params = rcgen::CertificateParams::default();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params.distinguished_name.push(rcgen::DnType::CommonName, common_name);
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+        rcgen::KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.not_before = at(not_before)?;
+    params.not_after = at(not_after)?;
+    let made = rcgen::KeyPair::generate().and_then(|key| params.self_signed(&key));
+    match made {
+        Ok(cert) => Some(cert.pem().trim_end().to_string()),
+        Err(e) => {
+            log::warn!("simulation: making a CA certificate for {common_name:?} failed: {e}");
+            None
+        }
+    }
+}
+
 /// Whether another stage of the kind that supersedes stage `s` holds of the object.
 fn superseded(kind: &Kind, s: usize, ctx: &Ctx<'_>) -> bool {
     let name = &kind.stages[s].name;
@@ -621,5 +656,24 @@ mod tests {
         assert!(wait > Duration::from_secs(58) && wait <= Duration::from_secs(60), "{wait:?}");
         assert_eq!(until_from_now(now - 1), None);
         assert_eq!(until_from_now(-5), None);
+    }
+
+    #[test]
+    fn a_ca_certificate_is_a_self_signed_ca_of_its_name_and_validity() {
+        let pem = ca_cert("export.kubevirt.io@1767225600", 1_767_225_600, 1_767_232_800).unwrap();
+        assert!(pem.ends_with("-----END CERTIFICATE-----"), "{pem:?}");
+        let (rest, block) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).unwrap();
+        assert!(rest.is_empty());
+        let cert = block.parse_x509().unwrap();
+        assert!(cert.is_ca());
+        assert!(cert.key_usage().unwrap().unwrap().value.key_cert_sign());
+        assert_eq!(cert.subject().as_raw(), cert.issuer().as_raw());
+        let cn = cert.subject().iter_common_name().next().unwrap().as_str().unwrap();
+        assert_eq!(cn, "export.kubevirt.io@1767225600");
+        assert_eq!(cert.validity().not_before.timestamp(), 1_767_225_600);
+        assert_eq!(cert.validity().not_after.timestamp(), 1_767_232_800);
+        // A fresh key each time.
+        assert_ne!(ca_cert("x", 0, 1), ca_cert("x", 0, 1));
+        assert_eq!(ca_cert("x", -1, 1), None);
     }
 }

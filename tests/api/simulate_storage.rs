@@ -324,6 +324,82 @@ fn an_export_becomes_ready_with_links_and_an_owned_token_secret() {
     assert!(token.len() >= 40, "{secret}");
 }
 
+/// The CA certificate a client reads from a link's `cert` (as `virtctl vmexport download`
+/// trusts it): one PEM certificate, self-signed, a CA, named as virt-operator names the export
+/// CA (`export.kubevirt.io@<unix seconds>`); its `notBefore` and `notAfter`.
+fn export_ca(pem: &str) -> (i64, i64) {
+    let (rest, block) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).expect("a PEM block");
+    assert!(rest.iter().all(u8::is_ascii_whitespace), "one certificate: {pem}");
+    assert_eq!(block.label, "CERTIFICATE");
+    let cert = block.parse_x509().expect("an X.509 certificate");
+    assert!(cert.is_ca(), "{pem}");
+    let constraints = cert.basic_constraints().unwrap().expect("basic constraints");
+    assert!(constraints.critical && constraints.value.ca);
+    let usage = cert.key_usage().unwrap().expect("key usage");
+    assert!(usage.value.key_cert_sign() && usage.value.digital_signature());
+    assert_eq!(cert.subject().as_raw(), cert.issuer().as_raw(), "self-signed");
+    let cn = cert.subject().iter_common_name().next().expect("a common name");
+    let cn = cn.as_str().unwrap();
+    let at: i64 = cn.strip_prefix("export.kubevirt.io@").expect(cn).parse().expect(cn);
+    let validity = cert.validity();
+    assert_eq!(validity.not_before.timestamp(), at);
+    // A client's TLS stack takes it as a root to verify the export server against.
+    let der = rustls_pki_types::CertificateDer::from(block.contents.clone());
+    rustls::RootCertStore::empty().add(der).expect("a trust anchor");
+    (validity.not_before.timestamp(), validity.not_after.timestamp())
+}
+
+#[test]
+fn an_exports_internal_link_carries_its_own_ca_certificate_made_once() {
+    let server = simulating();
+    server.namespace("certs");
+    vm(&server, "certs", "vm1", "Halted", &["pvc"]);
+    vm(&server, "certs", "vm2", "Halted", &["dv"]);
+    let watch = server.watch(&format!("{EXPORT}/certs/virtualmachineexports?watch=true"));
+    let path = format!("{EXPORT}/certs/virtualmachineexports");
+    create(&server, &path, export("certs", "e1", "vm1", None));
+    create(&server, &path, export("certs", "e2", "vm2", Some("30m")));
+    let ready = |name: &str| {
+        eventually(Duration::from_secs(10), || {
+            found(&server, &format!("{path}/{name}")).filter(|e| e["status"]["phase"] == "Ready")
+        })
+    };
+    let mut certs = Vec::new();
+    for name in ["e1", "e2"] {
+        let e = ready(name);
+        let cert = e["status"]["links"]["internal"]["cert"].as_str();
+        let pem = cert.unwrap_or_else(|| panic!("no cert in {e}"));
+        let (from, until) = export_ca(pem);
+        // Made when the export became Ready, valid until it expires.
+        assert_eq!(from, seconds(&condition(&e, "Ready")["lastTransitionTime"]), "{name}");
+        assert_eq!(until, seconds(&e["status"]["ttlExpirationTime"]), "{name}");
+        certs.push(pem.to_string());
+    }
+    assert_ne!(certs[0], certs[1], "each export has a CA of its own");
+    // Once: a later change of the export evaluates it again, but makes no new certificate.
+    let label = json!({"metadata": {"labels": {"touched": "yes"}}});
+    let r = server.patch(&format!("{path}/e1"), "application/merge-patch+json", &label);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (mut seen, mut touched): (Vec<(String, String)>, bool) = (Vec::new(), false);
+    while let Some(ev) = watch.next(Duration::from_secs(2)) {
+        let obj = &ev["object"];
+        touched |= obj["metadata"]["labels"]["touched"] == "yes";
+        let Some(cert) = obj["status"]["links"]["internal"]["cert"].as_str() else { continue };
+        let seen_one = (obj["metadata"]["name"].as_str().unwrap().to_string(), cert.to_string());
+        if !seen.contains(&seen_one) {
+            seen.push(seen_one);
+        }
+    }
+    assert!(touched, "the label's event");
+    let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.iter().filter(|n| **n == "e1").count(), 1, "{seen:?}");
+    assert_eq!(names.iter().filter(|n| **n == "e2").count(), 1, "{seen:?}");
+    assert_eq!(
+        found(&server, &format!("{path}/e1")).unwrap()["status"]["links"]["internal"]["cert"],
+        certs[0]
+    );
+}
+
 #[test]
 fn exports_wait_for_a_stopped_vm_skip_container_disks_and_expire() {
     let server = simulating();

@@ -2,7 +2,8 @@
 //! declared in the schema of the object it reads (stopping where a schema preserves unknown
 //! fields or is a map), every function exists with its arity, every `$name` is a related object
 //! or a stage variable, every `computed('x')` names one of the kind's computed values, managers
-//! are declared, `of` names a related object. Every problem is reported, not the first.
+//! are declared, `of` names a related object, `caCert()` is called only where the simulated
+//! runtime answers it (a stage's vars and steps). Every problem is reported, not the first.
 
 use std::collections::BTreeMap;
 
@@ -149,6 +150,9 @@ struct Scope<'s, 'a> {
     this: &'a Value,
     /// Stage variables in scope.
     vars: &'s [String],
+    /// Whether `caCert()` may be called: a stage's vars and steps, which the engine renders
+    /// once per firing (elsewhere it would make a key per evaluation, or answer null).
+    certs: bool,
     at: String,
 }
 
@@ -195,6 +199,10 @@ impl Scope<'_, '_> {
                 Some((_, min, max, _)) if args.len() < *min || args.len() > *max => {
                     errors.push(format!("{}: {f}() takes {min} to {max} arguments", self.at))
                 }
+                Some(_) if f == expr::CA_CERT && !self.certs => errors.push(format!(
+                    "{}: {f}() makes a key pair: only a stage's vars and steps may call it",
+                    self.at
+                )),
                 Some(_) if f == "computed" => match args.first() {
                     Some(Expr::Lit(Value::String(n))) if self.kind.computed.contains_key(n) => {}
                     _ => errors.push(format!(
@@ -341,7 +349,7 @@ fn scope<'s, 'a>(
     vars: &'s [String],
     at: String,
 ) -> Scope<'s, 'a> {
-    Scope { schemas, lc, kind, this, vars, at }
+    Scope { schemas, lc, kind, this, vars, certs: false, at }
 }
 
 /// A kind's actions: predicates, messages and templates read declared paths of the object,
@@ -498,6 +506,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                     kind,
                     this,
                     vars: &[],
+                    certs: false,
                     at: format!("kind {k}, computed {name}, case {}", i + 1),
                 };
                 if let Some(w) = &c.when {
@@ -535,12 +544,9 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                 if kind.related.contains_key(&v.name) || v.name == expr::SELF {
                     errors.push(format!("{at}, var {}: the name of a related object", v.name));
                 }
-                scope(&schemas, lc, kind, this, &vars, format!("{at}, var {}", v.name)).template(
-                    &v.value,
-                    None,
-                    "",
-                    &mut errors,
-                );
+                let at = format!("{at}, var {}", v.name);
+                let scope = Scope { certs: true, ..scope(&schemas, lc, kind, this, &vars, at) };
+                scope.template(&v.value, None, "", &mut errors);
                 vars.push(v.name.clone());
             }
             for (i, step) in stage.steps.iter().enumerate() {
@@ -553,7 +559,8 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                         None => errors.push(format!("{at}: no related object {of:?}")),
                     }
                 }
-                let scope = scope(&schemas, lc, kind, this, &vars, at.clone());
+                let scope =
+                    Scope { certs: true, ..scope(&schemas, lc, kind, this, &vars, at.clone()) };
                 match step {
                     Step::Patch { subresource, merge, .. } => {
                         match subresource.as_deref() {
@@ -670,15 +677,15 @@ kinds:
       - name: s
         manager: ctl
         selector: {all: [{equals: {path: .spec.run, value: true}}, {related: {name: peer, exists: false}}]}
-        vars: [{name: n, value: "{{ node() }}"}]
+        vars: [{name: n, value: "{{ node() }}"}, {name: ca, value: "{{ caCert(concat('ca@', unixTime(now())), addDuration(now(), '1h')) }}"}]
         steps:
           - create:
               resource: {group: g.io, kind: Peer}
               template:
-                metadata: {name: "{{ .metadata.name }}", labels: {"...": "{{ .metadata.labels }}", "{{ $n }}": x}}
+                metadata: {name: "{{ .metadata.name }}", labels: {"...": "{{ .metadata.labels }}", "{{ $n }}": "{{ $ca }}"}}
                 spec: {template: "{{ .spec.template }}"}
           - patch: {subresource: status, merge: {status: {phase: "{{ computed('phase') }}", conditions: [{type: Ready}]}}}
-          - patch: {of: peer, merge: {spec: {run: false}, metadata: {finalizers: []}}}
+          - patch: {of: peer, merge: {spec: {run: false}, metadata: {finalizers: []}, status: {phase: "{{ caCert('x', now()) }}"}}}
           - event: {type: Normal, reason: R, message: "on {{ $n }} {{ .spec.template.anything.goes }}"}
           - finalizers: {add: [x]}
           - delete: {of: peer}
@@ -702,7 +709,7 @@ kinds:
     stages:
       - name: s
         manager: other
-        selector: {all: [{equals: {path: .spec.walk, value: true}}, {related: {name: ghost, exists: false}}, {exists: ".status.conditions[kind=x]"}]}
+        selector: {all: [{equals: {path: .spec.walk, value: true}}, {related: {name: ghost, exists: false}}, {exists: ".status.conditions[kind=x]"}, {exists: "caCert('x', now())"}]}
         steps:
           - patch: {subresource: status, merge: {status: {phse: x}, spec: {}}}
           - patch: {subresource: scale, merge: {}}
@@ -737,6 +744,7 @@ kinds:
             "step 5 (delete): no related object \"ghost\"",
             "neither add nor remove",
             "stage s: a second stage of that name",
+            "stage s, selector: caCert() makes a key pair: only a stage's vars and steps may call it",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }
@@ -851,7 +859,7 @@ kinds:
     actions:
       start:
         code: 201
-        let: [{name: w, cases: [{value: "{{ $nobody }}"}]}]
+        let: [{name: w, cases: [{value: "{{ $nobody }}"}]}, {name: c, cases: [{value: "{{ caCert('x', now()) }}"}]}]
         checks:
           - {when: {exists: .spec.walk}, code: 200, message: "{{ $w }} {{ $body.x }}"}
           - {when: {deleting: true}, code: 404, about: ghost}
@@ -869,6 +877,7 @@ kinds:
         for want in [
             "action start: code is 200 or 202",
             "action start, let w, case 1: $nobody is neither a related object nor a variable",
+            "action start, let c, case 1: caCert() makes a key pair",
             "action start, check 1: .spec.walk field \"walk\" is not declared",
             "action start, check 1: code 200 is not an error",
             "action start, check 2: no related object Some(\"ghost\")",

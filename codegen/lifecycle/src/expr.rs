@@ -7,7 +7,8 @@
 //!   the stage's own object, also inside a predicate on a related one (where `.` is that one).
 //! - Literals: `'text'`, `"text"`, numbers, `true`, `false`, `null`.
 //! - Calls `f(arg, …)`, from [`FUNCTIONS`]. Random values come from the caller's seeded
-//!   generator, so a seed repeats them.
+//!   generator, so a seed repeats them; a certificate's key does not (`caCert`, made by the
+//!   caller: this crate links no cryptography).
 
 use serde_json::{json, Value};
 
@@ -62,7 +63,24 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         "a retry's back-off as a Go duration (\"13s\"): base seconds times the failure count \
          squared, plus up to half of that at random, at most max seconds (KubeVirt's crash loop)",
     ),
+    ("unixTime", 1, 1, "the time (RFC 3339 at seconds) as Unix seconds (null if it is not one)"),
+    (
+        CA_CERT,
+        2,
+        2,
+        "a new self-signed CA certificate, PEM, of that common name, valid from now until the \
+         time (2nd; null if not a time): the environment makes it, with a fresh key the seed \
+         does not repeat; only a stage's vars and steps may call it",
+    ),
 ];
+
+/// The function that makes a CA certificate: the checker allows it only where the simulated
+/// runtime answers it, since each call makes a key pair.
+pub const CA_CERT: &str = "caCert";
+
+/// Makes a self-signed CA certificate, PEM, of a common name, valid between two Unix seconds:
+/// what `caCert()` asks of a [`Ctx`](crate::Ctx) that has one (the server's, with its crypto).
+pub type CaCertFn = fn(common_name: &str, not_before: i64, not_after: i64) -> Option<String>;
 
 /// The name that reads the stage's own object.
 pub const SELF: &str = "self";
@@ -319,6 +337,8 @@ pub trait Env {
     fn now(&self) -> String;
     fn nodes(&self) -> usize;
     fn rng(&self) -> std::cell::RefMut<'_, Rng>;
+    /// `caCert()`: a CA certificate, PEM (`None`: this environment makes none).
+    fn ca_cert(&self, common_name: &str, not_before: i64, not_after: i64) -> Option<String>;
 }
 
 /// The name of simulated node `i` (0-based).
@@ -632,6 +652,17 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             let delay = delay.saturating_add(env.rng().below(delay / 2 + 1));
             Value::String(format!("{}s", delay.min(max)))
         }
+        "unixTime" => arg(0).as_str().and_then(unix_seconds).map_or(Value::Null, |s| json!(s)),
+        // Valid from the evaluation's now, so its common name and its notBefore agree.
+        CA_CERT => {
+            let (cn, until) = (text(&arg(0)), arg(1).as_str().and_then(unix_seconds));
+            match (cn, unix_seconds(&env.now()), until) {
+                (Some(cn), Some(from), Some(until)) => {
+                    env.ca_cert(&cn, from, until.max(from)).map_or(Value::Null, Value::String)
+                }
+                _ => Value::Null,
+            }
+        }
         _ => Value::Null,
     }
 }
@@ -674,6 +705,9 @@ mod tests {
         }
         fn rng(&self) -> std::cell::RefMut<'_, Rng> {
             self.rng.borrow_mut()
+        }
+        fn ca_cert(&self, common_name: &str, not_before: i64, not_after: i64) -> Option<String> {
+            Some(format!("CA {common_name} {not_before}..{not_after}"))
         }
     }
 
@@ -797,6 +831,21 @@ mod tests {
         assert_eq!(ev("get(.metadata.annotations, 'x.io/gen')"), json!("3"));
         assert_eq!(ev("get(.metadata.annotations, .metadata.name)"), Value::Null);
         assert_eq!(ev("get(.metadata.name, 'a')"), Value::Null);
+        assert_eq!(ev("unixTime('1970-01-02T00:00:00Z')"), json!(86_400));
+        assert_eq!(ev("unixTime(.metadata.name)"), Value::Null);
+    }
+
+    #[test]
+    fn a_ca_certificate_is_asked_of_the_environment_from_now() {
+        // now() is 2026-01-01T00:00:00Z, 1767225600.
+        assert_eq!(
+            ev("caCert(concat('x@', unixTime(now())), '2026-01-01T02:00:00Z')"),
+            json!("CA x@1767225600 1767225600..1767232800")
+        );
+        // A time already past is valid for no longer than its start.
+        assert_eq!(ev("caCert('x', '2025-01-01T00:00:00Z')"), json!("CA x 1767225600..1767225600"));
+        assert_eq!(ev("caCert('x', .nope)"), Value::Null);
+        assert_eq!(ev("caCert(.nope, '2026-01-01T02:00:00Z')"), Value::Null);
     }
 
     #[test]

@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use expr::Rng;
+pub use expr::{CaCertFn, Rng};
 pub use pred::Pred;
 
 /// A lifecycle file.
@@ -318,6 +318,9 @@ pub struct Ctx<'a> {
     pub now: String,
     pub nodes: usize,
     pub rng: RefCell<Rng>,
+    /// What answers `caCert()` (`None`: it is null): the server's engine sets it for a stage's
+    /// run, since this crate links no cryptography.
+    pub ca_cert: Option<CaCertFn>,
     /// Computed values being evaluated (a computed value that reads itself is `null`).
     computing: RefCell<Vec<String>>,
 }
@@ -331,6 +334,7 @@ impl<'a> Ctx<'a> {
             now,
             nodes,
             rng: RefCell::new(rng),
+            ca_cert: None,
             computing: RefCell::default(),
         }
     }
@@ -387,6 +391,9 @@ impl expr::Env for Ctx<'_> {
     }
     fn rng(&self) -> RefMut<'_, Rng> {
         self.rng.borrow_mut()
+    }
+    fn ca_cert(&self, common_name: &str, not_before: i64, not_after: i64) -> Option<String> {
+        self.ca_cert.and_then(|make| make(common_name, not_before, not_after))
     }
 }
 
@@ -445,6 +452,17 @@ kinds:
         let deleting = json!({"metadata": {"name": "a", "deletionTimestamp": "t"}});
         let ctx = Ctx::new(kind, &deleting, "now".into(), 2, Rng::new(1));
         assert_eq!(expr::Env::computed(&ctx, "phase"), json!("Terminating"));
+    }
+
+    #[test]
+    fn a_ca_certificate_is_made_only_by_a_context_given_a_maker() {
+        let lc = parse(FILE).unwrap();
+        let obj = json!({"metadata": {"name": "a"}});
+        let e = expr::parse("caCert('ca', '2026-01-01T01:00:00Z')").unwrap();
+        let mut ctx = Ctx::new(&lc.kinds[0], &obj, "2026-01-01T00:00:00Z".into(), 1, Rng::new(1));
+        assert_eq!(expr::eval(&e, &obj, &ctx), Value::Null);
+        ctx.ca_cert = Some(|cn, from, until| Some(format!("{cn} {}", until - from)));
+        assert_eq!(expr::eval(&e, &obj, &ctx), json!("ca 3600"));
     }
 
     #[test]

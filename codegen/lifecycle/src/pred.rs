@@ -173,6 +173,9 @@ mod tests {
         fn rng(&self) -> std::cell::RefMut<'_, Rng> {
             self.2.borrow_mut()
         }
+        fn ca_cert(&self, _: &str, _: i64, _: i64) -> Option<String> {
+            None
+        }
     }
 
     fn holds(p: &str, obj: Value, related: Option<Value>) -> bool {

@@ -80,6 +80,9 @@ impl Env for Bound<'_> {
     fn rng(&self) -> std::cell::RefMut<'_, crate::expr::Rng> {
         self.inner.rng()
     }
+    fn ca_cert(&self, common_name: &str, not_before: i64, not_after: i64) -> Option<String> {
+        self.inner.ca_cert(common_name, not_before, not_after)
+    }
 }
 
 enum Piece<'a> {
@@ -234,6 +237,9 @@ mod tests {
         }
         fn rng(&self) -> std::cell::RefMut<'_, Rng> {
             self.1.borrow_mut()
+        }
+        fn ca_cert(&self, _: &str, _: i64, _: i64) -> Option<String> {
+            None
         }
     }
 
