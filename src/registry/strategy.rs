@@ -353,6 +353,18 @@ pub fn check_size(obj: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Which names `res` accepts: kube's namespace names are labels, other built-in kinds'
+/// subdomains, the seed's kinds' its labels of up to 253 characters.
+fn names(res: &ResourceInfo) -> meta::Names {
+    if res.namespaces {
+        meta::Names::Label
+    } else if res.dns_subdomain_names {
+        meta::Names::Subdomain
+    } else {
+        meta::Names::Seed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,17 +408,5 @@ mod tests {
         assert_eq!(bare, json!({"metadata": {"name": "a"}}));
         let err = check_type_meta(custom, &bare).unwrap_err();
         assert!(format!("{err:?}").contains("Object 'Kind' is missing"), "{err:?}");
-    }
-}
-
-/// Which names `res` accepts: kube's namespace names are labels, other built-in kinds'
-/// subdomains, the seed's kinds' its labels of up to 253 characters.
-fn names(res: &ResourceInfo) -> meta::Names {
-    if res.namespaces {
-        meta::Names::Label
-    } else if res.dns_subdomain_names {
-        meta::Names::Subdomain
-    } else {
-        meta::Names::Seed
     }
 }
