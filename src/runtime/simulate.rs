@@ -15,7 +15,6 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use lifecycle::{By, Ctx, Kind, Lifecycles, ResourceRef, Rng, Step};
@@ -64,14 +63,6 @@ fn resource(r: &ResourceRef) -> Option<&'static ResourceInfo> {
     crate::registry::related::served(r)
 }
 
-/// The key prefixes of the kinds the engine reacts to, for the subscription's filter (a plain
-/// function, run on the committing thread).
-static WATCHED: OnceLock<Vec<String>> = OnceLock::new();
-
-fn relevant(ev: &Event) -> bool {
-    WATCHED.get().is_some_and(|w| w.iter().any(|p| ev.key.starts_with(p.as_str())))
-}
-
 /// Starts the engine on the current (single-threaded) runtime.
 pub fn spawn(registry: Registry, cfg: Config) {
     let mut kinds = Vec::new();
@@ -106,15 +97,14 @@ pub fn spawn(registry: Registry, cfg: Config) {
             indexes.push(Index { k, prefix, rel: name.clone(), field, keys: RefCell::default() });
         }
     }
-    if WATCHED.set(watched).is_err() {
-        log::warn!("the simulated runtime runs once per process");
-        return;
-    }
+    watched.sort();
+    watched.dedup();
     let (tx, rx) = mpsc::unbounded_channel();
     let engine = Rc::new(Engine {
         registry,
         cfg,
         kinds,
+        watched,
         indexes,
         pending: RefCell::default(),
         running: RefCell::default(),
@@ -147,6 +137,8 @@ struct Engine {
     cfg: Config,
     /// Lifecycle kinds (index into `cfg.lifecycles.kinds`) with their served kind.
     kinds: Vec<(usize, &'static ResourceInfo)>,
+    /// The key prefixes of the kinds the engine reacts to: its own and those they relate to.
+    watched: Vec<String>,
     /// The reverse lookups of the relations by controller and by field, so a change finds the
     /// objects that relate to it without a scan of their namespace.
     indexes: Vec<Index>,
@@ -164,7 +156,13 @@ struct Engine {
 }
 
 async fn run(engine: Rc<Engine>, mut rx: mpsc::UnboundedReceiver<Msg>) {
-    let mut events = engine.registry.store().subscribe(relevant);
+    // The engine's own filter, not the process's: an engine runs per leadership term, and a
+    // replica may lead again. It runs on the committing thread for every commit.
+    let watched = engine.watched.clone();
+    let mut events = engine
+        .registry
+        .store()
+        .subscribe(move |ev| watched.iter().any(|p| ev.key.starts_with(p.as_str())));
     engine.rescan().await;
     loop {
         tokio::select! {
