@@ -49,6 +49,12 @@ impl Reverse {
         }
     }
 
+    /// The keys it holds.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.value_of.len()
+    }
+
     pub fn clear(&mut self) {
         self.by_value.clear();
         self.value_of.clear();

@@ -11,18 +11,20 @@
 //! still at the revision the stage read (a stale plan stops and the object is evaluated again).
 //! Jitter, names, addresses and nodes come from a generator seeded by `--simulate-seed`, the
 //! stage and the object, so two runs with one seed repeat them; a certificate `caCert()` makes
-//! does not repeat (its key comes from the system's random source).
+//! does not repeat (its key comes from the system's random source). What it holds of an object (its
+//! stages scheduled, their timers, how often each fired) goes with the object, so its memory is
+//! bounded by what exists, however many objects came and went.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use lifecycle::{By, Ctx, Kind, Lifecycles, ResourceRef, Rng, Step};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
 
 use crate::generated::{LIFECYCLES, OPENAPI_V2};
 use crate::object::error::ApiError;
@@ -65,65 +67,9 @@ fn resource(r: &ResourceRef) -> Option<&'static ResourceInfo> {
     crate::registry::related::served(r)
 }
 
-/// The key prefixes of the kinds the engine reacts to, for the subscription's filter (a plain
-/// function, run on the committing thread).
-static WATCHED: OnceLock<Vec<String>> = OnceLock::new();
-
-fn relevant(ev: &Event) -> bool {
-    WATCHED.get().is_some_and(|w| w.iter().any(|p| ev.key.starts_with(p.as_str())))
-}
-
 /// Starts the engine on the current (single-threaded) runtime.
 pub fn spawn(registry: Registry, cfg: Config) {
-    let mut kinds = Vec::new();
-    for (i, k) in cfg.lifecycles.kinds.iter().enumerate() {
-        if let Some(res) = resource(&k.resource) {
-            kinds.push((i, res));
-        }
-    }
-    let mut watched: Vec<String> = Vec::new();
-    for (i, res) in &kinds {
-        watched.push(collection_prefix(res, None));
-        for r in cfg.lifecycles.kinds[*i].related.values() {
-            if let Some(res) = resource(&r.resource) {
-                watched.push(collection_prefix(res, None));
-            }
-        }
-    }
-    // A reverse lookup per relation by controller or by field.
-    let mut indexes = Vec::new();
-    for (k, (i, res)) in kinds.iter().enumerate() {
-        for (name, rel) in &cfg.lifecycles.kinds[*i].related {
-            let field = match &rel.by {
-                By::Controller => None,
-                // A path that does not parse names nothing (`Registry::related`).
-                By::Field(path) => match lifecycle::expr::parse(path) {
-                    Ok(e) => Some(e),
-                    Err(_) => continue,
-                },
-                By::Name | By::Owned | By::Names(_) | By::Referencing(_) => continue,
-            };
-            let prefix = collection_prefix(res, None);
-            indexes.push(Index { k, prefix, rel: name.clone(), field, keys: RefCell::default() });
-        }
-    }
-    if WATCHED.set(watched).is_err() {
-        log::warn!("the simulated runtime runs once per process");
-        return;
-    }
-    let (tx, rx) = mpsc::unbounded_channel();
-    let engine = Rc::new(Engine {
-        registry,
-        cfg,
-        kinds,
-        indexes,
-        pending: RefCell::default(),
-        running: RefCell::default(),
-        again: RefCell::default(),
-        fired: RefCell::default(),
-        recorders: RefCell::default(),
-        tx,
-    });
+    let (engine, rx) = Engine::new(registry, cfg);
     tokio::task::spawn_local(run(engine, rx));
 }
 
@@ -143,29 +89,75 @@ enum Msg {
     Fire(usize, usize, String),
 }
 
+/// A stage of a lifecycle kind: (kind, stage).
+type StageId = (usize, usize);
+
+/// What the engine holds of one object.
+#[derive(Default)]
+struct Held {
+    /// Stages scheduled and not yet done, each with its timer while it waits (cancelled when
+    /// the object goes first). A stage never runs twice at once for one object.
+    pending: HashMap<StageId, AbortHandle>,
+    /// Of those, the ones running, and the ones whose object changed meanwhile (evaluated
+    /// again once the run ends).
+    running: HashSet<StageId>,
+    again: HashSet<StageId>,
+    /// How often each stage fired for the object, mixed into its generator: the object's
+    /// sequence of values repeats with the seed, so it is kept as long as the object lives.
+    fired: HashMap<StageId, u64>,
+}
+
+impl Held {
+    fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+            && self.running.is_empty()
+            && self.again.is_empty()
+            && self.fired.is_empty()
+    }
+
+    /// Forgets the object, but for the stages running on it (their run ends on its own and
+    /// finds it gone): cancels the timers of the others.
+    fn forget(&mut self) {
+        let running = &self.running;
+        self.pending.retain(|id, timer| {
+            let keep = running.contains(id);
+            if !keep {
+                timer.abort();
+            }
+            keep
+        });
+        self.again.clear();
+        self.fired.clear();
+    }
+}
+
 struct Engine {
     registry: Registry,
     cfg: Config,
     /// Lifecycle kinds (index into `cfg.lifecycles.kinds`) with their served kind.
     kinds: Vec<(usize, &'static ResourceInfo)>,
+    /// The key prefixes of the kinds the engine reacts to: its own and those they relate to.
+    watched: Vec<String>,
     /// The reverse lookups of the relations by controller and by field, so a change finds the
     /// objects that relate to it without a scan of their namespace.
     indexes: Vec<Index>,
-    /// Stages scheduled and not yet done: (kind, stage, key). A stage never runs twice at once
-    /// for one object.
-    pending: RefCell<HashSet<(usize, usize, String)>>,
-    /// Of those, the ones running, and the ones whose object changed meanwhile (evaluated
-    /// again once the run ends).
-    running: RefCell<HashSet<(usize, usize, String)>>,
-    again: RefCell<HashSet<(usize, usize, String)>>,
-    /// How often a stage fired for an object, mixed into its generator.
-    fired: RefCell<HashMap<(usize, usize, String), u64>>,
+    /// What the engine holds of each object, by key; an object's entry goes with the object
+    /// (its delete event, or a rescan that no longer finds it), so the engine's memory is
+    /// bounded by what exists, not by what ever did.
+    objects: RefCell<HashMap<String, Held>>,
+    /// One per field manager of the lifecycles (their correlators are bounded LRUs).
     recorders: RefCell<BTreeMap<String, Recorder>>,
     tx: mpsc::UnboundedSender<Msg>,
 }
 
 async fn run(engine: Rc<Engine>, mut rx: mpsc::UnboundedReceiver<Msg>) {
-    let mut events = engine.registry.store().subscribe(relevant);
+    // The engine's own filter, not the process's: an engine runs per leadership term, and a
+    // replica may lead again. It runs on the committing thread for every commit.
+    let watched = engine.watched.clone();
+    let mut events = engine
+        .registry
+        .store()
+        .subscribe(move |ev| watched.iter().any(|p| ev.key.starts_with(p.as_str())));
     engine.rescan().await;
     loop {
         tokio::select! {
@@ -187,6 +179,62 @@ async fn run(engine: Rc<Engine>, mut rx: mpsc::UnboundedReceiver<Msg>) {
 }
 
 impl Engine {
+    /// The engine of `cfg`'s lifecycles, and the receiver of its own messages for `run`.
+    fn new(registry: Registry, cfg: Config) -> (Rc<Engine>, mpsc::UnboundedReceiver<Msg>) {
+        let mut kinds = Vec::new();
+        for (i, k) in cfg.lifecycles.kinds.iter().enumerate() {
+            if let Some(res) = resource(&k.resource) {
+                kinds.push((i, res));
+            }
+        }
+        let mut watched: Vec<String> = Vec::new();
+        for (i, res) in &kinds {
+            watched.push(collection_prefix(res, None));
+            for r in cfg.lifecycles.kinds[*i].related.values() {
+                if let Some(res) = resource(&r.resource) {
+                    watched.push(collection_prefix(res, None));
+                }
+            }
+        }
+        // A reverse lookup per relation by controller or by field.
+        let mut indexes = Vec::new();
+        for (k, (i, res)) in kinds.iter().enumerate() {
+            for (name, rel) in &cfg.lifecycles.kinds[*i].related {
+                let field = match &rel.by {
+                    By::Controller => None,
+                    // A path that does not parse names nothing (`Registry::related`).
+                    By::Field(path) => match lifecycle::expr::parse(path) {
+                        Ok(e) => Some(e),
+                        Err(_) => continue,
+                    },
+                    By::Name | By::Owned | By::Names(_) | By::Referencing(_) => continue,
+                };
+                let prefix = collection_prefix(res, None);
+                indexes.push(Index {
+                    k,
+                    prefix,
+                    rel: name.clone(),
+                    field,
+                    keys: RefCell::default(),
+                });
+            }
+        }
+        watched.sort();
+        watched.dedup();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let engine = Engine {
+            registry,
+            cfg,
+            kinds,
+            watched,
+            indexes,
+            objects: RefCell::default(),
+            recorders: RefCell::default(),
+            tx,
+        };
+        (Rc::new(engine), rx)
+    }
+
     fn kind(&self, k: usize) -> (&Kind, &'static ResourceInfo) {
         let (i, res) = self.kinds[k];
         (&self.cfg.lifecycles.kinds[i], res)
@@ -216,7 +264,38 @@ impl Engine {
         ix.map_or_else(Vec::new, |ix| ix.keys.borrow().keys(value, prefix))
     }
 
-    /// Every stored object of every kind with stages, after the indexes are built anew.
+    /// `f` on what the engine holds of the object at `key`; an entry left empty goes.
+    fn held<R>(&self, key: &str, f: impl FnOnce(&mut Held) -> R) -> R {
+        let mut objects = self.objects.borrow_mut();
+        let Some(held) = objects.get_mut(key) else {
+            let mut held = Held::default();
+            let r = f(&mut held);
+            if !held.is_empty() {
+                objects.insert(key.to_string(), held);
+            }
+            return r;
+        };
+        let r = f(held);
+        if held.is_empty() {
+            objects.remove(key);
+        }
+        r
+    }
+
+    /// The object at `key` is gone: what the engine held of it goes too, but for the stages
+    /// running on it (`fire` drops the rest when they end).
+    fn forget(&self, key: &str) {
+        let mut objects = self.objects.borrow_mut();
+        if let Some(held) = objects.get_mut(key) {
+            held.forget();
+            if held.is_empty() {
+                objects.remove(key);
+            }
+        }
+    }
+
+    /// Every stored object of every kind with stages, after the indexes are built anew; what
+    /// the engine held of objects no longer stored (their deletes fell in a lag) goes.
     async fn rescan(&self) {
         let mut prefixes = Vec::new();
         for ix in &self.indexes {
@@ -238,6 +317,11 @@ impl Engine {
                 Err(e) => log::warn!("simulation: listing {prefix} failed: {e}"),
             }
         }
+        // What was held before the lists were read: only that can be of an object they miss
+        // for being gone.
+        let before: Vec<String> = self.objects.borrow().keys().cloned().collect();
+        let mut stored = HashSet::new();
+        let mut listed = true;
         for k in 0..self.kinds.len() {
             let res = self.kinds[k].1;
             let all =
@@ -246,9 +330,19 @@ impl Engine {
                 Ok(list) => {
                     for (key, _) in list.items {
                         self.evaluate(k, &key).await;
+                        stored.insert(key);
                     }
                 }
-                Err(e) => log::warn!("simulation: listing {} failed: {e}", res.plural),
+                Err(e) => {
+                    log::warn!("simulation: listing {} failed: {e}", res.plural);
+                    listed = false;
+                }
+            }
+        }
+        // Only after complete lists; and an object created since its list was read is kept.
+        for key in before.iter().filter(|k| listed && !stored.contains(*k)) {
+            if self.registry.store().get_raw(key).is_none() {
+                self.forget(key);
             }
         }
     }
@@ -256,7 +350,11 @@ impl Engine {
     /// A committed change: its own object, and the objects whose stages relate to it.
     async fn changed(&self, ev: &Event) {
         let Some((group, plural, ns, name)) = keys::split(&ev.key) else { return };
-        self.index(&ev.key, (ev.kind != EventType::Deleted).then_some(&*ev.object));
+        let deleted = ev.kind == EventType::Deleted;
+        self.index(&ev.key, (!deleted).then_some(&*ev.object));
+        if deleted {
+            self.forget(&ev.key);
+        }
         for k in 0..self.kinds.len() {
             let (kind, res) = self.kind(k);
             if res.group == group && res.plural == plural {
@@ -333,7 +431,8 @@ impl Engine {
 
     fn rng(&self, k: usize, s: usize, key: &str, purpose: &str) -> Rng {
         let (kind, _) = self.kind(k);
-        let count = self.fired.borrow().get(&(k, s, key.to_string())).copied().unwrap_or(0);
+        let objects = self.objects.borrow();
+        let count = objects.get(key).and_then(|h| h.fired.get(&(k, s))).copied().unwrap_or(0);
         let stage = &kind.stages[s].name;
         Rng::derived(self.cfg.seed, &[stage, key, &count.to_string(), purpose])
     }
@@ -345,15 +444,14 @@ impl Engine {
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
         ctx.named = self.related(kind, res, &obj).await;
         for (s, stage) in kind.stages.iter().enumerate() {
-            let id = (k, s, key.to_string());
-            if self.running.borrow().contains(&id) {
-                self.again.borrow_mut().insert(id);
-                continue;
-            }
-            if self.pending.borrow().contains(&id)
-                || !ctx.matches(&stage.selector)
-                || superseded(kind, s, &ctx)
-            {
+            let id = (k, s);
+            let scheduled = self.held(key, |h| {
+                if h.running.contains(&id) {
+                    h.again.insert(id);
+                }
+                h.pending.contains_key(&id)
+            });
+            if scheduled || !ctx.matches(&stage.selector) || superseded(kind, s, &ctx) {
                 continue;
             }
             let mut rng = self.rng(k, s, key, "delay");
@@ -362,14 +460,14 @@ impl Engine {
             if let Some(wait) = ctx.until(&stage.delay).and_then(until_from_now) {
                 delay = delay.max(wait);
             }
-            self.pending.borrow_mut().insert(id.clone());
-            let tx = self.tx.clone();
-            tokio::task::spawn_local(async move {
+            let (tx, of) = (self.tx.clone(), key.to_string());
+            let timer = tokio::task::spawn_local(async move {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
-                let _ = tx.send(Msg::Fire(id.0, id.1, id.2));
+                let _ = tx.send(Msg::Fire(k, s, of));
             });
+            self.held(key, |h| h.pending.insert(id, timer.abort_handle()));
         }
     }
 
@@ -387,18 +485,32 @@ impl Engine {
 
     /// Runs stage `s` on object `key` if its selector still holds.
     async fn fire(&self, k: usize, s: usize, key: String) {
-        let id = (k, s, key.clone());
-        self.running.borrow_mut().insert(id.clone());
+        let id = (k, s);
+        // Forgotten while its timer's message was queued: the object is gone.
+        if !self.held(&key, |h| h.pending.contains_key(&id) && h.running.insert(id)) {
+            return;
+        }
         self.run_stage(k, s, &key).await;
-        self.running.borrow_mut().remove(&id);
-        self.pending.borrow_mut().remove(&id);
-        if self.again.borrow_mut().remove(&id) {
+        let again = self.held(&key, |h| {
+            h.running.remove(&id);
+            h.pending.remove(&id);
+            h.again.remove(&id)
+        });
+        if self.registry.store().get_raw(&key).is_none() {
+            // Gone while it ran: its delete may have come before the run counted it, or marked
+            // it to be evaluated again.
+            self.held(&key, |h| {
+                if h.running.is_empty() {
+                    h.forget();
+                }
+            });
+        } else if again {
             let _ = self.tx.send(Msg::Evaluate(k, key));
         }
     }
 
     async fn run_stage(&self, k: usize, s: usize, key: &str) {
-        let id = (k, s, key.to_string());
+        let id = (k, s);
         let (kind, res) = self.kind(k);
         let stage = &kind.stages[s];
         let Ok(Some(obj)) = self.registry.store().get(key).await else { return };
@@ -412,10 +524,10 @@ impl Engine {
         }
         // The time waited for moved later since the stage was scheduled: schedule it again.
         if ctx.until(&stage.delay).and_then(until_from_now).is_some() {
-            self.again.borrow_mut().insert(id.clone());
+            self.held(key, |h| h.again.insert(id));
             return;
         }
-        *self.fired.borrow_mut().entry(id.clone()).or_default() += 1;
+        self.held(key, |h| *h.fired.entry(id).or_default() += 1);
         ctx.bind_vars(&stage.vars);
         // The revision each written object must still be at: the one this plan read.
         let mut revisions: HashMap<String, u64> = HashMap::new();
@@ -447,7 +559,7 @@ impl Engine {
                 Ok(Written::Nothing) => {}
                 // The state moved on: decide again from the new one.
                 Ok(Written::Stale) => {
-                    self.again.borrow_mut().insert(id);
+                    self.held(key, |h| h.again.insert(id));
                     return;
                 }
                 // Not retried at once: the object's next change evaluates it again.
@@ -645,7 +757,159 @@ enum Written {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use tokio::task::LocalSet;
+
     use super::*;
+    use crate::registry::ListOptions;
+    use crate::store::{Store, StoreConfig};
+
+    const NS: &str = "sim";
+
+    impl Engine {
+        /// The objects it holds something of, and the keys in its reverse indexes.
+        fn sizes(&self) -> (usize, usize) {
+            let indexed = self.indexes.iter().map(|ix| ix.keys.borrow().len()).sum();
+            (self.objects.borrow().len(), indexed)
+        }
+    }
+
+    /// An engine over an in-memory store, whose namespaces need not be created first.
+    fn engine(speed: f64) -> (Rc<Engine>, mpsc::UnboundedReceiver<Msg>) {
+        let store = Store::open(StoreConfig::new(crate::store::sqlite::MEMORY)).unwrap();
+        let registry = Registry::new(store).with_implicit_namespaces(true);
+        Engine::new(registry, Config { lifecycles: load(None).unwrap(), speed, seed: 7, nodes: 2 })
+    }
+
+    fn served(plural: &str) -> &'static ResourceInfo {
+        let stored = |r: &&ResourceInfo| r.plural == plural && r.version == r.storage_version;
+        crate::generated::RESOURCES.iter().find(stored).unwrap()
+    }
+
+    async fn create_vm(registry: &Registry, name: &str) {
+        let vm = json!({
+            "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+            "metadata": {"name": name},
+            "spec": {"runStrategy": "Always", "template": {"spec": {
+                "domain": {"devices": {}, "resources": {"requests": {"memory": "64M"}}}}}}
+        });
+        let opts = WriteOptions {
+            dry_run: false,
+            field_validation: FieldValidation::Strict,
+            manager: "test".into(),
+        };
+        let target = Target::new(Some(NS.into()), None);
+        let res = served("virtualmachines");
+        registry.create(res, &target, vm, Via::Body(&[]), &opts).await.unwrap();
+    }
+
+    async fn list(registry: &Registry, plural: &str) -> Vec<Arc<Value>> {
+        let page = registry.list(served(plural), Some(NS), &ListOptions::default()).await;
+        page.unwrap().objects().unwrap()
+    }
+
+    /// Waits for `done` for up to `secs` seconds.
+    async fn within<F: Future<Output = bool>>(secs: u64, what: &str, mut done: impl FnMut() -> F) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        while !done().await {
+            assert!(tokio::time::Instant::now() < deadline, "{what} within {secs} s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Hundreds of VMs run, are deleted and go: the engine then holds nothing of them (it
+    /// counted each stage's firings per object, and indexed each VMI by its VM).
+    #[tokio::test]
+    async fn what_the_engine_holds_goes_with_the_objects() {
+        const N: usize = 300;
+        let (engine, rx) = engine(0.0);
+        let registry = engine.registry.clone();
+        LocalSet::new()
+            .run_until(async move {
+                tokio::task::spawn_local(run(engine.clone(), rx));
+                for i in 0..N {
+                    create_vm(&registry, &format!("vm-{i}")).await;
+                }
+                within(300, "every VM running", || async {
+                    let vms = list(&registry, "virtualmachines").await;
+                    vms.iter().filter(|v| v["status"]["printableStatus"] == "Running").count() == N
+                })
+                .await;
+                let (held, indexed) = engine.sizes();
+                assert!(held >= 2 * N && indexed >= N, "VMs and VMIs held: {held}, {indexed}");
+                let res = served("virtualmachines");
+                for i in 0..N {
+                    let name = format!("vm-{i}");
+                    registry.delete(res, NS, &name, &DeleteOptions::default()).await.unwrap();
+                }
+                within(300, "every VM and VMI gone", || async {
+                    list(&registry, "virtualmachines").await.is_empty()
+                        && list(&registry, "virtualmachineinstances").await.is_empty()
+                })
+                .await;
+                within(10, "nothing held", || async { engine.sizes() == (0, 0) }).await;
+            })
+            .await;
+    }
+
+    /// Stages scheduled for objects deleted before they fire go at once, their timers with
+    /// them, not when the delay (here tens of seconds) ends.
+    #[tokio::test]
+    async fn a_deleted_objects_timers_are_cancelled() {
+        const N: usize = 50;
+        let (engine, rx) = engine(1000.0);
+        let registry = engine.registry.clone();
+        LocalSet::new()
+            .run_until(async move {
+                tokio::task::spawn_local(run(engine.clone(), rx));
+                for i in 0..N {
+                    create_vm(&registry, &format!("vm-{i}")).await;
+                }
+                within(30, "a stage scheduled for each VM", || async { engine.sizes().0 == N })
+                    .await;
+                let res = served("virtualmachines");
+                for i in 0..N {
+                    let name = format!("vm-{i}");
+                    registry.delete(res, NS, &name, &DeleteOptions::default()).await.unwrap();
+                }
+                within(5, "nothing held", || async { engine.sizes() == (0, 0) }).await;
+            })
+            .await;
+    }
+
+    /// A rescan (after a lag, whose deletes the engine never saw) forgets the objects no longer
+    /// stored, cancelling their timers, and keeps the counts of live ones, which their values
+    /// are drawn from.
+    #[tokio::test]
+    async fn a_rescan_forgets_what_is_gone_and_keeps_what_lives() {
+        let (engine, _rx) = engine(1000.0);
+        let registry = engine.registry.clone();
+        LocalSet::new()
+            .run_until(async move {
+                create_vm(&registry, "live").await;
+                let live = object_key(served("virtualmachines"), NS, "live");
+                let gone = object_key(served("virtualmachines"), NS, "gone");
+                let timer = tokio::task::spawn_local(tokio::time::sleep(Duration::from_secs(600)));
+                engine.held(&gone, |h| {
+                    h.fired.insert((0, 1), 4);
+                    h.pending.insert((0, 0), timer.abort_handle());
+                });
+                engine.held(&live, |h| h.fired.insert((0, 1), 3));
+                let before = engine.rng(0, 1, &live, "values").below(1 << 30);
+                engine.rescan().await;
+                assert!(!engine.objects.borrow().contains_key(&gone));
+                assert!(timer.await.unwrap_err().is_cancelled());
+                let held = engine.objects.borrow();
+                assert_eq!(held[&live].fired, HashMap::from([((0, 1), 3)]));
+                assert!(!held[&live].pending.is_empty(), "the live VM's first stage scheduled");
+                drop(held);
+                assert_eq!(engine.rng(0, 1, &live, "values").below(1 << 30), before);
+            })
+            .await;
+    }
 
     #[test]
     fn a_time_to_wait_for_is_in_the_future_only() {

@@ -64,8 +64,9 @@ pub struct Hub {
 }
 
 /// Which events under its prefix a subscriber wants; it runs on the committing thread as events are
-/// published, so a subscriber that wants few is not woken for the rest.
-pub type Filter = fn(&Event) -> bool;
+/// published, so a subscriber that wants few is not woken for the rest. A closure, so each
+/// subscription can hold what it tests against (a singleton's kinds, made anew each term).
+pub type Filter = Box<dyn Fn(&Event) -> bool + Send + Sync>;
 
 struct Shared {
     prefix: String,
@@ -278,8 +279,8 @@ mod tests {
     fn a_restart_ends_watches_and_tells_rescanners_of_the_loss() {
         let hub = Arc::new(Hub::new(QueueLimits::default()));
         hub.start_at(1);
-        let mut watch = hub.subscribe("k/", |_| true, Lag::End);
-        let mut consumer = hub.subscribe("", |_| true, Lag::Resume);
+        let mut watch = hub.subscribe("k/", Box::new(|_| true), Lag::End);
+        let mut consumer = hub.subscribe("", Box::new(|_| true), Lag::Resume);
         hub.publish(&event(2));
         hub.restart(10);
         hub.publish(&event(11));

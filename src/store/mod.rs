@@ -42,8 +42,8 @@ pub use cache::Entry;
 pub use error::StoreError;
 use etcd::EtcdBackend;
 pub use etcd::EtcdConfig;
-pub use hub::{Filter, HubStats, QueueLimits, Subscription};
 use hub::{Hub, Lag};
+pub use hub::{HubStats, QueueLimits, Subscription};
 pub use retention::RetentionConfig;
 /// The scanner served bytes are spliced with, for the HTTP layer's splices into the same bytes.
 pub use served::value_end as json_value_end;
@@ -408,14 +408,17 @@ impl Store {
     /// consumers that re-scan when they fall behind (`recv` reports `Lagged` once, then
     /// delivery resumes). `filter` runs on the backend's committing thread as each commit is
     /// published: keep it cheap.
-    pub fn subscribe(&self, filter: Filter) -> Subscription {
-        self.inner.hub.subscribe("", filter, Lag::Resume)
+    pub fn subscribe(
+        &self,
+        filter: impl Fn(&Event) -> bool + Send + Sync + 'static,
+    ) -> Subscription {
+        self.inner.hub.subscribe("", Box::new(filter), Lag::Resume)
     }
 
     /// Live events under `prefix` from now on, in revision order, for a watch: a subscriber
     /// that falls behind its queue limits is cut off for good (see `watch` for the protocol).
     pub fn watch_events(&self, prefix: &str) -> Subscription {
-        self.inner.hub.subscribe(prefix, |_| true, Lag::End)
+        self.inner.hub.subscribe(prefix, Box::new(|_| true), Lag::End)
     }
 
     /// Open watches and watches ended for being too slow.
