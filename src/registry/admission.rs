@@ -1,18 +1,61 @@
-//! virt-api's admission warnings (`warnings` of a kind in the lifecycle file): what its
-//! validating webhooks answer beside `allowed: true` on a create or update of the object itself,
-//! which kube-apiserver passes on as `Warning` headers (apiserver `admission/plugin/webhook/
-//! validating/dispatcher.go`, `warning.AddWarning`). The VM admitter's
-//! (`pkg/virt-api/webhooks/validating-webhook/admitters/vms-admitter.go`) is an example.
+//! virt-api's admission webhooks, as data of a kind in the lifecycle file: its mutating
+//! webhooks on create (`mutations`: what the migration-create mutator adds, say), and the
+//! `warnings` its validating webhooks answer beside `allowed: true` on a create or update of the
+//! object itself, which kube-apiserver passes on as `Warning` headers (apiserver
+//! `admission/plugin/webhook/validating/dispatcher.go`, `warning.AddWarning`; the VM admitter,
+//! `pkg/virt-api/webhooks/validating-webhook/admitters/vms-admitter.go`, is an example).
 
-use lifecycle::{Ctx, ResourceRef, Rng};
+use lifecycle::{Ctx, Kind, ResourceRef, Rng};
 use serde_json::Value;
 
+use super::strategy::{finalizers, metadata_mut};
 use super::Registry;
+use crate::object::error::ApiError;
 use crate::object::meta::now_rfc3339;
+use crate::object::patch::apply_merge_patch;
 use crate::object::subresource::Part;
 use crate::resource::ResourceInfo;
 
 impl Registry {
+    /// The lifecycle kind of `res`, when it has admission data.
+    fn admitted_kind(&self, res: &ResourceInfo) -> Option<&Kind> {
+        let r = ResourceRef { group: res.group.to_string(), kind: res.kind.to_string() };
+        self.actions.kind(&r).filter(|k| !k.warnings.is_empty() || !k.mutations.is_empty())
+    }
+
+    /// virt-api's mutating webhooks on a create of `obj` (decoded, in its namespace, not yet
+    /// validated): kube calls them before the strategy validates the object.
+    pub(crate) fn mutate_on_create(
+        &self,
+        res: &ResourceInfo,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        let Some(kind) = self.admitted_kind(res).filter(|k| !k.mutations.is_empty()) else {
+            return Ok(());
+        };
+        for m in &kind.mutations {
+            let snapshot = obj.clone();
+            let ctx = Ctx::new(kind, &snapshot, now_rfc3339(), 1, Rng::new(0));
+            if m.when.as_ref().is_some_and(|w| !ctx.matches(w)) {
+                continue;
+            }
+            if let Some(merge) = &m.merge {
+                apply_merge_patch(obj, &ctx.render(merge));
+            }
+            if !m.finalizers.is_empty() {
+                let meta = metadata_mut(obj)?;
+                let mut list = finalizers(meta);
+                for f in &m.finalizers {
+                    if !list.contains(f) {
+                        list.push(f.clone());
+                    }
+                }
+                meta.insert("finalizers".into(), Value::from(list));
+            }
+        }
+        Ok(())
+    }
+
     /// The warnings virt-api's webhook gives a write of `obj` through `part` of `res`: none
     /// for a status write, which KubeVirt admits separately and without them.
     pub(crate) fn admission_warnings(
@@ -24,8 +67,7 @@ impl Registry {
         if part != Part::Main {
             return Vec::new();
         }
-        let r = ResourceRef { group: res.group.to_string(), kind: res.kind.to_string() };
-        let Some(kind) = self.actions.kind(&r).filter(|k| !k.warnings.is_empty()) else {
+        let Some(kind) = self.admitted_kind(res).filter(|k| !k.warnings.is_empty()) else {
             return Vec::new();
         };
         // The webhook reads the object it is sent, nothing related.

@@ -60,7 +60,7 @@ impl Registry {
             self.guaranteed_update(res, &key, name, opts.dry_run, Shed::Never, |current| {
                 match current {
                     None if scope == Scope::OnlyStatus => Err(ApiError::not_found(res, name)),
-                    None => create(res, target, opts, scope, config),
+                    None => create(self, res, target, opts, scope, config),
                     Some(current) => update(res, target, opts, scope, current, config),
                 }
             })
@@ -127,6 +127,7 @@ impl Registry {
 
 /// Applies to a missing object.
 fn create(
+    registry: &Registry,
     res: &'static ResourceInfo,
     target: &Target,
     opts: &ApplyOptions,
@@ -150,6 +151,7 @@ fn create(
     }
     target.check_identity(&obj)?;
     check_create_meta(res, target, &mut obj)?;
+    registry.mutate_on_create(res, &mut obj)?;
     init_new_object(res, &mut obj)?;
     check_size(&obj)?;
     Ok(Next::Create(obj))

@@ -40,6 +40,8 @@ impl Registry {
         check_create_meta(res, target, &mut obj)?;
         // NamespaceLifecycle is mutating admission: it runs before the strategy validates.
         self.admit_in_namespace(res, meta_str(&obj, "namespace"), meta_str(&obj, "name")).await?;
+        // virt-api's mutating webhooks come after kube's own mutating admission.
+        self.mutate_on_create(res, &mut obj)?;
         if let Some(field) = res.token_field {
             let answer = super::token::answer(&self.store, res, field, obj).await?;
             return Ok(Outcome {

@@ -580,6 +580,24 @@ fn actions_write_their_effect_without_simulate() {
         "{listed}"
     );
     assert_eq!(server.list_names(&vmims).len(), 1);
+    // The webhook mutates every create, `kubectl create` included, in the create's answer.
+    let file = std::env::temp_dir().join(format!("vmim-{}.json", std::process::id()));
+    let direct = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+        "metadata": {"name": "direct", "namespace": "ns", "labels": {"team": "a"},
+                     "finalizers": ["example.com/keep"]},
+        "spec": {"vmiName": "man"}});
+    std::fs::write(&file, direct.to_string()).unwrap();
+    let made = kubectl.ok(&["create", "-f", file.to_str().unwrap(), "-o", "json"]);
+    std::fs::remove_file(&file).ok();
+    let made: Value = serde_json::from_str(&made).unwrap();
+    assert_eq!(made["metadata"]["labels"], json!({"team": "a", "kubevirt.io/vmi-name": "man"}));
+    assert_eq!(
+        made["metadata"]["finalizers"],
+        json!(["example.com/keep", "kubevirt.io/migrationJobFinalize"])
+    );
+    let listed =
+        kubectl.ok(&["get", "vmim", "-n", "ns", "-l", "kubevirt.io/vmi-name=man", "-o", "name"]);
+    assert_eq!(listed.trim(), "virtualmachineinstancemigration.kubevirt.io/direct");
     // Hotplug: the VM's volumeRequests, the VMI's spec.
     let add = r#"{"name": "extra", "disk": {"disk": {"bus": "scsi"}}, "volumeSource": {"persistentVolumeClaim": {"claimName": "pvc1"}}}"#;
     assert_done(&vm_act(&server, "r", "addvolume", add), 202);

@@ -607,6 +607,19 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
             }
         }
         check_actions(&schemas, lc, kind, this, &mut errors);
+        for (i, m) in kind.mutations.iter().enumerate() {
+            let at = format!("kind {}, mutation {}", kind.resource, i + 1);
+            let scope = scope(&schemas, lc, kind, this, &[], at.clone());
+            if let Some(w) = &m.when {
+                scope.pred(w, &mut errors);
+            }
+            if let Some(merge) = &m.merge {
+                scope.template(merge, Some(this), "", &mut errors);
+            }
+            if m.merge.is_none() && m.finalizers.is_empty() {
+                errors.push(format!("{at}: neither merge nor finalizers"));
+            }
+        }
         for (i, w) in kind.warnings.iter().enumerate() {
             let at = format!("kind {}, warning {}", kind.resource, i + 1);
             let scope = scope(&schemas, lc, kind, this, &[], at);
@@ -886,6 +899,42 @@ kinds:
             ".status field \"phse\" is not declared",
             "step 3 (create): the document serves no kind g.io/Gone",
             "action info: a read (answer) has neither code nor steps",
+        ] {
+            assert!(all.contains(want), "missing {want:?} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn admission_warnings_and_mutations_are_checked() {
+        let good = crate::parse(
+            r#"
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    warnings: [{when: {exists: .spec.run}, message: "spec.run is {{ .spec.run }}"}]
+    mutations:
+      - {merge: {metadata: {labels: {x: "{{ .metadata.name }}"}}}, finalizers: [g.io/keep]}
+"#,
+        )
+        .unwrap();
+        assert_eq!(check(&doc(), &good), Ok(()));
+        let bad = crate::parse(
+            r#"
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    warnings: [{when: {exists: .spec.walk}, message: "{{ $nobody }}"}]
+    mutations:
+      - {when: {exists: .spec.fly}, merge: {spec: {swim: 1}}}
+      - {}
+"#,
+        )
+        .unwrap();
+        let all = check(&doc(), &bad).unwrap_err().join("\n");
+        for want in [
+            "warning 1: .spec.walk field \"walk\" is not declared",
+            "warning 1: $nobody is neither a related object nor a variable",
+            "mutation 1: .spec.fly field \"fly\" is not declared",
+            "mutation 1: .spec field \"swim\" is not declared",
+            "mutation 2: neither merge nor finalizers",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }

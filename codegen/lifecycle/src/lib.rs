@@ -105,6 +105,24 @@ pub struct Kind {
     /// object written. Served with or without `--simulate`, as the actions are.
     #[serde(default)]
     pub warnings: Vec<Warning>,
+    /// virt-api's mutating webhooks on a create of the object, in order: each merges its
+    /// template into the new object and appends its finalizers (once), before the object is
+    /// validated, whoever creates it (a client, an action, the simulated runtime).
+    #[serde(default)]
+    pub mutations: Vec<Mutation>,
+}
+
+/// One create-time mutation: when `when` holds (always without one), `merge` (a template, as a
+/// JSON merge patch) and the `finalizers` appended if absent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Mutation {
+    #[serde(default)]
+    pub when: Option<Pred>,
+    #[serde(default)]
+    pub merge: Option<Value>,
+    #[serde(default)]
+    pub finalizers: Vec<String>,
 }
 
 /// One admission warning: its text (a template) when `when` holds of the object.
@@ -291,6 +309,8 @@ impl Lifecycles {
                     mine.related.extend(kind.related);
                     mine.computed.extend(kind.computed);
                     mine.actions.extend(kind.actions);
+                    mine.warnings.extend(kind.warnings);
+                    mine.mutations.extend(kind.mutations);
                     for stage in kind.stages {
                         match mine.stages.iter_mut().find(|s| s.name == stage.name) {
                             Some(old) => *old = stage,
