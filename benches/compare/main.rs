@@ -1,5 +1,5 @@
 //! Benchmark of virt-apiserver against etcd, side by side, over HTTP with 2 KB VirtualMachine
-//! objects (issue 7, point 4): creates with 1 and 32 clients, gets with 32, paged lists of 10 000
+//! objects: creates with 1 and 32 clients, gets with 32, paged lists of 10 000
 //! and 100 000 objects, watch delivery latency with 1 and 100 watchers, start-up time and RSS
 //! with 100 000 stored objects, and the server's writes per transaction.
 //!
@@ -17,7 +17,7 @@
 //! under `--simulate` reach Running; time, transitions, server CPU per transition) are
 //! scenarios of our server alone, each writing its own section of BENCHMARKS.md (with
 //! `--quick`: smaller, reported to target/).
-//! `--replicas` (replicas.rs, issue 17) starts one private etcd and runs creates with 1 and 32
+//! `--replicas` (replicas.rs) starts one private etcd and runs creates with 1 and 32
 //! clients, gets with 32, a consistent list (no resourceVersion, first page of 500, right after
 //! a write through another replica) and an unpaged list of 10 000 on our server on SQLite, on
 //! etcd with 1 replica and with 3 (clients round-robin), and on bare etcd, with our processes'
@@ -186,7 +186,7 @@ fn measures(p: &Plan) -> Vec<(&'static str, Measure)> {
     ]
 }
 
-/// Issue 18's goals: what a benchmark measures best on two shared cores, the server's CPU per
+/// The goals BENCHMARKS.md records: what a benchmark measures best on two shared cores, the server's CPU per
 /// operation relative to etcd's (the throughput ratios are printed beside them), create p99 at
 /// 1 client (a checkpoint off the write path), and the list, watch, start-up and memory goals.
 fn goals(p: &Plan) -> Vec<(String, Goal)> {

@@ -1,4 +1,4 @@
-//! The overload scenario (`--overload`, issue 18 point 6): against our server only, 10 000 idle
+//! The overload scenario (`--overload`): against our server only, 10 000 idle
 //! keep-alive connections and 5 000 watchers held at once (1 000 and 500 in quick mode). While
 //! they are held, reads and writes must still be answered in good time, every watcher must get
 //! every write's event exactly once and in order, and resident memory must stay bounded: the

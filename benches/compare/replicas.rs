@@ -1,4 +1,4 @@
-//! The replicas scenario (`--replicas`, issue 17 "Figures"): per run one private etcd, and the
+//! The replicas scenario (`--replicas`): per run one private etcd, and the
 //! same workloads on four targets in turn: our server on SQLite, our server on that etcd with one
 //! replica and with three (one prefix; clients spread round-robin over them), and bare etcd
 //! through its JSON gateway. Per target: creates with 1 and 32 clients, gets with 32, a

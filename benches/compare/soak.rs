@@ -1,4 +1,4 @@
-//! The soak (`--soak [--minutes N]`, issue 18): against our server only, 32 writers create,
+//! The soak (`--soak [--minutes N]`): against our server only, 32 writers create,
 //! update and delete at a steady pace while 1 000 watchers with mixed selectors and paginated
 //! listers run, all at once. Every watcher's stream is checked against the writers' own log
 //! (each acknowledged write with its resourceVersion): every event of its selection, exactly

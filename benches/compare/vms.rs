@@ -1,4 +1,4 @@
-//! The VM scenario (`--vms [--count N]`, issue 16): against our server with `--simulate`, N
+//! The VM scenario (`--vms [--count N]`): against our server with `--simulate`, N
 //! VirtualMachines with `runStrategy: Always` created at once by concurrent clients, followed by
 //! two watches (the namespace's VMs and VMIs) until every VM's `status.printableStatus` and its
 //! VMI's `status.phase` are `Running`. Run once with the default delays and once with

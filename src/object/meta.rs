@@ -26,6 +26,54 @@ pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
 const SYSTEM_FIELDS: &[&str] =
     &["creationTimestamp", "uid", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"];
 
+/// The finalizers `meta` lists.
+pub fn finalizers(meta: &Map<String, Value>) -> Vec<String> {
+    meta.get("finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Removes `remove` from `meta`'s finalizers and appends each of `add` it lacks; an empty list
+/// goes. Whether anything changed.
+pub fn edit_finalizers(meta: &mut Map<String, Value>, add: &[String], remove: &[String]) -> bool {
+    let before = finalizers(meta);
+    let mut list: Vec<String> = before.iter().filter(|f| !remove.contains(f)).cloned().collect();
+    for a in add {
+        if !list.contains(a) {
+            list.push(a.clone());
+        }
+    }
+    if list == before {
+        return false;
+    }
+    if list.is_empty() {
+        meta.remove("finalizers");
+    } else {
+        meta.insert("finalizers".into(), Value::from(list));
+    }
+    true
+}
+
+/// Whether `meta` marks its object as being deleted (a `deletionTimestamp` is set).
+pub fn deleting(meta: &Map<String, Value>) -> bool {
+    meta.get("deletionTimestamp").is_some_and(|t| !t.is_null() && t != "")
+}
+
+/// Whether `obj` is being deleted.
+pub fn is_deleting(obj: &Value) -> bool {
+    obj.get("metadata").and_then(Value::as_object).is_some_and(deleting)
+}
+
+/// The ownerReference of `obj`'s controller (metav1 `GetControllerOf`: the first that says
+/// `controller: true`; validation allows one).
+pub fn controller_ref(obj: &Value) -> Option<&Map<String, Value>> {
+    let refs = obj.pointer("/metadata/ownerReferences")?.as_array()?;
+    refs.iter()
+        .filter_map(Value::as_object)
+        .find(|r| r.get("controller") == Some(&Value::Bool(true)))
+}
+
 /// Is `s` a lowercase RFC 1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`), without the length limit.
 pub fn is_dns_label_chars(s: &str) -> bool {
     let b = s.as_bytes();
@@ -458,6 +506,23 @@ mod tests {
         assert!(!name_errors("-a", MAX_NAME_LEN).is_empty());
         assert!(!name_errors(&"a".repeat(64), MAX_NAMESPACE_LEN).is_empty());
         assert!(name_errors(&"a".repeat(253), MAX_NAME_LEN).is_empty());
+    }
+
+    #[test]
+    fn finalizers_deletion_and_the_controller() {
+        let mut meta = json!({"finalizers": ["a", "b"]}).as_object().unwrap().clone();
+        assert!(!edit_finalizers(&mut meta, &["a".into()], &[]));
+        assert!(edit_finalizers(&mut meta, &["c".into()], &["a".into()]));
+        assert_eq!(finalizers(&meta), ["b", "c"]);
+        assert!(edit_finalizers(&mut meta, &[], &["b".into(), "c".into()]));
+        assert!(!meta.contains_key("finalizers"), "an empty list goes");
+        assert!(!is_deleting(&json!({"metadata": {"deletionTimestamp": null}})));
+        assert!(is_deleting(&json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}})));
+        assert!(!is_deleting(&json!({"metadata": {}})));
+        let owned = json!({"metadata": {"ownerReferences": [
+            {"uid": "a", "controller": false}, {"uid": "b", "controller": true}]}});
+        assert_eq!(controller_ref(&owned).and_then(|r| r.get("uid")), Some(&json!("b")));
+        assert!(controller_ref(&json!({"metadata": {}})).is_none());
     }
 
     #[test]

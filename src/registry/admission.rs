@@ -8,10 +8,10 @@
 use lifecycle::{Ctx, Kind, ResourceRef, Rng};
 use serde_json::Value;
 
-use super::strategy::{finalizers, metadata_mut};
+use super::strategy::metadata_mut;
 use super::Registry;
 use crate::object::error::ApiError;
-use crate::object::meta::now_rfc3339;
+use crate::object::meta::{self, now_rfc3339};
 use crate::object::patch::apply_merge_patch;
 use crate::object::subresource::Part;
 use crate::resource::ResourceInfo;
@@ -43,14 +43,7 @@ impl Registry {
                 apply_merge_patch(obj, &ctx.render(merge));
             }
             if !m.finalizers.is_empty() {
-                let meta = metadata_mut(obj)?;
-                let mut list = finalizers(meta);
-                for f in &m.finalizers {
-                    if !list.contains(f) {
-                        list.push(f.clone());
-                    }
-                }
-                meta.insert("finalizers".into(), Value::from(list));
+                meta::edit_finalizers(metadata_mut(obj)?, &m.finalizers, &[]);
             }
         }
         Ok(())

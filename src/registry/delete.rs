@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::options::{DeleteOptions, ListOptions, Propagation};
 use super::read::Page;
-use super::strategy::{finalizers, metadata_mut};
+use super::strategy::metadata_mut;
 use super::update::{Next, Shed};
 use super::{namespaces, Change, Object, Registry};
 use crate::object::error::ApiError;
@@ -49,8 +49,8 @@ impl Registry {
                 let held = namespace_rules && namespaces::held(current);
                 let mut obj = (**current).clone();
                 let meta = metadata_mut(&mut obj)?;
-                let already_deleting = meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
-                let mut fins = finalizers(meta);
+                let already_deleting = meta::deleting(meta);
+                let mut fins = meta::finalizers(meta);
                 if !already_deleting {
                     apply_propagation(&mut fins, opts);
                 }

@@ -42,7 +42,7 @@ pub fn namespace_kind() -> Option<&'static ResourceInfo> {
 }
 
 fn terminating(ns: &Value) -> bool {
-    !meta_str(ns, "deletionTimestamp").is_empty()
+    crate::object::meta::is_deleting(ns)
         || ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
 }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::Registry;
 use crate::generated::RESOURCES;
+use crate::object::meta::controller_ref;
 use crate::object::meta_str;
 use crate::registry::keys::{collection_prefix, object_key};
 use crate::resource::ResourceInfo;
@@ -58,11 +59,7 @@ impl Registry {
                 By::Owned => {
                     let uid = meta_str(obj, "uid");
                     let mine = |item: &Value| {
-                        let refs = item.pointer("/metadata/ownerReferences");
-                        refs.and_then(Value::as_array).into_iter().flatten().any(|r| {
-                            r.get("controller") == Some(&Value::Bool(true))
-                                && r.get("uid").and_then(Value::as_str) == Some(uid)
-                        })
+                        controller_ref(item).and_then(|r| r.get("uid")?.as_str()) == Some(uid)
                     };
                     let items = self.scan(rel_res, ns, uid, rel, ctx, mine).await;
                     out.insert(name.clone(), Value::Array(items));
@@ -104,11 +101,8 @@ impl Registry {
                     continue;
                 }
                 By::Controller => {
-                    let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
-                    let owner = refs.into_iter().flatten().find(|r| {
-                        r.get("controller") == Some(&Value::Bool(true))
-                            && r.get("kind").and_then(Value::as_str) == Some(rel_res.kind)
-                    });
+                    let owner = controller_ref(obj)
+                        .filter(|r| r.get("kind").and_then(Value::as_str) == Some(rel_res.kind));
                     let Some(owner) = owner else { continue };
                     let field = |f: &str| owner.get(f).and_then(Value::as_str).unwrap_or("");
                     (object_key(rel_res, ns, field("name")), Some(field("uid").to_string()))

@@ -91,16 +91,16 @@ pub(crate) fn prepare_update(
                 None => meta.remove(field),
             };
         }
-        let deleting = old_meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
+        let deleting = meta::deleting(old_meta);
         if deleting {
             for field in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
                 if let Some(v) = old_meta.get(field) {
                     meta.insert(field.into(), v.clone());
                 }
             }
-            let old_f = finalizers(old_meta);
+            let old_f = meta::finalizers(old_meta);
             let added: Vec<String> =
-                finalizers(meta).into_iter().filter(|f| !old_f.contains(f)).collect();
+                meta::finalizers(meta).into_iter().filter(|f| !old_f.contains(f)).collect();
             if !added.is_empty() {
                 let list: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
                 causes.push(Cause::forbidden(
@@ -112,7 +112,7 @@ pub(crate) fn prepare_update(
                 ));
             }
         } else {
-            if meta.get("deletionTimestamp").is_some_and(|v| !v.is_null()) {
+            if meta::deleting(meta) {
                 causes.push(Cause::invalid(
                     "metadata.deletionTimestamp",
                     &format!(
@@ -155,10 +155,10 @@ pub(crate) fn prepare_update(
     if managed_fields::same_ignoring_times(&new, current) {
         return Ok(Next::Keep(current.clone()));
     }
-    let deleting = old_meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
+    let deleting = meta::deleting(old_meta);
     // A namespace's own finalizers (`spec.finalizers`) hold it as metadata's do.
     let held = res.namespaces && super::namespaces::held(&new);
-    if deleting && !held && finalizers(metadata(&new).unwrap_or(&Map::new())).is_empty() {
+    if deleting && !held && meta::finalizers(metadata(&new).unwrap_or(&Map::new())).is_empty() {
         return Ok(Next::Delete { answer: Some(new) });
     }
     Ok(Next::Update(new))
@@ -170,13 +170,6 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
     let counted = |k: &String| k != "metadata" && k != "apiVersion";
     old.keys().filter(|k| counted(k)).count() != new.keys().filter(|k| counted(k)).count()
         || new.iter().any(|(k, v)| counted(k) && old.get(k) != Some(v))
-}
-
-pub fn finalizers(meta: &Map<String, Value>) -> Vec<String> {
-    meta.get("finalizers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 /// The object's metadata, created empty when absent; a non-object metadata is a 400.

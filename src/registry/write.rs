@@ -86,7 +86,7 @@ impl Registry {
                 }
                 Err(StoreError::AlreadyExists) => {
                     let deleting = match self.store.get(&key).await? {
-                        Some(existing) => !meta_str(&existing, "deletionTimestamp").is_empty(),
+                        Some(existing) => meta::is_deleting(&existing),
                         None => false,
                     };
                     if !named && !deleting {

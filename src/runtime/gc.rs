@@ -31,7 +31,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::generated::RESOURCES;
 use crate::object::error::ApiError;
-use crate::object::meta::{FOREGROUND_FINALIZER as FOREGROUND, ORPHAN_FINALIZER as ORPHAN};
+use crate::object::meta::{self, FOREGROUND_FINALIZER as FOREGROUND, ORPHAN_FINALIZER as ORPHAN};
 use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::registry::keys::{self, collection_prefix, object_key};
@@ -92,7 +92,7 @@ async fn run(registry: Registry, interval: Duration) {
 /// running simulation) cannot: a pass for each would read every object per write.
 fn relevant(ev: &Event) -> bool {
     let refs = |v: &Value| v.pointer("/metadata/ownerReferences").filter(|r| !r.is_null()).cloned();
-    if matches!(ev.kind, crate::store::EventType::Deleted) || deleting(&ev.object) {
+    if matches!(ev.kind, crate::store::EventType::Deleted) || meta::is_deleting(&ev.object) {
         return true;
     }
     let now = refs(&ev.object);
@@ -129,14 +129,7 @@ fn owner_uids(obj: &Value) -> Vec<(String, bool)> {
 }
 
 fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
-}
-
-fn deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
+    obj.get("metadata").and_then(Value::as_object).map(meta::finalizers).unwrap_or_default()
 }
 
 /// The part of an object a pass looks at, as an object with only those metadata fields.
@@ -375,13 +368,13 @@ pub async fn collect(registry: &Registry, warnings: &mut Warnings) -> Result<boo
         let uid = meta_str(obj, "uid");
         let fins = finalizers(obj);
         let deps = dependents.get(uid).cloned().unwrap_or_default();
-        if deleting(obj) && fins.iter().any(|f| f == ORPHAN) {
+        if meta::is_deleting(obj) && fins.iter().any(|f| f == ORPHAN) {
             let is_owner = |u: &str| u == uid;
             for (dep_key, _) in &deps {
                 changed |= drop_owner_refs(registry, dep_key, &is_owner).await?;
             }
             changed |= remove_finalizer(registry, key, ORPHAN).await?;
-        } else if deleting(obj) && fins.iter().any(|f| f == FOREGROUND) {
+        } else if meta::is_deleting(obj) && fins.iter().any(|f| f == FOREGROUND) {
             let opts = DeleteOptions {
                 propagation: Some(Propagation::Foreground),
                 ..DeleteOptions::default()
@@ -389,7 +382,7 @@ pub async fn collect(registry: &Registry, warnings: &mut Warnings) -> Result<boo
             for (dep_key, _) in &deps {
                 let Some(dep_res) = resource_of(dep_key) else { continue };
                 let dep = all.iter().find(|(k, _)| k == dep_key).map(|(_, o)| o);
-                if dep.is_some_and(|d| !deleting(d)) {
+                if dep.is_some_and(|d| !meta::is_deleting(d)) {
                     let Some((_, _, ns, name)) = keys::split(dep_key) else { continue };
                     match registry.delete(dep_res, ns, name, &opts).await {
                         Ok(_) | Err(ApiError::NotFound { .. }) => changed = true,
@@ -409,7 +402,7 @@ pub async fn collect(registry: &Registry, warnings: &mut Warnings) -> Result<boo
         let dangling_here = dangling.get(key.as_str()).unwrap_or(&none);
         let gone = |u: &str| dangling_here.contains(u);
         if owners.iter().all(|(u, _)| gone(u)) {
-            if !deleting(obj) {
+            if !meta::is_deleting(obj) {
                 let opts = DeleteOptions {
                     propagation: Some(Propagation::Background),
                     ..DeleteOptions::default()
@@ -454,18 +447,8 @@ async fn drop_owner_refs(
 /// registry's update rules remove it).
 async fn remove_finalizer(registry: &Registry, key: &str, name: &str) -> Result<bool, ApiError> {
     change(registry, key, |obj| {
-        let mut fins = finalizers(obj);
-        if !fins.iter().any(|f| f == name) {
-            return None;
-        }
-        fins.retain(|f| f != name);
         let meta = obj.get_mut("metadata").and_then(Value::as_object_mut)?;
-        if fins.is_empty() {
-            meta.remove("finalizers");
-        } else {
-            meta.insert("finalizers".into(), json!(fins));
-        }
-        Some(())
+        meta::edit_finalizers(meta, &[], &[name.to_string()]).then_some(())
     })
     .await
 }

@@ -15,7 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::generated::RESOURCES;
 use crate::object::error::ApiError;
-use crate::object::meta::now_rfc3339;
+use crate::object::meta::{is_deleting, now_rfc3339};
 use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::registry::keys::collection_prefix;
@@ -69,7 +69,7 @@ fn namespaced_kinds() -> impl Iterator<Item = &'static ResourceInfo> {
 pub async fn pass(registry: &Registry) -> Result<(), ApiError> {
     let Some(ns_kind) = namespace_kind() else { return Ok(()) };
     let namespaces = registry.list(ns_kind, None, &ListOptions::default()).await?.objects()?;
-    for ns in namespaces.iter().filter(|n| !meta_str(n, "deletionTimestamp").is_empty()) {
+    for ns in namespaces.iter().filter(|n| is_deleting(n)) {
         empty(registry, ns_kind, meta_str(ns, "name")).await?;
     }
     Ok(())
@@ -89,7 +89,7 @@ async fn empty(
         for obj in &objects {
             // What holds the object: its finalizers as listed, or as its delete left them.
             let kept;
-            let held: &Value = if meta_str(obj, "deletionTimestamp").is_empty() {
+            let held: &Value = if !is_deleting(obj) {
                 let opts = DeleteOptions::default();
                 match registry.delete(res, name, meta_str(obj, "name"), &opts).await {
                     Ok(Deleted::Gone(_)) | Err(ApiError::NotFound { .. }) => continue,

@@ -24,9 +24,7 @@ pub struct Reverse {
 
 /// The uid of the owner that controls `obj`, if any.
 pub fn controller(obj: &Value) -> Option<&str> {
-    let refs = obj.pointer("/metadata/ownerReferences")?.as_array()?;
-    let r = refs.iter().find(|r| r.get("controller") == Some(&Value::Bool(true)))?;
-    r.get("uid")?.as_str().filter(|u| !u.is_empty())
+    crate::object::meta::controller_ref(obj)?.get("uid")?.as_str().filter(|u| !u.is_empty())
 }
 
 impl Reverse {

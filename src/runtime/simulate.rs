@@ -28,7 +28,7 @@ use tokio::task::AbortHandle;
 
 use crate::generated::{LIFECYCLES, OPENAPI_V2};
 use crate::object::error::ApiError;
-use crate::object::meta::now_rfc3339;
+use crate::object::meta::{self, now_rfc3339};
 use crate::object::subresource::Part;
 use crate::object::validation::{FieldValidation, Via};
 use crate::object::{meta_str, stored_revision};
@@ -371,12 +371,8 @@ impl Engine {
                     By::Name => self.evaluate(k, &object_key(res, ns, name)).await,
                     // The owner, if it is of this kind.
                     By::Owned => {
-                        let refs = ev.object.pointer("/metadata/ownerReferences");
-                        let owner =
-                            refs.and_then(Value::as_array).into_iter().flatten().find(|r| {
-                                r.get("controller") == Some(&Value::Bool(true))
-                                    && r.get("kind").and_then(Value::as_str) == Some(res.kind)
-                            });
+                        let owner = meta::controller_ref(&ev.object)
+                            .filter(|r| r.get("kind").and_then(Value::as_str) == Some(res.kind));
                         if let Some(owner) = owner.and_then(|o| o.get("name")?.as_str()) {
                             self.evaluate(k, &object_key(res, ns, owner)).await;
                         }
@@ -597,22 +593,8 @@ impl Engine {
             Step::Finalizers { add, remove, .. } => {
                 self.update(res, (ns, name, Part::Main), manager, expected, |obj| {
                     let meta = obj.as_object_mut().and_then(|o| o.get_mut("metadata"));
-                    let Some(meta) = meta.and_then(Value::as_object_mut) else { return };
-                    let mut fins: Vec<Value> = meta
-                        .get("finalizers")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default();
-                    fins.retain(|f| !f.as_str().is_some_and(|f| remove.iter().any(|r| r == f)));
-                    for a in add {
-                        if !fins.iter().any(|f| f.as_str() == Some(a)) {
-                            fins.push(Value::String(a.clone()));
-                        }
-                    }
-                    if fins.is_empty() {
-                        meta.remove("finalizers");
-                    } else {
-                        meta.insert("finalizers".into(), Value::Array(fins));
+                    if let Some(meta) = meta.and_then(Value::as_object_mut) {
+                        meta::edit_finalizers(meta, add, remove);
                     }
                 })
                 .await

@@ -1,4 +1,4 @@
-//! A three-member etcd cluster under faults (issue 17), driven as a client would: writes through
+//! A three-member etcd cluster under faults, driven as a client would: writes through
 //! the API, and one watch open from before the first fault whose events are checked against every
 //! write the server acknowledged (none lost, none duplicated, revisions strictly increasing).
 //! A killed member, the leader or a follower, costs at most an election: writes resume on the

@@ -1,4 +1,4 @@
-//! Overload (issue 18, point 6), at a test's scale: thousands of idle keep-alive connections and
+//! Overload, at a test's scale: thousands of idle keep-alive connections and
 //! heads sent a byte at a time leave the server answering within its memory, slow heads are cut
 //! at the read-header timeout (kube's `ReadHeaderTimeout`, shortened here by a hidden flag), and
 //! writes past `--max-mutating-requests-inflight` get 429 with `Retry-After`. The full figures

@@ -1,4 +1,4 @@
-//! Several replicas over one etcd prefix (issue 17 point 2): any replica serves any request with
+//! Several replicas over one etcd prefix: any replica serves any request with
 //! kube's semantics. Consistent reads on one see every write acknowledged on another, watches on
 //! all see one history, continue tokens and resourceVersions travel between them, and a replica
 //! killed with SIGKILL leaves its clients to resume elsewhere with no gap and no duplicate; a

@@ -1,4 +1,4 @@
-//! The database file as operators meet it (issue 18): bad files at start fail in one line that
+//! The database file as operators meet it: bad files at start fail in one line that
 //! names the file and the cause and leave it byte for byte as it was; `check`; the schema's
 //! version and upgrades; `backup` beside a running server and `restore`, after which revisions
 //! continue above every one served before and older history counts as compacted.
