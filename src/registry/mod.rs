@@ -170,3 +170,6 @@ pub struct Outcome {
     pub object: Object,
     pub warnings: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,143 @@
+//! The verbs without HTTP: what a request does to the store, decided by the registry alone, as
+//! kube's generic registry tests drive its `Store` (`registry/generic/registry/store_test.go`).
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::object::error::ApiError;
+use crate::object::patch::NonApplyPatch;
+use crate::object::validation::{FieldValidation, Via};
+use crate::resource::ResourceInfo;
+use crate::store::{Store, StoreConfig};
+
+fn served(plural: &str) -> &'static ResourceInfo {
+    let stored = |r: &&ResourceInfo| r.plural == plural && r.version == r.storage_version;
+    crate::generated::RESOURCES.iter().find(stored).unwrap()
+}
+
+/// A registry over an in-memory store, with kube's namespace lifecycle.
+async fn registry() -> Registry {
+    let store = Store::open(StoreConfig::new(crate::store::sqlite::MEMORY)).unwrap();
+    let registry = Registry::new(store);
+    registry.ensure_namespaces().await.unwrap();
+    registry
+}
+
+fn opts() -> WriteOptions {
+    WriteOptions {
+        dry_run: false,
+        field_validation: FieldValidation::Strict,
+        manager: "test".into(),
+    }
+}
+
+fn in_ns(ns: &str, name: Option<&str>) -> Target {
+    Target::new(Some(ns.into()), name.map(str::to_string))
+}
+
+fn config_map(name: &str, finalizers: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "finalizers": finalizers}, "data": {"k": "v"}})
+}
+
+async fn create(r: &Registry, res: &'static ResourceInfo, ns: &str, obj: Value) -> Outcome {
+    r.create(res, &in_ns(ns, None), obj, Via::Body(&[]), &opts()).await.unwrap()
+}
+
+fn rv(v: &Value) -> String {
+    v["metadata"]["resourceVersion"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn create_get_update_and_a_stale_update() {
+    let r = registry().await;
+    let cms = served("configmaps");
+    let made = create(&r, cms, "default", config_map("c", json!([]))).await;
+    assert_eq!(made.change, Change::Created);
+    let stored = r.get(cms, "default", "c").await.unwrap();
+    assert_eq!(stored["data"], json!({"k": "v"}));
+    assert!(!stored["metadata"]["uid"].as_str().unwrap().is_empty());
+    let mut next = (*stored).clone();
+    next["data"] = json!({"k": "w"});
+    let target = in_ns("default", Some("c"));
+    let updated = r.update(cms, &target, next.clone(), Via::Body(&[]), &opts()).await.unwrap();
+    assert_eq!(updated.change, Change::Updated);
+    assert!(rv(updated.object.value()) > rv(&stored));
+    // The body still names the first revision: kube's optimistic-concurrency conflict.
+    let stale = r.update(cms, &target, next, Via::Body(&[]), &opts()).await.unwrap_err();
+    assert_eq!(stale.code(), 409, "{stale:?}");
+    // A repeat of what is stored changes nothing.
+    let current = (*r.get(cms, "default", "c").await.unwrap()).clone();
+    let same = r.update(cms, &target, current, Via::Body(&[]), &opts()).await.unwrap();
+    assert_eq!(same.change, Change::Unchanged);
+}
+
+#[tokio::test]
+async fn a_dry_run_and_a_generated_name() {
+    let r = registry().await;
+    let cms = served("configmaps");
+    let dry = WriteOptions { dry_run: true, ..opts() };
+    let body = config_map("dry", json!([]));
+    let out = r.create(cms, &in_ns("default", None), body, Via::Body(&[]), &dry).await.unwrap();
+    assert_eq!(out.object.value()["metadata"]["name"], "dry");
+    assert!(matches!(r.get(cms, "default", "dry").await, Err(ApiError::NotFound { .. })));
+    let mut generated = config_map("", json!([]));
+    generated["metadata"] = json!({"generateName": "cm-"});
+    let out = create(&r, cms, "default", generated).await;
+    let name = out.object.value()["metadata"]["name"].as_str().unwrap().to_string();
+    assert!(name.starts_with("cm-") && name.len() == "cm-".len() + 5, "{name}");
+    assert!(r.get(cms, "default", &name).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_finalizer_holds_a_delete_until_a_patch_removes_it() {
+    let r = registry().await;
+    let cms = served("configmaps");
+    create(&r, cms, "default", config_map("held", json!(["example.com/hold"]))).await;
+    let deleted = r.delete(cms, "default", "held", &DeleteOptions::default()).await.unwrap();
+    let Deleted::Finalizing(obj) = deleted else { panic!("{deleted:?}") };
+    assert!(crate::object::meta::is_deleting(obj.value()));
+    // A repeated delete changes nothing.
+    let again = r.delete(cms, "default", "held", &DeleteOptions::default()).await.unwrap();
+    assert!(matches!(again, Deleted::Finalizing(_)));
+    let release = json!({"metadata": {"finalizers": null}});
+    let patch = NonApplyPatch::Merge(release.clone());
+    let body = release.to_string();
+    let target = in_ns("default", Some("held"));
+    let out = r.patch(cms, &target, &patch, body.as_bytes(), &opts()).await.unwrap();
+    assert_eq!(out.change, Change::Deleted, "the last finalizer gone, the object goes");
+    assert!(matches!(r.get(cms, "default", "held").await, Err(ApiError::NotFound { .. })));
+}
+
+#[tokio::test]
+async fn namespaces_are_checked_and_collections_deleted() {
+    let r = registry().await;
+    let cms = served("configmaps");
+    let missing = r
+        .create(cms, &in_ns("nowhere", None), config_map("c", json!([])), Via::Body(&[]), &opts())
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), 404, "{missing:?}");
+    for name in ["a", "b"] {
+        create(&r, cms, "default", config_map(name, json!([]))).await;
+    }
+    let (page, gone) = r
+        .delete_collection(cms, Some("default"), &ListOptions::default(), &DeleteOptions::default())
+        .await
+        .unwrap();
+    assert_eq!((page.items.len(), gone.len()), (2, 2));
+    let left = r.list(cms, Some("default"), &ListOptions::default()).await.unwrap();
+    assert!(left.items.is_empty());
+}
+
+#[tokio::test]
+async fn a_migration_is_mutated_on_create_as_virt_api_does() {
+    let r = registry().await;
+    let vmims = served("virtualmachineinstancemigrations");
+    let body = json!({"apiVersion": vmims.api_version(), "kind": vmims.kind,
+                      "metadata": {"name": "m"}, "spec": {"vmiName": "vm1"}});
+    let out = create(&r, vmims, "default", body).await;
+    let meta = &out.object.value()["metadata"];
+    assert_eq!(meta["labels"], json!({"kubevirt.io/vmi-name": "vm1"}));
+    assert_eq!(meta["finalizers"], json!(["kubevirt.io/migrationJobFinalize"]));
+}
