@@ -383,7 +383,7 @@ fn main() -> std::io::Result<()> {
         // `--simulate-config` extends or replaces the actions as it does the lifecycles.
         if let Some(cfg) = &simulation {
             let lifecycles = std::sync::Arc::new(cfg.lifecycles.clone());
-            state.registry = state.registry.with_actions(lifecycles);
+            state.registry = state.registry.with_actions(lifecycles).with_controllers(true);
         }
         // kube-apiserver's system namespaces, and those objects already live in, exist before
         // the first request is served.

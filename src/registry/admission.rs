@@ -24,7 +24,8 @@ impl Registry {
     }
 
     /// virt-api's mutating webhooks on a create of `obj` (decoded, in its namespace, not yet
-    /// validated): kube calls them before the strategy validates the object.
+    /// validated): kube calls them before the strategy validates the object. Their finalizers
+    /// are the controllers' to remove, so they are added only while the controllers run.
     pub(crate) fn mutate_on_create(
         &self,
         res: &ResourceInfo,
@@ -42,7 +43,7 @@ impl Registry {
             if let Some(merge) = &m.merge {
                 apply_merge_patch(obj, &ctx.render(merge));
             }
-            if !m.finalizers.is_empty() {
+            if !m.finalizers.is_empty() && self.controllers {
                 meta::edit_finalizers(metadata_mut(obj)?, &m.finalizers, &[]);
             }
         }

@@ -47,18 +47,32 @@ pub struct Registry {
     /// The lifecycles whose `actions` the action API runs: the built-in file, or with
     /// `--simulate-config` on top.
     actions: Arc<Lifecycles>,
+    /// Whether KubeVirt's controllers run (`--simulate`): only they remove the finalizers
+    /// virt-api's webhooks add, so without them none is added (a delete would wait forever).
+    controllers: bool,
 }
 
 impl Registry {
     /// The verbs over `store`, with kube's namespace lifecycle (when the document has a
     /// namespace kind).
     pub fn new(store: Store) -> Registry {
-        Registry { store, implicit_namespaces: false, actions: actions::builtin() }
+        Registry {
+            store,
+            implicit_namespaces: false,
+            actions: actions::builtin(),
+            controllers: false,
+        }
     }
 
     /// The action API runs the `actions` of `lifecycles` (checked: `simulate::load`).
     pub fn with_actions(mut self, lifecycles: Arc<Lifecycles>) -> Registry {
         self.actions = lifecycles;
+        self
+    }
+
+    /// `--simulate`: KubeVirt's controllers run, and remove the finalizers its webhooks add.
+    pub fn with_controllers(mut self, controllers: bool) -> Registry {
+        self.controllers = controllers;
         self
     }
 

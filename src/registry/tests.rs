@@ -130,14 +130,18 @@ async fn namespaces_are_checked_and_collections_deleted() {
     assert!(left.items.is_empty());
 }
 
+/// The label always; the controller's finalizer only while the controllers run to remove it.
 #[tokio::test]
 async fn a_migration_is_mutated_on_create_as_virt_api_does() {
-    let r = registry().await;
     let vmims = served("virtualmachineinstancemigrations");
     let body = json!({"apiVersion": vmims.api_version(), "kind": vmims.kind,
                       "metadata": {"name": "m"}, "spec": {"vmiName": "vm1"}});
-    let out = create(&r, vmims, "default", body).await;
-    let meta = &out.object.value()["metadata"];
-    assert_eq!(meta["labels"], json!({"kubevirt.io/vmi-name": "vm1"}));
-    assert_eq!(meta["finalizers"], json!(["kubevirt.io/migrationJobFinalize"]));
+    for controllers in [false, true] {
+        let r = registry().await.with_controllers(controllers);
+        let out = create(&r, vmims, "default", body.clone()).await;
+        let meta = &out.object.value()["metadata"];
+        assert_eq!(meta["labels"], json!({"kubevirt.io/vmi-name": "vm1"}));
+        let want = controllers.then(|| json!(["kubevirt.io/migrationJobFinalize"]));
+        assert_eq!(meta.get("finalizers"), want.as_ref(), "controllers: {controllers}");
+    }
 }

@@ -106,8 +106,9 @@ pub struct Kind {
     #[serde(default)]
     pub warnings: Vec<Warning>,
     /// virt-api's mutating webhooks on a create of the object, in order: each merges its
-    /// template into the new object and appends its finalizers (once), before the object is
-    /// validated, whoever creates it (a client, an action, the simulated runtime).
+    /// template into the new object and appends its finalizers (once; only under `--simulate`,
+    /// whose controllers remove them), before the object is validated, whoever creates it (a
+    /// client, an action, the simulated runtime).
     #[serde(default)]
     pub mutations: Vec<Mutation>,
 }

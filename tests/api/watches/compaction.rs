@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::common::*;
-use crate::watch_semantics::{compacting, create, rv, touch, vm_path, vms, RawWatch};
+use crate::watches::watch_semantics::{compacting, create, rv, touch, vm_path, vms, RawWatch};
 
 /// Rows of one key in the log table of the database file.
 fn rows_of(db: &std::path::Path, key: &str) -> u64 {

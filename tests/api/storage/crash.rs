@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::watch_semantics::{vm, vm_path, vms};
+use crate::watches::watch_semantics::{vm, vm_path, vms};
 
 const NS: &str = "crash";
 
@@ -146,7 +146,7 @@ fn sigkill_during_concurrent_writes_loses_no_acknowledged_write() {
     }
 
     // New writes take higher revisions, and the resumed watch follows on.
-    let fresh = crate::watch_semantics::create(&s, NS, "after-restart", json!({}));
+    let fresh = crate::watches::watch_semantics::create(&s, NS, "after-restart", json!({}));
     assert!(rv(&fresh) > now);
     let ev = resumed.expect();
     assert_eq!((ev["type"].as_str(), rv(&ev["object"])), (Some("ADDED"), rv(&fresh)));

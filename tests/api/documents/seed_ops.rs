@@ -17,7 +17,7 @@ struct Row {
 }
 
 fn rows() -> Vec<Row> {
-    let path = repo_root().join("tests/api/seed-operations.tsv");
+    let path = repo_root().join("tests/api/documents/seed-operations.tsv");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .enumerate()

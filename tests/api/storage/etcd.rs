@@ -211,7 +211,7 @@ fn an_object_over_etcds_request_limit_is_413() {
 
 #[test]
 fn etcd_over_tls_with_a_client_certificate() {
-    let pki = crate::tls::pki();
+    let pki = crate::common::pki();
     let etcd = TestEtcd::start_tls(
         &pki.path("ca.pem"),
         &pki.path("server.pem"),

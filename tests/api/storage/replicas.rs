@@ -430,7 +430,7 @@ fn a_replica_whose_feed_fell_behind_compaction_relists() {
     let gone = a.create(vm(), &object(vm(), NS, "gone"));
     assert_eq!(b.get_json(&item_path(vm(), NS, "gone")), gone);
     let since = rv(&gone);
-    let watch = crate::watch_semantics::RawWatch::open(
+    let watch = crate::watches::watch_semantics::RawWatch::open(
         &b,
         &format!("{}?watch=true&resourceVersion={since}", vms()),
     );
@@ -444,7 +444,7 @@ fn a_replica_whose_feed_fell_behind_compaction_relists() {
 
     // The open watch ends without the events B never saw, as kube's watchers do on a relist.
     watch.expect_end(Duration::from_secs(60));
-    let again = crate::watch_semantics::RawWatch::open(
+    let again = crate::watches::watch_semantics::RawWatch::open(
         &b,
         &format!("{}?watch=true&resourceVersion={since}", vms()),
     );

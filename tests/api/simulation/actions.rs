@@ -484,6 +484,17 @@ fn migrate_creates_a_migration() {
     let r = vm_act(&server, "b", "migrate", "");
     assert_refused(&r, 500, "Internal error occurred: admission webhook \"migration-create-validator.kubevirt.io\" denied the request: Cannot migrate VMI, Reason: InterfaceNotLiveMigratable, Message: cannot migrate VMI which does not use masquerade or a migratable plugin to connect to the pod network", "");
     assert_eq!(migrations().len(), 1);
+    // With the controllers running, the webhook's finalizer too, in the create's answer.
+    let kubectl = Kubectl::new(&server);
+    let file = std::env::temp_dir().join(format!("vmim-sim-{}.json", std::process::id()));
+    let direct = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+        "metadata": {"name": "direct", "namespace": "ns"}, "spec": {"vmiName": "m"}});
+    std::fs::write(&file, direct.to_string()).unwrap();
+    let made = kubectl.ok(&["create", "-f", file.to_str().unwrap(), "-o", "json"]);
+    std::fs::remove_file(&file).ok();
+    let made: Value = serde_json::from_str(&made).unwrap();
+    assert_eq!(made["metadata"]["labels"], json!({"kubevirt.io/vmi-name": "m"}));
+    assert_eq!(made["metadata"]["finalizers"], json!(["kubevirt.io/migrationJobFinalize"]));
 }
 
 /// Without `--simulate` nothing moves, but each action's effect is written.
@@ -564,12 +575,13 @@ fn actions_write_their_effect_without_simulate() {
     );
     assert_done(&vm_act(&server, "r", "migrate", ""), 202);
     // As virt-api's migration-create mutating webhook leaves it: `kubectl get vmim -l
-    // kubevirt.io/vmi-name=r` finds it, and it carries the migration controller's finalizer.
+    // kubevirt.io/vmi-name=r` finds it; the migration controller's finalizer only comes with
+    // the controllers (`--simulate`), which remove it.
     let vmims = format!("{KV}/ns/virtualmachineinstancemigrations");
     let selected = server.get_json(&format!("{vmims}?labelSelector=kubevirt.io%2Fvmi-name%3Dr"));
     let items = selected["items"].as_array().unwrap();
     assert_eq!(items.len(), 1, "{selected}");
-    assert_eq!(items[0]["metadata"]["finalizers"], json!(["kubevirt.io/migrationJobFinalize"]));
+    assert!(items[0]["metadata"].get("finalizers").is_none(), "{selected}");
     let kubectl = Kubectl::new(&server);
     let listed =
         kubectl.ok(&["get", "vmim", "-n", "ns", "-l", "kubevirt.io/vmi-name=r", "-o", "name"]);
@@ -591,10 +603,7 @@ fn actions_write_their_effect_without_simulate() {
     std::fs::remove_file(&file).ok();
     let made: Value = serde_json::from_str(&made).unwrap();
     assert_eq!(made["metadata"]["labels"], json!({"team": "a", "kubevirt.io/vmi-name": "man"}));
-    assert_eq!(
-        made["metadata"]["finalizers"],
-        json!(["example.com/keep", "kubevirt.io/migrationJobFinalize"])
-    );
+    assert_eq!(made["metadata"]["finalizers"], json!(["example.com/keep"]));
     let listed =
         kubectl.ok(&["get", "vmim", "-n", "ns", "-l", "kubevirt.io/vmi-name=man", "-o", "name"]);
     assert_eq!(listed.trim(), "virtualmachineinstancemigration.kubevirt.io/direct");

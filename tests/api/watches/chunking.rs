@@ -7,7 +7,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::watch_semantics::{compacting, create, remove, touch, vm, vms};
+use crate::watches::watch_semantics::{compacting, create, remove, touch, vm, vms};
 
 const TOTAL: usize = 400;
 
