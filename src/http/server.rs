@@ -99,7 +99,7 @@ async fn metrics(state: web::Data<AppState>, filters: Option<web::Data<Filters>>
 
 /// Registers everything the server answers on an actix app; tests use the same function.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    crate::generated::configure(cfg);
+    crate::http::routes::configure(cfg);
 }
 
 async fn not_found() -> HttpResponse {
