@@ -20,4 +20,5 @@ pub mod params;
 pub mod request_info;
 pub mod routes;
 pub mod server;
+pub mod state;
 pub mod tls;
