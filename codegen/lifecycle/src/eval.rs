@@ -14,7 +14,6 @@
 //!   becomes one element per element of the list `e` reads, `value` rendered with `$name` (by
 //!   default `$item`) bound to it, skipping those of which `if` does not hold (`.` stays the
 //!   object): a VM's volumes as a snapshot's volume backups.
-
 //!
 //! Predicates: what a stage selects, when a computed case applies, and (later) an action's
 //! preconditions. Written as single-key maps:
