@@ -1,4 +1,4 @@
-//! Prints the Rust that codegen generates from a document:
+//! Prints the Rust that codegen generates from a document, the data module then the routes:
 //! `cargo run -p codegen --example dump -- [doc.json]` (default `openapi/virt-apiserver.json`).
 
 use std::process::ExitCode;
@@ -10,7 +10,7 @@ fn main() -> ExitCode {
         .and_then(|bytes| codegen::generate(&bytes).map_err(|e| format!("{path}: {e}")));
     match generated {
         Ok(g) => {
-            print!("{}", g.code);
+            print!("// $OUT_DIR/generated.rs\n{}\n// $OUT_DIR/routes.rs\n{}", g.data, g.routes);
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -1,19 +1,23 @@
-//! Turns the IR into the generated Rust module: the per-kind statics, `configure` and one thin
-//! handler per operation.
+//! Turns the IR into the generated Rust: the document's data (the per-kind statics) and, apart,
+//! its routes (`configure` and one thin handler per operation), so the data sits below every
+//! layer and the routes in the HTTP layer.
 //!
 //! Everything emitted is data or glue: a handler extracts its path parameters and calls the
-//! hand-written function for its action with `&RESOURCES[i]`. The module names hand-written items
-//! only as `self::rt::<name>`: `rt` is the facade the including module declares beside the
-//! `include!` (`src/generated.rs`), so moving an item in the main crate changes the facade, not
-//! this file. Other paths are absolute (`::actix_web`, `::std`), so the module needs no `use`
-//! items and cannot clash with the including crate.
+//! hand-written function for its action with `&RESOURCES[i]`. Both modules name hand-written
+//! items only as `self::rt::<name>`: `rt` is the facade each including module declares beside
+//! its `include!` (`src/generated.rs` for the data, `src/http/routes.rs` for the routes), so
+//! moving an item in the main crate changes a facade, not this file. The routes name the data's
+//! `RESOURCES` and `GROUPS` as they are, which their including module brings into scope. Other
+//! paths are absolute (`::actix_web`, `::std`), so the modules need no other `use` items and
+//! cannot clash with the including crate.
 //!
-//! The names `rt` must provide: the records `GroupInfo`, `ResourceInfo`, `PrinterColumn`,
-//! `ScaleInfo`, `OpenApiV3Doc`; `AppState` and `ApiError`; the verbs `list`, `get`, `watch`,
-//! `create`, `update`, `patch`, `delete`, `delete_collection`, `{get,update,patch}_status`,
-//! `{get,update,patch}_scale`, `method_not_allowed` and `Target`; `action` and `action_read`
-//! for `x-virt-action` operations; and one function per
-//! `x-virt-handler`, named in snake_case (`api_group`, `openapi_v3_document`, ...).
+//! The names the data's `rt` must provide: the records `GroupInfo`, `ResourceInfo`,
+//! `PrinterColumn`, `ScaleInfo`, `OpenApiV3Doc` and theirs. The routes' `rt`: `AppState` and
+//! `ApiError`; the verbs `list`, `get`, `watch`, `create`, `update`, `patch`, `delete`,
+//! `delete_collection`, `{get,update,patch}_status`, `{get,update,patch}_scale`,
+//! `method_not_allowed` and `Target`; `action` and `action_read` for `x-virt-action`
+//! operations; and one function per `x-virt-handler`, named in snake_case (`api_group`,
+//! `openapi_v3_document`, ...).
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
@@ -21,10 +25,23 @@ use quote::quote;
 use crate::model::{Action, Api, Handler, Operation, OperationKind, Resource, Route, Subresource};
 use crate::swagger::Method;
 
-/// The formatted module, as `prettyplease` prints it.
-pub fn render(api: &Api) -> Result<String, String> {
+/// The two formatted modules, as `prettyplease` prints them.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The statics: `GROUPS`, `RESOURCES`, the OpenAPI documents.
+    pub data: String,
+    /// `configure` and the handlers.
+    pub routes: String,
+}
+
+/// Both modules, formatted.
+pub fn render(api: &Api) -> Result<Rendered, String> {
+    Ok(Rendered { data: unparse(data_tokens(api))?, routes: unparse(routes_tokens(api))? })
+}
+
+fn unparse(tokens: TokenStream) -> Result<String, String> {
     let file: syn::File =
-        syn::parse2(tokens(api)).map_err(|e| format!("generated code does not parse: {e}"))?;
+        syn::parse2(tokens).map_err(|e| format!("generated code does not parse: {e}"))?;
     Ok(prettyplease::unparse(&file))
 }
 
@@ -37,8 +54,8 @@ pub fn openapi_v3_path(group: &str, version: &str) -> String {
     }
 }
 
-/// The module's tokens.
-pub fn tokens(api: &Api) -> TokenStream {
+/// The data module's tokens.
+pub fn data_tokens(api: &Api) -> TokenStream {
     let groups = api.groups.iter().map(|g| {
         let name = &g.name;
         let versions = &g.versions;
@@ -60,9 +77,6 @@ pub fn tokens(api: &Api) -> TokenStream {
             }
         })
     });
-    let services = services(&api.routes);
-    let handlers =
-        api.routes.iter().flat_map(|r| r.operations.iter().map(move |op| handler(api, r, op)));
     quote! {
         /// Every API group, in `/apis` order; versions preferred first.
         pub static GROUPS: &[self::rt::GroupInfo] = &[#(#groups),*];
@@ -74,6 +88,15 @@ pub fn tokens(api: &Api) -> TokenStream {
         pub static OPENAPI_V2_PB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/openapi-v2.pb"));
         /// One OpenAPI v3 document per group-version, derived from the v2 document at build time.
         pub static OPENAPI_V3: &[self::rt::OpenApiV3Doc] = &[#(#v3),*];
+    }
+}
+
+/// The routes module's tokens.
+pub fn routes_tokens(api: &Api) -> TokenStream {
+    let services = services(&api.routes);
+    let handlers =
+        api.routes.iter().flat_map(|r| r.operations.iter().map(move |op| handler(api, r, op)));
+    quote! {
         /// Registers one `web::resource` per document path, those below a group-version in
         /// that group-version's `web::scope`.
         pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
@@ -513,7 +536,8 @@ mod tests {
         d.kind("a.io", "v1", "Thing", "things", true);
         d.subresource_under("sub.a.io", "a.io", "v1", "Thing", "status");
         let api = lower(&serde_json::from_value(d.build()).unwrap()).unwrap();
-        let code = super::render(&api).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+        let routes = super::render(&api).unwrap().routes;
+        let code = routes.split_whitespace().collect::<Vec<_>>().join(" ");
         let scope = |prefix: &str| {
             let start = format!("::actix_web::web::scope(\"{prefix}\")");
             let found = code.split("cfg.service(").find(|s| s.trim_start().starts_with(&start));

@@ -7,8 +7,9 @@
 //! gnostic protobuf. The root crate's `build.rs` calls
 //! [`generate_to_dir`]; `cargo run -p codegen --example dump -- <doc.json>` prints the Rust.
 //!
-//! The generated code names the including crate's items only through the facade module `rt` that
-//! `src/generated.rs` declares beside its `include!`; [`emit`] lists the names it must provide.
+//! The generated code is two modules, the document's data and its routes; each names the including
+//! crate's items only through the facade module `rt` its including module declares beside its
+//! `include!` (`src/generated.rs`, `src/http/routes.rs`); [`emit`] lists the names they provide.
 
 pub mod emit;
 pub mod model;
@@ -24,8 +25,10 @@ use std::path::{Path, PathBuf};
 /// Everything generated from one document.
 #[derive(Debug, Clone)]
 pub struct Generated {
-    /// The prettyplease-formatted Rust module (`generated.rs`).
-    pub code: String,
+    /// The prettyplease-formatted data module (`generated.rs`): the statics.
+    pub data: String,
+    /// The prettyplease-formatted routes module (`routes.rs`): `configure` and the handlers.
+    pub routes: String,
     /// `(index key "apis/<group>/<version>", JSON)` for each group-version, in `GROUPS` order.
     pub openapi_v3: Vec<(String, Vec<u8>)>,
     /// The v2 document as gnostic's `openapi.v2.Document` protobuf message.
@@ -66,14 +69,15 @@ pub fn generate(bytes: &[u8]) -> Result<Generated, Error> {
     let doc: swagger::Document = serde_json::from_slice(bytes).map_err(Error::Parse)?;
     let api = model::lower(&doc).map_err(Error::Invalid)?;
     let openapi_v3 = openapi_v3::documents(&doc, &api).map_err(Error::Invalid)?;
-    let code = emit::render(&api).map_err(|e| Error::Invalid(vec![e]))?;
+    let emit::Rendered { data, routes } =
+        emit::render(&api).map_err(|e| Error::Invalid(vec![e]))?;
     // Read again as plain JSON: the protobuf keeps every member, in the document's order.
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(Error::Parse)?;
     let openapi_v2_pb = openapi_v2_pb::encode_document(&value);
-    Ok(Generated { code, openapi_v3, openapi_v2_pb })
+    Ok(Generated { data, routes, openapi_v3, openapi_v2_pb })
 }
 
-/// Reads `doc` and writes into `out_dir`: `generated.rs`, `openapi-v2.json` (the document's exact
+/// Reads `doc` and writes into `out_dir`: `generated.rs`, `routes.rs`, `openapi-v2.json` (the document's exact
 /// bytes), `openapi-v2.pb` (its protobuf form) and `openapi-v3/apis/<group>/<version>.json`. The entry point of the root `build.rs`.
 pub fn generate_to_dir(doc: &Path, out_dir: &Path) -> Result<(), String> {
     write_all(doc, out_dir).map_err(|e| e.to_string())
@@ -96,7 +100,9 @@ fn write_all(doc: &Path, out_dir: &Path) -> Result<(), Error> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         std::fs::write(&file, json).map_err(io(&file))?;
     }
-    let code = out_dir.join("generated.rs");
-    std::fs::write(&code, &generated.code).map_err(io(&code))?;
+    for (name, code) in [("generated.rs", &generated.data), ("routes.rs", &generated.routes)] {
+        let file = out_dir.join(name);
+        std::fs::write(&file, code).map_err(io(&file))?;
+    }
     Ok(())
 }

@@ -1,5 +1,6 @@
-//! Golden test: codegen on `tests/fixtures/mini.json` must print exactly `tests/output/mini.rs`.
-//! `UPDATE_EXPECT=1 cargo test -p codegen --test golden` rewrites the expected file.
+//! Golden test: codegen on `tests/fixtures/mini.json` must print exactly `tests/output/mini.rs`
+//! (the data) and `tests/output/mini_routes.rs` (the routes).
+//! `UPDATE_EXPECT=1 cargo test -p codegen --test golden` rewrites the expected files.
 
 use std::path::Path;
 
@@ -46,7 +47,8 @@ fn assert_golden(relative: &str, actual: &str) {
 #[test]
 fn mini_generates_the_expected_code() {
     let generated = codegen::generate(&fixture()).unwrap_or_else(|e| panic!("{e}"));
-    assert_golden("tests/output/mini.rs", &generated.code);
+    assert_golden("tests/output/mini.rs", &generated.data);
+    assert_golden("tests/output/mini_routes.rs", &generated.routes);
 }
 
 #[test]

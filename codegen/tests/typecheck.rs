@@ -1,7 +1,8 @@
-//! Compiles `tests/output/mini.rs` against a stub of the facade `rt` that `src/generated.rs`
-//! declares for it (same names, same signatures, the real `resource.rs` records), and routes
-//! requests through its `configure` to check paths, spellings, extractors and the 405 fallback.
-//! The stubs answer with a line naming the call they got.
+//! Compiles `tests/output/mini.rs` and `tests/output/mini_routes.rs` against a stub of the facades
+//! `rt` that `src/generated.rs` and `src/http/routes.rs` declare for them (same names, same
+//! signatures, the real `resource.rs` records), and routes requests through `configure` to check
+//! paths, spellings, extractors and the 405 fallback. The stubs answer with a line naming the
+//! call they got.
 
 #![allow(dead_code)]
 
@@ -22,8 +23,16 @@ mod generated {
     include!("output/mini.rs");
 }
 
-/// Stands in for `src/generated.rs`'s `rt`: `facade_matches_the_main_crate` holds the two to the
-/// same names.
+mod routes {
+    // Where `src/http/routes.rs` declares its facade and names the data, beside the include.
+    use super::generated::{GROUPS, RESOURCES};
+    use super::rt;
+
+    include!("output/mini_routes.rs");
+}
+
+/// Stands in for both facades, `src/generated.rs`'s `rt` and `src/http/routes.rs`'s:
+/// `facades_match_the_main_crate` holds them to the names each module uses.
 mod rt {
     pub use crate::resource::{
         Cell, DataMap, DataRules, GroupInfo, ImmutableFlag, OpenApiV3Doc, PrinterColumn,
@@ -277,7 +286,7 @@ mod rt {
 async fn routes_reach_the_expected_calls() {
     use actix_web::{test, web, App};
     let app = test::init_service(
-        App::new().app_data(web::Data::new(rt::AppState)).configure(generated::configure),
+        App::new().app_data(web::Data::new(rt::AppState)).configure(routes::configure),
     )
     .await;
     let zoo = "/apis/zoo.example.io";
@@ -448,12 +457,11 @@ fn statics_hold_the_fixture() {
     );
 }
 
-/// The facade `src/generated.rs` declares (its `use` leaves, under their re-exported names) must
-/// be exactly what the golden output names through `self::rt::`: nothing missing, which would
-/// break the main crate's build, and nothing stale. The fixture exercises every name emit can
-/// produce.
+/// Each facade the main crate declares (its `use` leaves, under their re-exported names) must be
+/// exactly what its golden output names through `self::rt::`: nothing missing, which would break
+/// the main crate's build, and nothing stale. The fixture exercises every name emit can produce.
 #[test]
-fn facade_matches_the_main_crate() {
+fn facades_match_the_main_crate() {
     fn leaves(tree: &syn::UseTree, out: &mut std::collections::BTreeSet<String>) {
         match tree {
             syn::UseTree::Path(p) => leaves(&p.tree, out),
@@ -464,23 +472,29 @@ fn facade_matches_the_main_crate() {
         }
     }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let source = std::fs::read_to_string(dir.join("../src/generated.rs")).unwrap();
-    let file = syn::parse_file(&source).unwrap();
-    let rt = file.items.iter().find_map(|item| match item {
-        syn::Item::Mod(m) if m.ident == "rt" => m.content.as_ref(),
-        _ => None,
-    });
-    let (_, items) = rt.expect("src/generated.rs declares `mod rt`");
-    let mut facade = std::collections::BTreeSet::new();
-    for item in items {
-        let syn::Item::Use(u) = item else { panic!("the facade holds only `use` items") };
-        leaves(&u.tree, &mut facade);
+    for (module, golden) in [
+        ("src/generated.rs", include_str!("output/mini.rs")),
+        ("src/http/routes.rs", include_str!("output/mini_routes.rs")),
+    ] {
+        let source = std::fs::read_to_string(dir.join("..").join(module)).unwrap();
+        let file = syn::parse_file(&source).unwrap();
+        let rt = file.items.iter().find_map(|item| match item {
+            syn::Item::Mod(m) if m.ident == "rt" => m.content.as_ref(),
+            _ => None,
+        });
+        let (_, items) = rt.unwrap_or_else(|| panic!("{module} declares `mod rt`"));
+        let mut facade = std::collections::BTreeSet::new();
+        for item in items {
+            let syn::Item::Use(u) = item else { panic!("the facade holds only `use` items") };
+            leaves(&u.tree, &mut facade);
+        }
+        let named: std::collections::BTreeSet<String> = golden
+            .split("self::rt::")
+            .skip(1)
+            .map(|rest| {
+                rest.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap().into()
+            })
+            .collect();
+        assert_eq!(facade, named, "left: {module}'s `rt`, right: what codegen names");
     }
-    let golden = include_str!("output/mini.rs");
-    let named: std::collections::BTreeSet<String> = golden
-        .split("self::rt::")
-        .skip(1)
-        .map(|rest| rest.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap().into())
-        .collect();
-    assert_eq!(facade, named, "left: src/generated.rs's `rt`, right: what codegen names");
 }

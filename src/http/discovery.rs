@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use crate::generated::{GROUPS, RESOURCES};
 use crate::http::codec::{first_accepted, negotiate, respond};
-use crate::http::server::AppState;
+use crate::http::state::AppState;
 use crate::object::error::ApiError;
 use crate::resource::{GroupInfo, ResourceInfo};
 

@@ -15,7 +15,7 @@ use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
 use crate::http::authn::{TokenFile, User};
 use crate::http::authz::{forbidden_message, Abac};
 use crate::http::request_info::RequestInfo;
-use crate::http::server::AppState;
+use crate::http::state::AppState;
 use crate::http::tls::ClientCertUser;
 use crate::object::error::ApiError;
 use crate::object::limits::MAX_BODY_BYTES;

@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use crate::http::lifecycle::Phase;
 use crate::http::params::Query;
-use crate::http::server::AppState;
+use crate::http::state::AppState;
 use crate::object::error::ApiError;
 
 /// The write probe's deadline.

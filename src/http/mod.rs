@@ -18,5 +18,7 @@ pub mod openapi;
 pub mod outermost;
 pub mod params;
 pub mod request_info;
+pub mod routes;
 pub mod server;
+pub mod state;
 pub mod tls;

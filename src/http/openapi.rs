@@ -11,7 +11,7 @@ use sha2::{Digest, Sha512};
 
 use crate::generated::{OPENAPI_V2, OPENAPI_V2_PB, OPENAPI_V3};
 use crate::http::codec::first_accepted;
-use crate::http::server::AppState;
+use crate::http::state::AppState;
 use crate::object::error::ApiError;
 
 /// Upper-case hex SHA-512 of `bytes`, as kube-openapi's ETags.

@@ -1,4 +1,4 @@
-//! The HTTP server: shared state, the app (generated routes plus the plain 404), and `run`.
+//! The HTTP server: the app (generated routes plus the plain 404) and `run`.
 
 use std::any::Any;
 use std::net::TcpListener;
@@ -10,48 +10,10 @@ use actix_web::{web, App, HttpResponse, HttpServer};
 
 use crate::http::filters::Filters;
 pub use crate::http::lifecycle::{Lifecycle, Phase};
+pub use crate::http::state::{AppState, WatchConfig};
 use crate::object::error::ApiError;
-use crate::registry::Registry;
-use crate::store::Store;
 
 use crate::object::limits::MAX_BODY_BYTES;
-
-/// What every handler shares.
-#[derive(Clone)]
-pub struct AppState {
-    /// The verbs every endpoint calls.
-    pub registry: Registry,
-    /// The store under the registry: watches, probes and metrics read it directly.
-    pub store: Store,
-    pub watch: WatchConfig,
-    /// The shutdown phase: `/readyz` and open watches follow it.
-    pub lifecycle: Lifecycle,
-}
-
-impl AppState {
-    /// The state with default watch settings.
-    pub fn new(store: Store) -> AppState {
-        AppState {
-            registry: Registry::new(store.clone()),
-            store,
-            watch: WatchConfig::default(),
-            lifecycle: Lifecycle::default(),
-        }
-    }
-}
-
-/// How watch streams behave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WatchConfig {
-    /// Between periodic BOOKMARK events (kube's cacher: 1 minute).
-    pub bookmark_interval: Duration,
-}
-
-impl Default for WatchConfig {
-    fn default() -> WatchConfig {
-        WatchConfig { bookmark_interval: Duration::from_secs(60) }
-    }
-}
 
 /// On TLS connections, keeps the user a verified client certificate names
 /// (`HttpRequest::conn_data`).
@@ -99,7 +61,7 @@ async fn metrics(state: web::Data<AppState>, filters: Option<web::Data<Filters>>
 
 /// Registers everything the server answers on an actix app; tests use the same function.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    crate::generated::configure(cfg);
+    crate::http::routes::configure(cfg);
 }
 
 async fn not_found() -> HttpResponse {

@@ -132,7 +132,7 @@ impl Registry {
         }
         if let Some(answer) = &action.answer {
             let mut out = ctx.render(answer);
-            lifecycle::template::strip_nulls(&mut out);
+            lifecycle::eval::strip_nulls(&mut out);
             return Ok(Acted::Answer(out));
         }
         let dry_run = action::dry_run(&body);
@@ -204,7 +204,7 @@ impl Registry {
         match write {
             Write::JsonPatch { ops, .. } => {
                 let mut ops = ctx.render(ops);
-                lifecycle::template::strip_nulls(&mut ops);
+                lifecycle::eval::strip_nulls(&mut ops);
                 let bytes =
                     serde_json::to_vec(&ops).map_err(|e| ApiError::Internal(e.to_string()))?;
                 let patch: json_patch::Patch =
@@ -220,7 +220,7 @@ impl Registry {
             Write::Create { resource, template } => {
                 let Some(new_res) = served(resource) else { return Ok(()) };
                 let mut obj = ctx.render(template);
-                lifecycle::template::strip_nulls(&mut obj);
+                lifecycle::eval::strip_nulls(&mut obj);
                 let ns = meta_str(&obj, "namespace").to_string();
                 let target = Target::new((!ns.is_empty()).then_some(ns), None);
                 self.create(new_res, &target, obj, Via::Body(&[]), opts).await?;
@@ -232,7 +232,7 @@ impl Registry {
 
 /// A template string's text.
 fn render_text(s: &str, ctx: &Ctx<'_>) -> String {
-    match lifecycle::template::render_str(s, ctx.object, ctx) {
+    match lifecycle::eval::render_str(s, ctx.object, ctx) {
         Value::String(s) => s,
         Value::Null => String::new(),
         other => other.to_string(),

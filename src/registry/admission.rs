@@ -69,7 +69,7 @@ impl Registry {
         kind.warnings
             .iter()
             .filter(|w| ctx.matches(&w.when))
-            .map(|w| match lifecycle::template::render_str(&w.message, obj, &ctx) {
+            .map(|w| match lifecycle::eval::render_str(&w.message, obj, &ctx) {
                 Value::String(s) => s,
                 other => other.to_string(),
             })

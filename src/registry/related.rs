@@ -92,7 +92,7 @@ impl Registry {
                         if rel
                             .where_
                             .as_ref()
-                            .is_none_or(|w| lifecycle::pred::matches(w, &found, ctx))
+                            .is_none_or(|w| lifecycle::eval::matches(w, &found, ctx))
                         {
                             items.push(found);
                         }
@@ -138,7 +138,7 @@ impl Registry {
             }
             let Ok(item) = serde_json::from_slice::<Value>(&bytes) else { continue };
             if keep(&item)
-                && rel.where_.as_ref().is_none_or(|w| lifecycle::pred::matches(w, &item, ctx))
+                && rel.where_.as_ref().is_none_or(|w| lifecycle::eval::matches(w, &item, ctx))
             {
                 items.push(item);
             }

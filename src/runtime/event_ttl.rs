@@ -5,7 +5,6 @@
 //! it fell behind) get theirs from their own times, so none lives forever.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -17,8 +16,8 @@ use crate::object::meta_str;
 use crate::registry::keys::{collection_prefix, split};
 use crate::registry::{decode_stored, DeleteOptions, Registry};
 use crate::resource::ResourceInfo;
-use crate::runtime::recorder::{events_kind, text};
-use crate::store::{Event, EventType, ListRequest};
+use crate::runtime::recorder::{events_kind, is_event, text};
+use crate::store::{EventType, ListRequest};
 
 /// Starts deleting events `ttl` after their last write, on the current (single-threaded)
 /// runtime, when the document has an events kind. A singleton: run it only where the other
@@ -27,13 +26,6 @@ pub fn spawn_expiry(registry: Registry, ttl: Duration) {
     if events_kind().is_some() {
         tokio::task::spawn_local(async move { expire(registry, ttl).await });
     }
-}
-
-/// A write to an event. Runs on the committing thread: the prefix is made once.
-pub(crate) fn is_event(ev: &Event) -> bool {
-    static PREFIX: OnceLock<Option<String>> = OnceLock::new();
-    let prefix = PREFIX.get_or_init(|| events_kind().map(|k| collection_prefix(k, None)));
-    prefix.as_deref().is_some_and(|p| ev.key.starts_with(p))
 }
 
 /// When each event expires: the revision of the write that set the deadline, by key, and

@@ -18,13 +18,22 @@ use crate::object::meta::rfc3339;
 use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::object::validation::{FieldValidation, Via};
+use crate::registry::keys::collection_prefix;
 use crate::registry::{Registry, Target, WriteOptions};
 use crate::resource::ResourceInfo;
+use crate::store::Event;
 
 /// The events' kind in its storage version, if the document has one.
 pub fn events_kind() -> Option<&'static ResourceInfo> {
     static KIND: OnceLock<Option<&'static ResourceInfo>> = OnceLock::new();
     *KIND.get_or_init(|| RESOURCES.iter().find(|r| r.events && r.version == r.storage_version))
+}
+
+/// A write to an event. Runs on the committing thread: the prefix is made once.
+pub(crate) fn is_event(ev: &Event) -> bool {
+    static PREFIX: OnceLock<Option<String>> = OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| events_kind().map(|k| collection_prefix(k, None)));
+    prefix.as_deref().is_some_and(|p| ev.key.starts_with(p))
 }
 
 /// What an event is about (kube's `ObjectReference`).
@@ -364,7 +373,6 @@ impl Correlator {
 mod tests {
     use super::*;
     use crate::registry::DeleteOptions;
-    use crate::runtime::event_ttl::is_event;
     use crate::store::EventType;
 
     fn event(reason: &str, message: &str) -> Value {

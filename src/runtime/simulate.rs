@@ -607,7 +607,7 @@ impl Engine {
                     return Ok(Written::Stale);
                 }
                 let mut obj = ctx.render(template);
-                lifecycle::template::strip_nulls(&mut obj);
+                lifecycle::eval::strip_nulls(&mut obj);
                 let new_ns = meta_str(&obj, "namespace").to_string();
                 let target = Target::new((!new_ns.is_empty()).then_some(new_ns), None);
                 let opts = WriteOptions {
@@ -621,7 +621,7 @@ impl Engine {
                 }
             }
             Step::Event { type_, reason, message, .. } => {
-                let message = match lifecycle::template::render_str(message, ctx.object, ctx) {
+                let message = match lifecycle::eval::render_str(message, ctx.object, ctx) {
                     Value::String(s) => s,
                     other => other.to_string(),
                 };

@@ -32,7 +32,8 @@ use std::pin::Pin;
 use bytes::Bytes;
 use tokio::sync::watch;
 
-pub use super::feed::{Feed, Snapshot, Ticket};
+// A commit is the feed's input; the contract hands both to backends.
+pub use super::feed::{Commit, Feed, Snapshot, Ticket};
 use super::{EventType, ListRequest, StoreError};
 
 /// An answer to come: backends are called from async workers and never block them.
@@ -162,21 +163,6 @@ pub enum Op {
     Update { expected: u64, value: Bytes },
     /// Deletes the key if its revision is `expected` (`NotFound`, `Conflict`).
     Delete { expected: u64 },
-}
-
-/// One committed write, reported through `Feed::commit`.
-#[derive(Debug)]
-pub struct Commit {
-    pub rev: u64,
-    pub key: String,
-    pub kind: EventType,
-    /// The revision that created the key (this one for `Added`).
-    pub create_rev: u64,
-    /// The new value as persisted; for `Deleted`, the deleted state (persisted or as the feed
-    /// held it: the shared layer sets the delete's revision either way).
-    pub value: Bytes,
-    /// `Some` for a write this process appended.
-    pub ticket: Option<Ticket>,
 }
 
 /// One change from history, for `events_after`.

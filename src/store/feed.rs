@@ -14,10 +14,24 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
-use super::backend::Commit;
 use super::cache::{Cache, Entry};
 use super::hub::Hub;
 use super::{served, Event, EventType, Prev, StoreError, Written};
+
+/// One committed write, reported through `Feed::commit`.
+#[derive(Debug)]
+pub struct Commit {
+    pub rev: u64,
+    pub key: String,
+    pub kind: EventType,
+    /// The revision that created the key (this one for `Added`).
+    pub create_rev: u64,
+    /// The new value as persisted; for `Deleted`, the deleted state (persisted or as the feed
+    /// held it: the shared layer sets the delete's revision either way).
+    pub value: Bytes,
+    /// `Some` for a write this process appended.
+    pub ticket: Option<Ticket>,
+}
 
 /// The shared layer's end of one write, carried through a backend and handed back with its
 /// commit (or failed): the decoded object to fan out, so nobody decodes the bytes again,

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::pred::Pred;
+use crate::eval::Pred;
 use crate::{Case, Ctx, ResourceRef};
 
 #[derive(Debug, Clone, Deserialize)]

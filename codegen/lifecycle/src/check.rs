@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::eval::{self, Pred};
+use crate::eval::{Each, SPREAD};
 use crate::expr::{self, Expr, Seg, FUNCTIONS};
-use crate::pred::{self, Pred};
-use crate::template::{self, Each, SPREAD};
 use crate::{By, Kind, Lifecycles, ResourceRef, Step};
 
 /// The document's kinds: `(group, kind)` → the schema of its storage (highest-priority)
@@ -218,7 +218,7 @@ impl Scope<'_, '_> {
     }
 
     fn text(&self, s: &str, errors: &mut Vec<String>) {
-        match template::expressions(s) {
+        match eval::expressions(s) {
             Ok(es) => es.iter().for_each(|e| match e {
                 Ok(e) => self.expr(e, errors),
                 Err(e) => errors.push(format!("{}: {e}", self.at)),
@@ -305,7 +305,7 @@ impl Scope<'_, '_> {
     }
 
     fn pred(&self, p: &Pred, errors: &mut Vec<String>) {
-        pred::walk(p, None, &mut |p, related| {
+        eval::walk(p, None, &mut |p, related| {
             // Inside `related.where`, `.` is the related object.
             let this = match related {
                 None => Some(self.this),

@@ -17,17 +17,16 @@
 //!   writes, run by the server's registry with or without `--simulate`.
 //!
 //! Order is implicit, as in KWOK: a stage's selector matches what earlier stages wrote.
-//! [`expr`] is the expression language, [`template`] the templates, [`pred`] the predicates
-//! (shared with the action API's preconditions), [`check`] the checker build.rs runs on the
+//! [`expr`] is the expression language, [`eval`] the templates and the predicates (shared with
+//! the action API's preconditions; one module, as each evaluates the other), [`check`] the checker build.rs runs on the
 //! built-in file and the server on `--simulate-config` (every error at once).
 //!
 //! This crate has no syn/quote: both build.rs and the server link it.
 
 pub mod action;
 pub mod check;
+pub mod eval;
 pub mod expr;
-pub mod pred;
-pub mod template;
 
 use std::cell::{RefCell, RefMut};
 use std::collections::BTreeMap;
@@ -35,8 +34,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use eval::Pred;
 pub use expr::{CaCertFn, Rng};
-pub use pred::Pred;
 
 /// A lifecycle file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -362,11 +361,11 @@ impl<'a> Ctx<'a> {
 
     /// Whether `p` holds of the object.
     pub fn matches(&self, p: &Pred) -> bool {
-        pred::matches(p, self.object, self)
+        eval::matches(p, self.object, self)
     }
 
     pub fn render(&self, t: &Value) -> Value {
-        template::render(t, self.object, self)
+        eval::render(t, self.object, self)
     }
 
     /// The time `until` reads, as Unix seconds (`None`: no such time).
@@ -378,7 +377,7 @@ impl<'a> Ctx<'a> {
     /// Evaluates the stage's variables into `named`.
     pub fn bind_vars(&mut self, vars: &[Var]) {
         for v in vars {
-            let value = template::render(&v.value, self.object, self);
+            let value = eval::render(&v.value, self.object, self);
             self.named.insert(v.name.clone(), value);
         }
     }
@@ -399,8 +398,8 @@ impl expr::Env for Ctx<'_> {
         self.computing.borrow_mut().push(name.to_string());
         let value = cases
             .iter()
-            .find(|c| c.when.as_ref().is_none_or(|w| pred::matches(w, self.object, self)))
-            .map_or(Value::Null, |c| template::render(&c.value, self.object, self));
+            .find(|c| c.when.as_ref().is_none_or(|w| eval::matches(w, self.object, self)))
+            .map_or(Value::Null, |c| eval::render(&c.value, self.object, self));
         self.computing.borrow_mut().pop();
         value
     }

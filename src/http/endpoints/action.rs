@@ -7,7 +7,7 @@ use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::Target;
-use crate::http::server::AppState;
+use crate::http::state::AppState;
 use crate::object::error::ApiError;
 use crate::registry::Acted;
 use crate::resource::ResourceInfo;

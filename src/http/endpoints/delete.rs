@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::Target;
 use crate::http::codec::{negotiate, respond, respond_object};
 use crate::http::params::{DeleteOptions, ListOptions, Query};
-use crate::http::server::AppState;
+use crate::http::state::AppState;
 use crate::object::error::{ApiError, Status};
 use crate::object::{for_version, meta_str};
 use crate::registry::Deleted;

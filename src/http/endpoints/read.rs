@@ -17,7 +17,7 @@ use crate::http::codec::{
 };
 use crate::http::lifecycle::{Lifecycle, WatchGuard};
 use crate::http::params::{ListOptions, Query};
-use crate::http::server::AppState;
+use crate::http::state::AppState;
 use crate::object::error::ApiError;
 use crate::object::table::{self, TableOptions};
 use crate::object::{for_version, meta_str};

@@ -12,7 +12,7 @@ use super::Target;
 use crate::http::codec::{content_type, decode_object, negotiate, respond, with_warnings, Format};
 use crate::http::extract::{apply_options, write_request, PatchRequest};
 use crate::http::params::Query;
-use crate::http::server::AppState;
+use crate::http::state::AppState;
 use crate::object::error::ApiError;
 use crate::object::patch::NonApplyPatch;
 use crate::object::subresource::{scale_info, to_scale, Part, SCALE_API_VERSION, SCALE_KIND};

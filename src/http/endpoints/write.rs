@@ -11,7 +11,7 @@ use crate::http::codec::{
     content_type, decode_object_and_form, respond_object, with_warnings, Form, Format,
 };
 use crate::http::extract::{apply_options, write_request, PatchRequest};
-use crate::http::server::AppState;
+use crate::http::state::AppState;
 use crate::object::error::ApiError;
 use crate::object::patch::NonApplyPatch;
 use crate::object::validation::Via;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{files, sql};
+use super::{preflight, sql};
 use crate::store::StoreError;
 
 type Result<T> = std::result::Result<T, StoreError>;
@@ -29,9 +29,9 @@ pub fn connect(path: &str) -> Result<Connection> {
 pub fn open(path: &str) -> std::result::Result<Connection, String> {
     let file = Path::new(path);
     if path != MEMORY {
-        files::preflight(file)?;
+        preflight::preflight(file)?;
     }
-    let sqlite = |e: rusqlite::Error| files::describe(file, &e);
+    let sqlite = |e: rusqlite::Error| preflight::describe(file, &e);
     let mut conn = Connection::open(path).map_err(sqlite)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
     // The bundled SQLite is built with STAT4, which marks statements whose WHERE compares an

@@ -25,7 +25,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
 use super::conn::{begin, connect, meta_get};
-use super::{files, sql, Counters};
+use super::{preflight, sql, Counters};
 use crate::store::backend::{Change, Commit, Feed, KeyValue, Op, Range, Snapshot, Write};
 use crate::store::retention::{Retention, RetentionConfig};
 use crate::store::{served, EventType, ListRequest, StoreError};
@@ -186,7 +186,7 @@ impl Engine {
             let max_rev: u64 = conn.query_row(sql::MAX_REV, [], |r| r.get(0))?;
             Ok((compacted.unwrap_or(0), max_rev, load_current(&conn)?))
         })()
-        .map_err(|e| StoreError::Unavailable(files::describe(Path::new(path), &e)))?;
+        .map_err(|e| StoreError::Unavailable(preflight::describe(Path::new(path), &e)))?;
         let rev = max_rev.max(compacted);
         counters.revision.store(rev, Ordering::Relaxed);
         counters.compacted.store(compacted, Ordering::Relaxed);

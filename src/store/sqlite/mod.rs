@@ -5,12 +5,14 @@
 //! thread owns the connection (`engine`): it assigns gap-free revisions, commits queued writes
 //! together (group commit, one fsync each) and reports each commit to the feed before its next
 //! command. `conn` opens the connection (WAL, `synchronous=FULL`, the query planner stability
-//! guarantee, the schema's version and upgrades) and translates rusqlite's errors; `files` turns a
-//! bad file into one clear line and holds the operator's `check`, `backup` and `restore`. rusqlite never runs on an async worker thread.
+//! guarantee, the schema's version and upgrades) and translates rusqlite's errors; `preflight` turns
+//! a bad file into one clear line; `files` holds the operator's `check`, `backup` and `restore`.
+//! rusqlite never runs on an async worker thread.
 
 mod conn;
 mod engine;
 pub mod files;
+mod preflight;
 mod sql;
 
 use std::sync::atomic::{AtomicU64, Ordering};

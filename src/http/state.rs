@@ -1,0 +1,45 @@
+//! What every handler shares: the server's state, apart from the server so the filters and the
+//! endpoints name it without naming the server that runs them.
+
+use std::time::Duration;
+
+use crate::http::lifecycle::Lifecycle;
+use crate::registry::Registry;
+use crate::store::Store;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The verbs every endpoint calls.
+    pub registry: Registry,
+    /// The store under the registry: watches, probes and metrics read it directly.
+    pub store: Store,
+    pub watch: WatchConfig,
+    /// The shutdown phase: `/readyz` and open watches follow it.
+    pub lifecycle: Lifecycle,
+}
+
+impl AppState {
+    /// The state with default watch settings.
+    pub fn new(store: Store) -> AppState {
+        AppState {
+            registry: Registry::new(store.clone()),
+            store,
+            watch: WatchConfig::default(),
+            lifecycle: Lifecycle::default(),
+        }
+    }
+}
+
+/// How watch streams behave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchConfig {
+    /// Between periodic BOOKMARK events (kube's cacher: 1 minute).
+    pub bookmark_interval: Duration,
+}
+
+impl Default for WatchConfig {
+    fn default() -> WatchConfig {
+        WatchConfig { bookmark_interval: Duration::from_secs(60) }
+    }
+}
