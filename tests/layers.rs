@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 /// Each layer and the layers (besides itself) its files may name. `generated` is the
 /// document's data (the statics) plus the route table, which names hand-written code only
-/// through its facade; `lib.rs` and `main.rs` wire the layers together and may name any.
+/// through its facade; `shell` turns flags into a running server over all of them; `lib.rs`
+/// and `main.rs` may name any.
 const LAYERS: &[(&str, &[&str])] = &[
     ("resource", &[]),
     ("object", &["resource", "generated"]),
@@ -16,6 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("runtime", &["resource", "generated", "object", "store", "registry"]),
     ("http", &["resource", "generated", "object", "store", "registry"]),
     ("generated", &["resource", "object", "store", "registry", "http"]),
+    ("shell", &["resource", "generated", "object", "store", "registry", "runtime", "http"]),
 ];
 
 /// Layers whose files may name actix (and its crates).
