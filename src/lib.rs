@@ -10,11 +10,12 @@ mod object;
 mod registry;
 pub mod resource;
 mod runtime;
+mod shell;
 mod store;
 
 /// The served document's groups and kinds, and the document itself.
 pub use generated::{GROUPS, OPENAPI_V2, OPENAPI_V2_PB, RESOURCES};
-/// Serving: flags, access control and the server's entry point (`server::run_with`).
+/// Serving: access control and the HTTP server (`server::run_with`), as `Config` holds them.
 pub use http::{authn, authz, filters, kubeconfig, server, tls};
 /// Wire formats the fuzz targets drive.
 pub use http::{codec::decode_body, params::ContinueToken};
@@ -22,8 +23,12 @@ pub use http::{codec::decode_body, params::ContinueToken};
 pub use object::{duration, limits, meta, patch, selector, strict_decoding, validation};
 /// Create-only token requests' signed answers.
 pub use registry::token;
-/// Background work the binary starts once it is listening.
-pub use runtime::{event_ttl, gc, leading, namespaces as namespace_controller, recorder, simulate};
+/// The simulated runtime, whose configuration `Config` carries.
+pub use runtime::simulate;
+/// The flags, the configuration they validate into, and a complete server run from it (the
+/// background work included).
+pub use shell::config::{Config, Options};
+pub use shell::{commands::Command, run::run, run::Error as RunError};
 /// The store the binary opens, and its file's maintenance (`check`, `backup`, `restore`).
 pub mod storage {
     pub use crate::store::etcd::harness::TestEtcd;

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 /// Each layer, bottom first, and the layers (besides itself) its files may name: only layers
 /// listed before it (`layers_are_a_strict_order`). `generated` is the document's data (the
-/// statics codegen fills); its route table is `http::routes`. `lib.rs` and `main.rs` wire the
-/// layers together and may name any.
+/// statics codegen fills); its route table is `http::routes`. `shell` turns flags into a
+/// running server over all of them; `lib.rs` and `main.rs` wire the layers together and may
+/// name any.
 const LAYERS: &[(&str, &[&str])] = &[
     ("resource", &[]),
     ("generated", &["resource"]),
@@ -18,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("registry", &["resource", "generated", "object", "store"]),
     ("runtime", &["resource", "generated", "object", "store", "registry"]),
     ("http", &["resource", "generated", "object", "store", "registry"]),
+    ("shell", &["resource", "generated", "object", "store", "registry", "runtime", "http"]),
 ];
 
 /// Layers whose files may name actix (and its crates).

@@ -18,7 +18,13 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     if let Some(m) = obj.get("metadata").and_then(|m| m.as_object()) {
-        let _ = meta::validate(m, kind & 4 == 0, kind & 8 == 0);
+        // Bits 3 and 4 pick the name rules.
+        let names = match kind & 24 {
+            0 => meta::Names::Seed,
+            8 => meta::Names::Subdomain,
+            _ => meta::Names::Label,
+        };
+        let _ = meta::validate(m, kind & 4 == 0, names);
     }
     let _ = serde_json::to_vec(&obj);
     let _ = strict_decoding::duplicate_fields(body);

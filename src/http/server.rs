@@ -165,6 +165,12 @@ pub async fn serve_until_signalled(
     running.await.map_err(std::io::Error::other)?
 }
 
+/// Runs `work` to its end on a new actix system (a current-thread runtime and its `LocalSet`),
+/// where the server, its signals and the singletons' local tasks run.
+pub fn block_on<F: std::future::Future>(work: F) -> F::Output {
+    actix_web::rt::System::new().block_on(work)
+}
+
 /// Starts serving plain HTTP on `listener`; the returned server runs until stopped.
 pub fn run(
     listener: TcpListener,

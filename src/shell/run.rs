@@ -1,0 +1,125 @@
+//! A complete server from a `Config`: the store, the listener, the HTTP server, the background
+//! work (the compactor, and the singletons of each leadership term), and the shutdown on
+//! SIGTERM or SIGINT, after which the store is closed.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use crate::http::server::{self, AppState, ShutdownSignals};
+use crate::runtime::{event_ttl, gc, leading, namespaces, simulate};
+use crate::shell::config::Config;
+use crate::store::Store;
+
+/// Why the server did not start or did not run to its clean end.
+#[derive(Debug)]
+pub enum Error {
+    /// A start refused, in one line for the operator: the store, the namespaces, the address.
+    Start(String),
+    /// Binding, serving or writing the address line failed.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Start(msg) => f.write_str(msg),
+            Error::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Io(e)
+    }
+}
+
+/// Runs the server `config` describes until a signal has stopped it and the store is closed.
+/// Blocks; the server runs on an actix system of its own. Once it listens it writes
+/// `listening on <scheme>://<addr>` as the first line of stdout, where tests and scripts read
+/// the bound address.
+pub fn run(config: Config) -> Result<(), Error> {
+    raise_open_files_limit();
+    // Opened before the async runtime exists: the etcd backend starts (and on failure drops) a
+    // runtime of its own.
+    let store = Store::open(config.store.clone()).map_err(|e| Error::Start(e.detail()))?;
+    let listener = TcpListener::bind(&config.listen)?;
+    let addr = listener.local_addr()?;
+    config.check_listener(&addr).map_err(Error::Start)?;
+    if !config.filters.authenticates() {
+        let scope = if addr.ip().is_loopback() { "loopback only" } else { "NOT loopback" };
+        eprintln!(
+            "warning: no authentication configured: serving {addr} ({scope}); every request is allowed as system:anonymous"
+        );
+    }
+    let scheme = if config.serve.tls.is_some() { "https" } else { "http" };
+    server::block_on(async move {
+        let Config { filters, serve, watch, simulation, .. } = config;
+        let mut state = AppState { watch, ..AppState::new(store) };
+        state.registry = state.registry.with_implicit_namespaces(config.implicit_namespaces);
+        // `--simulate-config` extends or replaces the actions as it does the lifecycles.
+        if let Some(cfg) = &simulation {
+            state.registry = state
+                .registry
+                .with_actions(Arc::new(cfg.lifecycles.clone()))
+                .with_controllers(true);
+        }
+        // kube-apiserver's system namespaces, and those objects already live in, exist before
+        // the first request is served.
+        if let Err(e) = state.registry.ensure_namespaces().await {
+            return Err(Error::Start(format!("cannot create the namespaces: {e}")));
+        }
+        let shutdown = serve.shutdown;
+        let signals = ShutdownSignals::install()?;
+        let http = server::run_with(listener, state.clone(), filters, serve)?;
+        // Tests and scripts read the bound address from this first line.
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {scheme}://{addr}")?;
+        out.flush()?;
+        drop(out);
+        // Background work starts only once the server is listening. Compaction elects itself
+        // on every backend (etcd: kube's compare-and-swap on the compaction key). The
+        // collector, the namespace controller, the events' expiry and the simulated runtime
+        // are singletons: they run while this process leads (always on SQLite; on etcd, while
+        // it holds the election's lease), writing fenced by that leadership.
+        state.store.start_compaction();
+        let facts = state.store.facts();
+        let (ttl, collect, interval) =
+            (config.event_ttl, config.garbage_collector, config.gc_interval);
+        let term = leading::while_leading(state.registry.clone(), move |r| {
+            event_ttl::spawn_expiry(r.clone(), ttl);
+            namespaces::spawn(r.clone(), interval);
+            if let Some(cfg) = simulation.clone() {
+                simulate::spawn(r.clone(), cfg);
+            }
+            if collect {
+                gc::spawn(r, interval);
+            }
+        });
+        tokio::task::spawn_local(term);
+        server::serve_until_signalled(http, state.lifecycle.clone(), shutdown, signals).await?;
+        // Every request has finished: what was acknowledged is committed. Checkpointing
+        // leaves one tidy file for the next start.
+        if let Err(e) = state.store.close().await {
+            log::warn!("closing the {} store: {e}", facts.name);
+        }
+        Ok(())
+    })
+}
+
+/// Raises the soft limit on open files to the hard one, as Go's runtime does at start (since
+/// 1.19, so kube-apiserver does): every connection and watch holds a descriptor, and the usual
+/// soft limit of 1024 would cap them long before memory does.
+fn raise_open_files_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    if lim.current != lim.maximum {
+        let raised = Rlimit { current: lim.maximum, maximum: lim.maximum };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            log::warn!("cannot raise the open-files limit to its hard limit: {e}");
+        }
+    }
+}
