@@ -397,10 +397,8 @@ fn events_follow_kubes_legacy_validation() {
     );
     // kubectl shows kube's words.
     let kubectl = Kubectl::new(&s);
-    let file = std::env::temp_dir().join(format!("event-{}.json", std::process::id()));
-    std::fs::write(&file, elsewhere.to_string()).unwrap();
+    let file = kubectl.file("event.json", &elsewhere.to_string());
     let err = kubectl.fails(&["create", "-f", file.to_str().unwrap()]);
-    std::fs::remove_file(&file).ok();
     assert_eq!(
         err.trim(),
         "The Event \"x.1\" is invalid: involvedObject.namespace: Invalid value: \"ev\": does not match event.namespace"

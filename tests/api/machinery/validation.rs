@@ -894,8 +894,7 @@ fn spec_running_is_deprecated_as_virt_api_warns() {
 
     // kubectl apply (server-side and client-side) prints it as kubectl does.
     let kubectl = Kubectl::new(&s);
-    let file = std::env::temp_dir().join(format!("running-{}.json", std::process::id()));
-    std::fs::write(&file, vm("applied", json!({"running": true})).to_string()).unwrap();
+    let file = kubectl.file("running.json", &vm("applied", json!({"running": true})).to_string());
     let path = file.to_str().unwrap();
     for args in [vec!["apply", "-f", path], vec!["apply", "--server-side", "-f", path]] {
         let run = kubectl.run(&args);
@@ -908,5 +907,4 @@ fn spec_running_is_deprecated_as_virt_api_warns() {
             run.describe()
         );
     }
-    std::fs::remove_file(&file).ok();
 }

@@ -486,12 +486,10 @@ fn migrate_creates_a_migration() {
     assert_eq!(migrations().len(), 1);
     // With the controllers running, the webhook's finalizer too, in the create's answer.
     let kubectl = Kubectl::new(&server);
-    let file = std::env::temp_dir().join(format!("vmim-sim-{}.json", std::process::id()));
     let direct = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
         "metadata": {"name": "direct", "namespace": "ns"}, "spec": {"vmiName": "m"}});
-    std::fs::write(&file, direct.to_string()).unwrap();
+    let file = kubectl.file("vmim.json", &direct.to_string());
     let made = kubectl.ok(&["create", "-f", file.to_str().unwrap(), "-o", "json"]);
-    std::fs::remove_file(&file).ok();
     let made: Value = serde_json::from_str(&made).unwrap();
     assert_eq!(made["metadata"]["labels"], json!({"kubevirt.io/vmi-name": "m"}));
     assert_eq!(made["metadata"]["finalizers"], json!(["kubevirt.io/migrationJobFinalize"]));
@@ -593,14 +591,12 @@ fn actions_write_their_effect_without_simulate() {
     );
     assert_eq!(server.list_names(&vmims).len(), 1);
     // The webhook mutates every create, `kubectl create` included, in the create's answer.
-    let file = std::env::temp_dir().join(format!("vmim-{}.json", std::process::id()));
     let direct = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
         "metadata": {"name": "direct", "namespace": "ns", "labels": {"team": "a"},
                      "finalizers": ["example.com/keep"]},
         "spec": {"vmiName": "man"}});
-    std::fs::write(&file, direct.to_string()).unwrap();
+    let file = kubectl.file("vmim.json", &direct.to_string());
     let made = kubectl.ok(&["create", "-f", file.to_str().unwrap(), "-o", "json"]);
-    std::fs::remove_file(&file).ok();
     let made: Value = serde_json::from_str(&made).unwrap();
     assert_eq!(made["metadata"]["labels"], json!({"team": "a", "kubevirt.io/vmi-name": "man"}));
     assert_eq!(made["metadata"]["finalizers"], json!(["example.com/keep"]));
