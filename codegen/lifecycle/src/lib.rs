@@ -14,7 +14,16 @@
 //!   the stage's field manager. A delay may wait `until` a time the object holds (a deadline,
 //!   an expiry);
 //! - `actions`: KubeVirt's action API on the kind's objects ([`action`]): checks, lets and
-//!   writes, run by the server's registry with or without `--simulate`.
+//!   writes, run by the server's registry with or without `--simulate`;
+//! - `warnings` and `mutations`: virt-api's admission webhooks, also run by the registry with
+//!   or without `--simulate` (the warnings it answers a create or update of the object with;
+//!   what it merges into a new object, and the finalizers its controllers then remove).
+//!
+//! Besides: `supersedes` keeps named stages from firing while a stage holds (the failures on
+//! request, `simulate.virt-apiserver.io/fail`, supersede the normal step while the annotation
+//! stays); a list element `...each` maps a list (a VM's volumes into export links); a related
+//! object may be looked up in a namespace an expression names (a cluster-scoped clone's VMs);
+//! `caCert()` asks the environment for a certificate, so this crate links no cryptography.
 //!
 //! Order is implicit, as in KWOK: a stage's selector matches what earlier stages wrote.
 //! [`expr`] is the expression language, [`eval`] the templates and the predicates (shared with
