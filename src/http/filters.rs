@@ -177,8 +177,8 @@ pub async fn chain(
     let path = req.path().to_string();
     let info = RequestInfo::parse(req.method().as_str(), &path, req.query_string());
     // kube's WithRetryAfter and WithWaitGroup, outside authentication as there.
-    let lifecycle = req.app_data::<web::Data<AppState>>().map(|s| s.lifecycle.clone());
-    let _in_flight = match &lifecycle {
+    let phases = req.app_data::<web::Data<AppState>>().map(|s| s.phases.clone());
+    let _in_flight = match &phases {
         Some(life) if !info.is_long_running() && !exempt_from_retry_after(&req) => {
             if life.refuses_new_requests() {
                 let res = HttpResponse::TooManyRequests()

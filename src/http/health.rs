@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse};
 
-use crate::http::lifecycle::Phase;
 use crate::http::params::Query;
+use crate::http::shutdown::Phase;
 use crate::http::state::AppState;
 use crate::object::error::ApiError;
 
@@ -36,7 +36,7 @@ pub async fn store_probe(state: &AppState, _req: &HttpRequest) -> Result<HttpRes
 /// checks: `ok` (or, with `?verbose`, each check and `readyz check passed`); when a check fails,
 /// 500 listing every check, failures with their reason withheld. `?exclude=<check>` skips one.
 pub async fn ready(state: &AppState, req: &HttpRequest) -> Result<HttpResponse, ApiError> {
-    let shutting_down = state.lifecycle.phase() != Phase::Serving;
+    let shutting_down = state.phases.phase() != Phase::Serving;
     let query = Query::parse(req)?;
     let mut checks = vec![("ping".to_owned(), true)];
     // A backend fed from elsewhere (etcd) is ready only while its feed is up and caught up:

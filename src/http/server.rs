@@ -9,7 +9,7 @@ use actix_web::dev::Extensions;
 use actix_web::{web, App, HttpResponse, HttpServer};
 
 use crate::http::filters::Filters;
-pub use crate::http::lifecycle::{Lifecycle, Phase};
+pub use crate::http::shutdown::{Phase, Phases};
 pub use crate::http::state::{AppState, WatchConfig};
 use crate::object::error::ApiError;
 
@@ -124,7 +124,7 @@ impl ShutdownSignals {
 /// once every connection is done; the caller then closes the store.
 pub async fn serve_until_signalled(
     server: actix_web::dev::Server,
-    lifecycle: Lifecycle,
+    phases: Phases,
     opts: ShutdownOptions,
     signals: ShutdownSignals,
 ) -> std::io::Result<()> {
@@ -135,7 +135,7 @@ pub async fn serve_until_signalled(
         _ = term.recv() => {}
         _ = int.recv() => {}
     }
-    lifecycle.initiate_shutdown();
+    phases.initiate_shutdown();
     log::info!(
         "[graceful-termination] shutdown initiated: /readyz fails; serving for {:?}",
         opts.delay
@@ -149,16 +149,16 @@ pub async fn serve_until_signalled(
         std::process::exit(1);
     });
     tokio::time::sleep(opts.delay).await;
-    lifecycle.set_send_retry_after(opts.send_retry_after);
-    lifecycle.stop_accepting(opts.watch_grace);
+    phases.set_send_retry_after(opts.send_retry_after);
+    phases.stop_accepting(opts.watch_grace);
     log::info!(
         "[graceful-termination] not accepting new requests; ending {} watches within {:?}",
-        lifecycle.open_watches(),
+        phases.open_watches(),
         opts.watch_grace
     );
     if opts.send_retry_after {
         // Every request has its deadline (`--request-timeout`), so this ends.
-        lifecycle.requests_drained().await;
+        phases.requests_drained().await;
         log::info!("[graceful-termination] requests in flight drained; closing the listener");
     }
     handle.stop(true).await;

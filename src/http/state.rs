@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::http::lifecycle::Lifecycle;
+use crate::http::shutdown::Phases;
 use crate::registry::Registry;
 use crate::store::Store;
 
@@ -16,7 +16,7 @@ pub struct AppState {
     pub store: Store,
     pub watch: WatchConfig,
     /// The shutdown phase: `/readyz` and open watches follow it.
-    pub lifecycle: Lifecycle,
+    pub phases: Phases,
 }
 
 impl AppState {
@@ -26,7 +26,7 @@ impl AppState {
             registry: Registry::new(store.clone()),
             store,
             watch: WatchConfig::default(),
-            lifecycle: Lifecycle::default(),
+            phases: Phases::default(),
         }
     }
 }

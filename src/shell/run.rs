@@ -100,7 +100,7 @@ pub fn run(config: Config) -> Result<(), Error> {
             }
         });
         tokio::task::spawn_local(term);
-        server::serve_until_signalled(http, state.lifecycle.clone(), shutdown, signals).await?;
+        server::serve_until_signalled(http, state.phases.clone(), shutdown, signals).await?;
         // Every request has finished: what was acknowledged is committed. Checkpointing
         // leaves one tidy file for the next start.
         if let Err(e) = state.store.close().await {

@@ -15,8 +15,8 @@ use super::Target;
 use crate::http::codec::{
     api_version_json, encode_item, negotiate_output, respond, respond_stored, Format, Output,
 };
-use crate::http::lifecycle::{Lifecycle, WatchGuard};
 use crate::http::params::{ListOptions, Query};
+use crate::http::shutdown::{Phases, WatchGuard};
 use crate::http::state::AppState;
 use crate::object::error::ApiError;
 use crate::object::table::{self, TableOptions};
@@ -304,8 +304,8 @@ async fn watch_response(
         table,
         api_version: api_version_json(res),
         done: false,
-        lifecycle: state.lifecycle.clone(),
-        _open: state.lifecycle.watch_opened(),
+        phases: state.phases.clone(),
+        _open: state.phases.watch_opened(),
         ending: false,
     };
     if let Some(b) = &mut stream.bookmarks {
@@ -339,8 +339,8 @@ struct WatchStream {
     /// The watched version's `apiVersion`, JSON-encoded once for every event's line.
     api_version: Vec<u8>,
     done: bool,
-    /// Once the server stops taking requests, the stream ends at its turn (`lifecycle`).
-    lifecycle: Lifecycle,
+    /// Once the server stops taking requests, the stream ends at its turn (`phases`).
+    phases: Phases,
     _open: WatchGuard,
     /// The deadline has been brought forward to the watch's turn to end.
     ending: bool,
@@ -414,7 +414,7 @@ impl WatchStream {
                     self.done = true;
                     return None;
                 }
-                end = self.lifecycle.watch_end(), if !self.ending => {
+                end = self.phases.watch_end(), if !self.ending => {
                     self.ending = true;
                     self.deadline = self.deadline.min(end);
                 }

@@ -33,7 +33,7 @@ const MIN_WATCH_ENDS_PER_SECOND: f64 = 200.0;
 
 /// The shared view of the phase, and the watches' turns to end. Cloning shares it.
 #[derive(Clone)]
-pub struct Lifecycle {
+pub struct Phases {
     inner: Arc<Inner>,
 }
 
@@ -60,9 +60,9 @@ struct Drain {
     grace: Duration,
 }
 
-impl Default for Lifecycle {
-    fn default() -> Lifecycle {
-        Lifecycle {
+impl Default for Phases {
+    fn default() -> Phases {
+        Phases {
             inner: Arc::new(Inner {
                 phase: watch::channel(Phase::Serving).0,
                 watches: AtomicUsize::new(0),
@@ -100,7 +100,7 @@ impl Drop for RequestGuard {
     }
 }
 
-impl Lifecycle {
+impl Phases {
     pub fn phase(&self) -> Phase {
         *self.inner.phase.borrow()
     }
@@ -209,7 +209,7 @@ mod tests {
 
     #[tokio::test]
     async fn phases_only_move_forward_and_turns_are_spaced() {
-        let life = Lifecycle::default();
+        let life = Phases::default();
         assert_eq!(life.phase(), Phase::Serving);
         let (a, b) = (life.watch_opened(), life.watch_opened());
         assert_eq!(life.open_watches(), 2);
@@ -231,7 +231,7 @@ mod tests {
 
     #[tokio::test]
     async fn requests_drain_and_new_ones_are_refused_only_when_asked() {
-        let life = Lifecycle::default();
+        let life = Phases::default();
         let held = life.request_started();
         life.stop_accepting(Duration::ZERO);
         assert!(!life.refuses_new_requests(), "off by default");
