@@ -5,7 +5,7 @@
 //! `admission/plugin/webhook/validating/dispatcher.go`, `warning.AddWarning`; the VM admitter,
 //! `pkg/virt-api/webhooks/validating-webhook/admitters/vms-admitter.go`, is an example).
 
-use lifecycle::{Ctx, Kind, ResourceRef, Rng};
+use lifecycle::{Ctx, Kind, Rng};
 use serde_json::Value;
 
 use super::strategy::metadata_mut;
@@ -19,8 +19,12 @@ use crate::resource::ResourceInfo;
 impl Registry {
     /// The lifecycle kind of `res`, when it has admission data.
     fn admitted_kind(&self, res: &ResourceInfo) -> Option<&Kind> {
-        let r = ResourceRef { group: res.group.to_string(), kind: res.kind.to_string() };
-        self.actions.kind(&r).filter(|k| !k.warnings.is_empty() || !k.mutations.is_empty())
+        // On every write: found without allocating.
+        self.actions.kinds.iter().find(|k| {
+            k.resource.group == res.group
+                && k.resource.kind == res.kind
+                && (!k.warnings.is_empty() || !k.mutations.is_empty())
+        })
     }
 
     /// virt-api's mutating webhooks on a create of `obj` (decoded, in its namespace, not yet

@@ -42,10 +42,7 @@ impl Registry {
         let outcome = self
             .guaranteed_update(res, &key, name, opts.dry_run, Shed::Never, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
-                if namespace_rules {
-                    namespaces::check_delete_preconditions(res, name, current, opts)?;
-                }
-                check_preconditions(res, name, current, opts)?;
+                check_preconditions(res, name, current, opts, namespace_rules)?;
                 let held = namespace_rules && namespaces::held(current);
                 let mut obj = (**current).clone();
                 let meta = metadata_mut(&mut obj)?;
@@ -105,34 +102,46 @@ impl Registry {
     }
 }
 
+/// The delete's preconditions. A namespace's are checked by its own storage first, in its own
+/// words (`pkg/registry/core/namespace/storage/storage.go`, `Delete`); every other kind's by
+/// `rest.BeforeDelete`.
 fn check_preconditions(
     res: &ResourceInfo,
     name: &str,
     current: &Value,
     opts: &DeleteOptions,
+    namespace_rules: bool,
 ) -> Result<(), ApiError> {
-    let conflict = |message: String| ApiError::Conflict {
-        group: res.group.into(),
-        plural: res.plural.into(),
-        name: name.into(),
-        message,
+    let conflict = |what: &str, wanted: &str, have: &str| {
+        let why = match (namespace_rules, what) {
+            (true, _) => format!(
+                "Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {have}"
+            ),
+            (false, "UID") => format!(
+                "the UID in the precondition ({wanted}) does not match the UID in record ({have}). The object might have been deleted and then recreated"
+            ),
+            (false, _) => format!(
+                "the ResourceVersion in the precondition ({wanted}) does not match the ResourceVersion in record ({have}). The object might have been modified"
+            ),
+        };
+        let resource = if namespace_rules { res.group_resource() } else { res.group_kind() };
+        ApiError::Conflict {
+            group: res.group.into(),
+            plural: res.plural.into(),
+            name: name.into(),
+            message: format!("Operation cannot be fulfilled on {resource} {name:?}: {why}"),
+        }
     };
     if let Some(uid) = &opts.precondition_uid {
         let have = meta_str(current, "uid");
         if uid != have {
-            return Err(conflict(format!(
-                "Operation cannot be fulfilled on {} {name:?}: the UID in the precondition ({uid}) does not match the UID in record ({have}). The object might have been deleted and then recreated",
-                res.group_kind()
-            )));
+            return Err(conflict("UID", uid, have));
         }
     }
     if let Some(rv) = &opts.precondition_rv {
         let have = meta_str(current, "resourceVersion");
         if rv != have {
-            return Err(conflict(format!(
-                "Operation cannot be fulfilled on {} {name:?}: the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({have}). The object might have been modified",
-                res.group_kind()
-            )));
+            return Err(conflict("ResourceVersion", rv, have));
         }
     }
     Ok(())

@@ -11,7 +11,6 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
-use super::options::DeleteOptions;
 use super::{Registry, Target, WriteOptions};
 use crate::generated::RESOURCES;
 use crate::object::error::{ApiError, Cause};
@@ -157,40 +156,6 @@ pub(crate) fn start_terminating(ns: &mut Value) {
             status.insert("phase".into(), Value::String("Terminating".into()));
         }
     }
-}
-
-/// The namespace storage's own precondition checks, made before the generic ones and worded
-/// its way (`pkg/registry/core/namespace/storage/storage.go`, `Delete`).
-pub(crate) fn check_delete_preconditions(
-    res: &ResourceInfo,
-    name: &str,
-    current: &Value,
-    opts: &DeleteOptions,
-) -> Result<(), ApiError> {
-    let conflict = |what: &str, wanted: &str, have: &str| {
-        ApiError::Conflict {
-        group: res.group.into(),
-        plural: res.plural.into(),
-        name: name.into(),
-        message: format!(
-            "Operation cannot be fulfilled on {} {name:?}: Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {have}",
-            res.group_resource()
-        ),
-    }
-    };
-    if let Some(uid) = &opts.precondition_uid {
-        let have = meta_str(current, "uid");
-        if uid != have {
-            return Err(conflict("UID", uid, have));
-        }
-    }
-    if let Some(rv) = &opts.precondition_rv {
-        let have = meta_str(current, "resourceVersion");
-        if rv != have {
-            return Err(conflict("ResourceVersion", rv, have));
-        }
-    }
-    Ok(())
 }
 
 /// The namespace strategy's `PrepareForCreate`: a new namespace is `Active`, carries the
