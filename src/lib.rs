@@ -29,6 +29,11 @@ pub use runtime::simulate;
 /// background work included).
 pub use shell::config::{Config, Options};
 pub use shell::{commands::Command, run::run, run::Error as RunError};
+/// The scanner served bytes are spliced with (a JSON value's end, found by its structure), which
+/// the benchmark counts list pages with.
+pub mod json {
+    pub use crate::store::json_value_end as value_end;
+}
 /// The store the binary opens, and its file's maintenance (`check`, `backup`, `restore`).
 pub mod storage {
     pub use crate::store::etcd::harness::TestEtcd;

@@ -1,10 +1,10 @@
-//! virt-apiserver: the release binary cargo built for this bench, on an ephemeral port and a
-//! temporary database file, with its default settings otherwise.
+//! virt-apiserver: the binary `--server` names (by default the workspace's release build), on an
+//! ephemeral port and a temporary database file, with its default settings otherwise.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -43,6 +43,18 @@ fn list_page(page: &[u8]) -> Result<(usize, ListMeta), String> {
     Ok((n, meta))
 }
 
+/// The server binary every `Ours` starts, set once before any is started.
+static BINARY: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes `path` the binary every server of this run starts.
+pub fn use_binary(path: PathBuf) {
+    BINARY.set(path).expect("the server binary is set once");
+}
+
+fn binary() -> &'static Path {
+    BINARY.get().expect("the server binary is set before a server starts")
+}
+
 pub struct Ours {
     child: Child,
     /// Flags beyond the defaults (`--simulate`…), kept for a restart.
@@ -62,14 +74,14 @@ impl Drop for Ours {
 /// Starts the binary and answers it with its address (`host:port`), read from its first stdout
 /// line.
 fn spawn(db: &PathBuf, extra: &[String]) -> Result<(Child, String), String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_virt-apiserver"))
+    let mut child = Command::new(binary())
         .args(["--listen", "127.0.0.1:0", "--database"])
         .arg(db)
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| format!("start virt-apiserver: {e}"))?;
+        .map_err(|e| format!("start virt-apiserver ({}): {e}", binary().display()))?;
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
     out.read_line(&mut first).map_err(|e| format!("virt-apiserver stdout: {e}"))?;

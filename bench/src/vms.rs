@@ -1,4 +1,4 @@
-//! The VM scenario (`--vms [--count N]`): against our server with `--simulate`, N
+//! The VM scenario (`virt-bench vms [--count N]`): against our server with `--simulate`, N
 //! VirtualMachines with `runStrategy: Always` created at once by concurrent clients, followed by
 //! two watches (the namespace's VMs and VMIs) until every VM's `status.printableStatus` and its
 //! VMI's `status.phase` are `Running`. Run once with the default delays and once with
@@ -306,7 +306,7 @@ pub fn markdown(results: &[VmsResult], provenance: &str, note: Option<&str>) -> 
     let n = crate::count(count);
     let mut s = format!(
         "## {n} VMs created at once reach Running\n\n\
-         Written by `cargo bench --bench compare -- --vms --count {count}` (benches/compare/vms.rs); \
+         Written by `cargo run --release -p virt-bench -- vms --count {count}` (bench/src/vms.rs); \
          virt-apiserver only. {provenance}\n\n"
     );
     if let Some(note) = note {
@@ -383,22 +383,19 @@ pub fn markdown(results: &[VmsResult], provenance: &str, note: Option<&str>) -> 
     s
 }
 
-/// Checks of the pure helpers, run by `cargo test --bench compare` (see `main`).
+/// Checks of the pure helpers.
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::*;
 
-    pub fn all() {
-        the_vm_runs_always();
-        the_report_has_a_column_per_speed_and_says_what_failed();
-    }
-
+    #[test]
     fn the_vm_runs_always() {
         let vm: Value = serde_json::from_str(&vm_body(&Body::new(), &vm_name(7))).unwrap();
         assert_eq!(vm["spec"]["runStrategy"], "Always");
         assert_eq!(vm["metadata"]["name"], "vm-00007");
     }
 
+    #[test]
     fn the_report_has_a_column_per_speed_and_says_what_failed() {
         let result = |speed, failures: Vec<String>| VmsResult {
             speed,

@@ -1,4 +1,4 @@
-//! The soak (`--soak [--minutes N]`): against our server only, 32 writers create,
+//! The soak (`virt-bench soak [--minutes N]`): against our server only, 32 writers create,
 //! update and delete at a steady pace while 1 000 watchers with mixed selectors and paginated
 //! listers run, all at once. Every watcher's stream is checked against the writers' own log
 //! (each acknowledged write with its resourceVersion): every event of its selection, exactly
@@ -729,7 +729,7 @@ pub fn markdown(r: &SoakResult, provenance: &str, plot: &str) -> String {
     let verdict = |ok: bool| if ok { "PASS" } else { "FAIL" };
     let mut out = format!(
         "## Soak, {} minute(s)\n\n\
-         Written by `cargo bench --bench compare -- --soak --minutes {}` (benches/compare/soak.rs); \
+         Written by `cargo run --release -p virt-bench -- soak --minutes {}` (bench/src/soak.rs); \
          virt-apiserver only. {provenance}\n\n\
          At once, for the whole run: {WRITERS} writers, each on its own keep-alive connection, one \
          write every {} ms (about {:.0}/s in all) over {NAMESPACES} namespaces: a create in an \

@@ -1,64 +1,16 @@
-//! Benchmark of virt-apiserver against etcd, side by side, over HTTP with 2 KB VirtualMachine
-//! objects: creates with 1 and 32 clients, gets with 32, paged lists of 10 000
+//! `virt-bench compare`: virt-apiserver and etcd side by side over HTTP with 2 KB
+//! VirtualMachine objects: creates with 1 and 32 clients, gets with 32, paged lists of 10 000
 //! and 100 000 objects, watch delivery latency with 1 and 100 watchers, start-up time and RSS
-//! with 100 000 stored objects, and the server's writes per transaction.
-//!
-//! `cargo bench --bench compare` (full: 3 runs, medians, writes BENCHMARKS.md at the project
-//! root) or `cargo bench --bench compare -- --quick` (small counts, 1 run, under a minute; the
-//! report goes to target/BENCHMARKS-quick.md). `--note TEXT` adds a line to the report.
-//! `--only LIST` (comma-separated groups: `startup` = populate 100 000, restart, the large list
-//! and memory; `create`; `get`; `list` = the small list; `watch`) runs only those groups, for
-//! quick investigations, e.g. `cargo bench --bench compare -- --quick --only get,list`; groups
-//! that read the small set (get, list) still populate it, and the goals table lists only goals
-//! whose measures were taken. A full-mode run with `--only` writes target/BENCHMARKS-only.md,
-//! never BENCHMARKS.md.
-//! `--soak [--minutes N]` (soak.rs), `--overload` (overload.rs: idle connections and watchers
-//! held while gets and creates run) and `--vms [--count N]` (vms.rs: N VMs created at once
-//! under `--simulate` reach Running; time, transitions, server CPU per transition) are
-//! scenarios of our server alone, each writing its own section of BENCHMARKS.md (with
-//! `--quick`: smaller, reported to target/).
-//! `--replicas` (replicas.rs) starts one private etcd and runs creates with 1 and 32
-//! clients, gets with 32, a consistent list (no resourceVersion, first page of 500, right after
-//! a write through another replica) and an unpaged list of 10 000 on our server on SQLite, on
-//! etcd with 1 replica and with 3 (clients round-robin), and on bare etcd, with our processes'
-//! CPU, etcd's and their sum per operation, plus write-on-A to event-on-B latency; its own
-//! section of BENCHMARKS.md (with `--quick`: 2 000 objects, target/). On two shared cores it
-//! measures the overhead of the etcd backend and of replication, not scale-out.
-//! Each throughput (creates, gets, lists) also records CPU time per operation (per item for
-//! lists) of the server process, all threads, and of this process (the client), from
-//! utime + stime in /proc/PID/stat and /proc/self/stat around the measurement.
-//! The client is the bench's own lean HTTP/1.1 client (`http.rs`), the same for both servers:
-//! "N clients" are N keep-alive connections with one request in flight each, all driven by one
-//! thread (`workload::spread`); lists and a watch's writes use one blocking connection. A load
-//! generator must cost far less CPU than the server it measures, as wrk and h2load do: ureq 2
-//! with a thread per client cost as much per operation as our server.
-//! Both servers are started here, on loopback ephemeral ports with temporary data, and killed at
-//! the end. Any 429 from our server (its in-flight limits, which a loopback benchmark with 32
-//! clients and 100 watchers must not trip) or any failed operation fails the run.
-
-mod backend;
-mod etcd;
-mod http;
-mod object;
-mod ours;
-mod overload;
-mod plot;
-mod replicas;
-mod report;
-mod scan;
-mod soak;
-mod stream;
-mod vms;
-mod workload;
+//! with 100 000 stored objects, and the server's writes per transaction (the crate's doc says
+//! how it measures).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use backend::Backend;
-use object::Body;
-use report::{ms, Goal, Measure, Report, Run, Unit};
-
-const PAGE: usize = 500;
+use crate::backend::{self, Backend};
+use crate::object::{self, Body};
+use crate::report::{self, ms, Goal, Measure, Report, Run, Unit};
+use crate::{count, etcd, ours, workload, PAGE};
 
 /// The sizes of one mode.
 struct Plan {
@@ -103,25 +55,12 @@ const QUICK: Plan = Plan {
     deadline: Duration::from_secs(120),
 };
 
-/// "100 000", as the report writes counts.
-fn count(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The measure groups `--only` chooses from, in the order they run.
-const GROUPS: [&str; 5] = ["startup", "create", "get", "list", "watch"];
+pub const GROUPS: [&str; 5] = ["startup", "create", "get", "list", "watch"];
 
 /// The groups to run: all without `--only`, else those of its comma-separated list (in
 /// `GROUPS` order).
-fn parse_only(arg: Option<&str>) -> Result<Vec<&'static str>, String> {
+pub fn parse_only(arg: Option<&str>) -> Result<Vec<&'static str>, String> {
     let Some(arg) = arg else { return Ok(GROUPS.to_vec()) };
     let mut chosen = Vec::new();
     for name in arg.split(',').map(str::trim).filter(|n| !n.is_empty()) {
@@ -301,85 +240,16 @@ impl Bench {
     }
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this binary without it,
-    // and a test run should not spend minutes benchmarking.
-    if !args.iter().any(|a| a == "--bench") {
-        // `cargo test --bench compare` lands here: libtest does not run this harness-less
-        // binary's `#[test]`s, so it runs the helpers' checks itself.
-        #[cfg(test)]
-        {
-            backend::tests::all();
-            http::tests::all();
-            scan::tests::all();
-            etcd::tests::all();
-            report::tests::all();
-            replicas::tests::all();
-            vms::tests::all();
-            tests::all();
-        }
-        println!("compare: a benchmark; run it with `cargo bench --bench compare [-- --quick]`");
-        return;
-    }
-    let quick = args.iter().any(|a| a == "--quick");
+/// Runs the comparison and writes its report; answers the exit status (1 on a 429 from our
+/// server; a failed operation panics). `only`: the measure groups to run, in `GROUPS` order.
+pub fn run(quick: bool, note: Option<&str>, only: &[&'static str]) -> i32 {
     let plan = if quick { QUICK } else { FULL };
-    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
-    if args.iter().any(|a| a == "--soak") {
-        let minutes = match arg("--minutes").map(|m| m.parse::<f64>()) {
-            None => {
-                if quick {
-                    1.0
-                } else {
-                    10.0
-                }
-            }
-            Some(Ok(m)) if m > 0.0 => m,
-            Some(_) => {
-                eprintln!("error: --minutes needs a positive number");
-                std::process::exit(2);
-            }
-        };
-        std::process::exit(run_soak(minutes, quick));
-    }
-    if args.iter().any(|a| a == "--overload") {
-        std::process::exit(run_overload(quick));
-    }
-    let note = arg("--note").cloned();
-    if args.iter().any(|a| a == "--vms") {
-        let count = match arg("--count").map(|n| n.parse::<usize>()) {
-            None => {
-                if quick {
-                    100
-                } else {
-                    1000
-                }
-            }
-            Some(Ok(n)) if n > 0 => n,
-            Some(_) => {
-                eprintln!("error: --count needs a positive whole number");
-                std::process::exit(2);
-            }
-        };
-        std::process::exit(run_vms(count, quick, note.as_deref()));
-    }
-    if args.iter().any(|a| a == "--replicas") {
-        std::process::exit(run_replicas(quick, note.as_deref()));
-    }
-    if args.iter().any(|a| a == "--only") && arg("--only").is_none() {
-        eprintln!("error: --only needs a list of groups among {}", GROUPS.join(","));
-        std::process::exit(2);
-    }
-    let only = parse_only(arg("--only").map(String::as_str)).unwrap_or_else(|e| {
-        eprintln!("error: {e}");
-        std::process::exit(2);
-    });
     let partial = only.len() < GROUPS.len();
     let runs_group = |g: &str| only.contains(&g);
 
     let etcd_bin = etcd::binary().unwrap_or_else(|e| panic!("{e}"));
     let provenance = Provenance {
-        commit: report::commit(),
+        commit: crate::commit(),
         date: report::date(),
         machine: report::machine(),
         etcd: etcd::version(&etcd_bin),
@@ -496,28 +366,15 @@ fn main() {
         })
         .collect();
     let report = Report { measures, goals, runs };
-    let header = header(
-        p,
-        &provenance,
-        throttled,
-        took,
-        note.as_deref(),
-        partial.then_some(only.as_slice()),
-    );
+    let header = header(p, &provenance, throttled, took, note, partial.then_some(only));
     let text = report.markdown(&header);
-    let target = || {
-        std::path::PathBuf::from(
-            std::env::var("CARGO_TARGET_DIR")
-                .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").to_owned()),
-        )
-    };
     let path = if p.quick {
-        target().join("BENCHMARKS-quick.md")
+        crate::target_dir().join("BENCHMARKS-quick.md")
     } else if partial {
         // BENCHMARKS.md holds only complete full runs.
-        target().join("BENCHMARKS-only.md")
+        crate::target_dir().join("BENCHMARKS-only.md")
     } else {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md")
+        crate::root().join("BENCHMARKS.md")
     };
     println!("\n{text}");
     // The soak's sections, written by its own runs, stay.
@@ -528,175 +385,6 @@ fn main() {
         eprintln!(
             "error: virt-apiserver answered 429 {throttled} time(s): the in-flight limits tripped"
         );
-        std::process::exit(1);
-    }
-}
-
-fn target_dir() -> std::path::PathBuf {
-    std::path::PathBuf::from(
-        std::env::var("CARGO_TARGET_DIR")
-            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").to_owned()),
-    )
-}
-
-/// Where and when a scenario of our server alone ran.
-fn scenario_provenance(fds: u64) -> String {
-    format!(
-        "Commit {}, {}, {}; open-files limit {fds}.",
-        report::commit(),
-        report::date(),
-        report::machine()
-    )
-}
-
-/// `--soak`: our server only; answers the exit status (1 when any check failed). A quick soak
-/// reports to target/; a timed one to its section of BENCHMARKS.md, its plot beside it.
-fn run_soak(minutes: f64, quick: bool) -> i32 {
-    let fds = backend::raise_fd_limit(65_536);
-    let provenance = scenario_provenance(fds);
-    let ours = ours::Ours::start().unwrap_or_else(|e| panic!("{e}"));
-    println!("soak: {minutes} minute(s) against virt-apiserver (open-files limit {fds})");
-    let plan = soak::SoakPlan { duration: Duration::from_secs_f64(minutes * 60.0), quick };
-    let result = soak::run(&ours, &Body::new(), &plan);
-    drop(ours);
-    let key = format!("soak-{minutes}min");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let (md, svg) = if quick {
-        (
-            target_dir().join("BENCHMARKS-soak-quick.md"),
-            target_dir().join(format!("BENCHMARKS-{key}.svg")),
-        )
-    } else {
-        (root.join("BENCHMARKS.md"), root.join(format!("BENCHMARKS-{key}.svg")))
-    };
-    let title = format!("virt-apiserver soak, {minutes} minute(s)");
-    if let Err(e) = plot::soak(&svg, &title, &result.series) {
-        eprintln!("error: {e}");
-        return 1;
-    }
-    let text = soak::markdown(&result, &provenance, &svg.file_name().unwrap().to_string_lossy());
-    println!("\n{text}");
-    let old = std::fs::read_to_string(&md).unwrap_or_default();
-    std::fs::write(&md, report::splice(&old, &key, &text))
-        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
-    println!("soak report written to {} (plot {})", md.display(), svg.display());
-    if result.failures.is_empty() {
-        0
-    } else {
-        for f in &result.failures {
-            eprintln!("error: soak: {f}");
-        }
-        1
-    }
-}
-
-/// `--overload`: our server only; answers the exit status (1 when a check failed). A quick run
-/// reports to target/; a full one to its section of BENCHMARKS.md.
-fn run_overload(quick: bool) -> i32 {
-    let plan = overload::OverloadPlan::new(quick);
-    // The client and the server (which inherits the limit) each hold one end of every connection.
-    let want = (plan.idle + plan.watchers) as u64 + 2_048;
-    let fds = backend::raise_fd_limit(want.max(65_536));
-    if fds < want {
-        eprintln!("error: the open-files limit is {fds}; the overload scenario needs {want}");
-        return 1;
-    }
-    let provenance = scenario_provenance(fds);
-    let ours = ours::Ours::start().unwrap_or_else(|e| panic!("{e}"));
-    println!(
-        "overload: {} idle connections, {} watchers, {} writes against virt-apiserver",
-        plan.idle, plan.watchers, plan.writes
-    );
-    let result = overload::run(&ours, &Body::new(), &plan);
-    drop(ours);
-    let text = overload::markdown(&result, &provenance, quick);
-    println!("\n{text}");
-    let md = if quick {
-        target_dir().join("BENCHMARKS-overload-quick.md")
-    } else {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md")
-    };
-    let old = std::fs::read_to_string(&md).unwrap_or_default();
-    std::fs::write(&md, report::splice(&old, "overload", &text))
-        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
-    println!("overload report written to {}", md.display());
-    if result.failures.is_empty() {
-        0
-    } else {
-        for f in &result.failures {
-            eprintln!("error: overload: {f}");
-        }
-        1
-    }
-}
-
-/// `--vms`: our server only, once per simulation speed; answers the exit status (1 when any
-/// check failed). A quick run reports to target/; a full one to its section of BENCHMARKS.md.
-fn run_vms(count: usize, quick: bool, note: Option<&str>) -> i32 {
-    let provenance =
-        format!("Commit {}, {}, {}.", report::commit(), report::date(), report::machine());
-    // Generous: a run of 1 000 at the default delays takes well under a minute.
-    let deadline = Duration::from_secs(60 + count as u64 / 2);
-    let plan = vms::VmsPlan { count, deadline };
-    let body = Body::new();
-    let mut results = Vec::new();
-    for speed in &vms::SPEEDS {
-        println!("vms: {} VMs, {}", count, speed.label);
-        let r = vms::run(&plan, speed, &body);
-        println!(
-            "  all Running after {:.2} s, {} transitions, server CPU {:.2} s",
-            r.took.as_secs_f64(),
-            r.vm_events + r.vmi_events,
-            r.server_cpu.as_secs_f64()
-        );
-        results.push(r);
-    }
-    let text = vms::markdown(&results, &provenance, note);
-    println!("\n{text}");
-    let key = format!("vms-{count}");
-    let md = if quick {
-        target_dir().join("BENCHMARKS-vms-quick.md")
-    } else {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md")
-    };
-    let old = std::fs::read_to_string(&md).unwrap_or_default();
-    std::fs::write(&md, report::splice(&old, &key, &text))
-        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
-    println!("vms report written to {}", md.display());
-    let failures: Vec<String> = results
-        .iter()
-        .flat_map(|r| r.failures.iter().map(move |f| format!("{}: {f}", r.speed)))
-        .collect();
-    for f in &failures {
-        eprintln!("error: vms: {f}");
-    }
-    i32::from(!failures.is_empty())
-}
-
-/// `--replicas`: answers the exit status (1 on a 429; a failed operation panics). A quick run
-/// reports to target/; a full one to its section of BENCHMARKS.md.
-fn run_replicas(quick: bool, note: Option<&str>) -> i32 {
-    let etcd_version = etcd::version(&etcd::binary().unwrap_or_else(|e| panic!("{e}")));
-    let provenance = format!(
-        "Commit {}, {}, {}; etcd {etcd_version} (Debian etcd-server).",
-        report::commit(),
-        report::date(),
-        report::machine()
-    );
-    let result = replicas::run(replicas::ReplicasPlan::new(quick));
-    let text = replicas::markdown(&result, &provenance, note);
-    println!("\n{text}");
-    let md = if quick {
-        target_dir().join("BENCHMARKS-replicas-quick.md")
-    } else {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md")
-    };
-    let old = std::fs::read_to_string(&md).unwrap_or_default();
-    std::fs::write(&md, report::splice(&old, "replicas", &text))
-        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
-    println!("replicas report written to {}", md.display());
-    if result.throttled > 0 {
-        eprintln!("error: replicas: virt-apiserver answered 429 {} time(s)", result.throttled);
         return 1;
     }
     0
@@ -722,7 +410,8 @@ fn header(
         if p.quick { "`--quick` (small counts, 1 run: a smoke test, not figures)" } else { "full" };
     let mut h = format!(
         "# Benchmarks: virt-apiserver and etcd side by side\n\n\
-         Written by `cargo bench --bench compare` (benches/compare/); do not edit by hand.\n\n\
+         Written by `cargo run --release -p virt-bench -- compare` (bench/); do not edit by \
+         hand.\n\n\
          - commit: {}\n- date: {}\n- machine: {}\n- etcd: {} (Debian etcd-server), v3 JSON gateway\n\
          - mode: {mode}; {} run(s), medians across runs; the whole benchmark took {:.0} s\n\
          - 429 answers from virt-apiserver: {throttled}\n",
@@ -788,21 +477,17 @@ fn header(
     h
 }
 
-/// Checks of the pure helpers, run by `cargo test --bench compare` (see `main`).
+/// Checks of `--only`.
 #[cfg(test)]
 mod tests {
     use super::{parse_only, GROUPS};
 
-    pub fn all() {
-        only_absent_is_everything();
-        only_picks_groups_in_run_order();
-        only_rejects_unknown_and_empty();
-    }
-
+    #[test]
     fn only_absent_is_everything() {
         assert_eq!(parse_only(None).unwrap(), GROUPS.to_vec());
     }
 
+    #[test]
     fn only_picks_groups_in_run_order() {
         assert_eq!(parse_only(Some("get")).unwrap(), ["get"]);
         assert_eq!(parse_only(Some("watch,get, list")).unwrap(), ["get", "list", "watch"]);
@@ -810,6 +495,7 @@ mod tests {
         assert_eq!(parse_only(Some(&GROUPS.join(","))).unwrap(), GROUPS.to_vec());
     }
 
+    #[test]
     fn only_rejects_unknown_and_empty() {
         assert!(parse_only(Some("gets")).unwrap_err().contains("\"gets\""));
         assert!(parse_only(Some("get,memory")).is_err());

@@ -283,16 +283,13 @@ impl Backend for Etcd {
     }
 }
 
-/// Checks of the request bodies, run by `cargo test --bench compare` (see `main`).
+/// Checks of the request bodies.
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::{b64, put_body, range_body};
     use serde_json::json;
 
-    pub fn all() {
-        bodies_as_json_writes_them();
-    }
-
+    #[test]
     fn bodies_as_json_writes_them() {
         let (key, end) = ("/bench/s/vm-s-000001", "/bench/s0");
         let value = "{\"a\":\"b\\\"c\"}";

@@ -255,13 +255,10 @@ pub fn keep_sections(old: &str, new: &str) -> String {
 }
 
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::{keep_sections, splice};
 
-    pub fn all() {
-        sections_replace_and_append();
-    }
-
+    #[test]
     fn sections_replace_and_append() {
         let doc = splice("# B\n", "soak-1min", "one");
         assert_eq!(doc, "# B\n\n<!-- section:soak-1min -->\none\n<!-- /section:soak-1min -->\n");

@@ -1,13 +1,17 @@
 //! Just enough JSON reading for the client to check answers without building them: the members
 //! of the top-level object one by one, each value as its bytes, and the elements of an array,
-//! counted. Values are skipped by their structure, not decoded or validated inside: strings to
-//! their closing quote, past escapes (memchr), objects and arrays to their closing bracket by
-//! depth, strings skipped. On our list pages (500 objects of 3 KB, dense managedFields) that is
-//! about a fifth cheaper than serde's `IgnoredAny`, on etcd's (base64 strings) about four times;
-//! measured, a 64-byte-block scanner (masks by SWAR: the crate forbids the `unsafe` of SIMD
-//! intrinsics) was no faster. The top level and the counted array are checked for JSON's commas
-//! and colons; the small parts read for their content (a continue token, a revision) go through
-//! serde_json. Keys are compared as written, unescaped: the servers write plain ASCII keys.
+//! counted. Values are skipped by their structure, not decoded or validated inside, by the
+//! server's own scanner (`virt_apiserver::json::value_end`, the one it splices served bytes
+//! with): strings to their closing quote, past escapes (memchr), objects and arrays to their
+//! closing bracket by depth, strings skipped. On our list pages (500 objects of 3 KB, dense
+//! managedFields) that is about a fifth cheaper than serde's `IgnoredAny`, on etcd's (base64
+//! strings) about four times; measured, a 64-byte-block scanner (masks by SWAR: the crates forbid
+//! the `unsafe` of SIMD intrinsics) was no faster. The top level and the counted array are
+//! checked for JSON's commas and colons; the small parts read for their content (a continue
+//! token, a revision) go through serde_json. Keys are compared as written, unescaped: the servers
+//! write plain ASCII keys.
+
+use virt_apiserver::json::value_end;
 
 /// The whitespace JSON allows between tokens.
 fn ws(s: &[u8], mut i: usize) -> usize {
@@ -25,62 +29,15 @@ fn expect(s: &[u8], i: usize, what: u8) -> Result<usize, String> {
     }
 }
 
-/// The end of the string that opens at `s[i]` (a quote).
-fn skip_string(s: &[u8], i: usize) -> Result<usize, String> {
-    let mut j = i + 1;
-    loop {
-        match memchr::memchr2(b'"', b'\\', s.get(j..).unwrap_or_default()) {
-            None => return Err(format!("JSON: a string at {i} without its end")),
-            Some(k) if s[j + k] == b'"' => return Ok(j + k + 1),
-            // An escape: its next byte is never the string's end (in \uXXXX, the rest are
-            // hex digits).
-            Some(k) => j += k + 2,
-        }
-    }
-}
-
-/// The end of the object or array that opens at `s[i]`: brackets counted, strings skipped.
-fn skip_container(s: &[u8], i: usize) -> Result<usize, String> {
-    let mut depth = 0usize;
-    let mut j = i;
-    while j < s.len() {
-        match s[j] {
-            b'"' => {
-                j = skip_string(s, j)?;
-                continue;
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Ok(j + 1);
-                }
-            }
-            _ => {}
-        }
-        j += 1;
-    }
-    Err(format!("JSON: a container at {i} without its end"))
-}
-
-/// The end of the value that starts at `s[i]`.
+/// The end of the value that starts at `s[i]`, by the server's own scanner (the one its served
+/// bytes are spliced with).
 fn skip_value(s: &[u8], i: usize) -> Result<usize, String> {
     match s.get(i) {
-        Some(b'"') => skip_string(s, i),
-        Some(b'{' | b'[') => skip_container(s, i),
-        Some(_) => {
-            // A number, true, false or null: up to the next delimiter.
-            let mut j = i;
-            while j < s.len() && !matches!(s[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
-            {
-                j += 1;
-            }
-            if j == i {
-                return Err(format!("JSON: no value at {i}"));
-            }
-            Ok(j)
-        }
         None => Err("JSON: the end where a value belongs".into()),
+        Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') => {
+            Err(format!("JSON: no value at {i}"))
+        }
+        Some(_) => value_end(s, i).ok_or_else(|| format!("JSON: a value at {i} without its end")),
     }
 }
 
@@ -122,7 +79,7 @@ impl<'a> Object<'a> {
         }
         self.first = false;
         let k0 = expect(s, i, b'"')? - 1;
-        i = skip_string(s, k0)?;
+        i = skip_value(s, k0)?;
         let key = &s[k0 + 1..i - 1];
         self.i = ws(s, expect(s, ws(s, i), b':')?);
         self.value_pending = true;
@@ -146,15 +103,6 @@ impl<'a> Object<'a> {
     }
 }
 
-/// The number of elements of the array `s` (the JSON text of one array), and the last one.
-pub fn elements(s: &[u8]) -> Result<(usize, Option<&[u8]>), String> {
-    let (n, last, end) = elements_at(s, ws(s, 0))?;
-    if ws(s, end) != s.len() {
-        return Err(format!("JSON: bytes after the array, at {end}"));
-    }
-    Ok((n, last))
-}
-
 /// The array that starts at `s[i]`: its number of elements, the last one, and its end.
 fn elements_at(s: &[u8], i: usize) -> Result<(usize, Option<&[u8]>, usize), String> {
     let mut i = ws(s, expect(s, i, b'[')?);
@@ -176,23 +124,21 @@ fn elements_at(s: &[u8], i: usize) -> Result<(usize, Option<&[u8]>, usize), Stri
     }
 }
 
-/// Checks of the scanner, run by `cargo test --bench compare` (see `main`).
+/// Checks of the scanner.
 #[cfg(test)]
-pub mod tests {
-    use super::{elements, skip_container, Object};
+mod tests {
+    use super::{elements_at, skip_value, ws, Object};
     use crate::object::Body;
     use serde::de::IgnoredAny;
     use serde_json::{json, Value};
 
-    pub fn all() {
-        empty_and_flat();
-        a_list_page_as_ours_writes_it();
-        a_range_answer_as_etcd_writes_it();
-        strings_that_look_like_structure();
-        runs_of_backslashes();
-        whitespace_between_tokens();
-        malformed_pages_fail();
-        random_values_count_as_serde_does();
+    /// The number of elements of the array `s` (the JSON text of one array), and the last one.
+    fn elements(s: &[u8]) -> Result<(usize, Option<&[u8]>), String> {
+        let (n, last, end) = elements_at(s, ws(s, 0))?;
+        if ws(s, end) != s.len() {
+            return Err(format!("JSON: bytes after the array, at {end}"));
+        }
+        Ok((n, last))
     }
 
     fn count(s: &str) -> usize {
@@ -223,6 +169,7 @@ pub mod tests {
         n.ok_or_else(|| "absent".to_owned())
     }
 
+    #[test]
     fn empty_and_flat() {
         assert_eq!(count("[]"), 0);
         assert_eq!(count(" [ ] "), 0);
@@ -256,6 +203,7 @@ pub mod tests {
         .unwrap()
     }
 
+    #[test]
     fn a_list_page_as_ours_writes_it() {
         for (n, cont) in [(0, ""), (1, "abc"), (500, "eyJydiI6OTksInN0YXJ0Ijoidm0tcC0x\"]}IifQ==")]
         {
@@ -278,6 +226,7 @@ pub mod tests {
         }
     }
 
+    #[test]
     fn a_range_answer_as_etcd_writes_it() {
         use base64::Engine;
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
@@ -308,6 +257,7 @@ pub mod tests {
         assert_eq!(member(page, b"absent"), None);
     }
 
+    #[test]
     fn strings_that_look_like_structure() {
         let tricky = r#"["]", "[", "{\"a\":[1,2]}", "\\", "\\\"", "\u0022]", ",,", "}{"]"#;
         assert_eq!(count(tricky), 8);
@@ -322,6 +272,7 @@ pub mod tests {
     }
 
     /// Runs of backslashes before quotes and brackets, in keys and values, at every offset.
+    #[test]
     fn runs_of_backslashes() {
         for pad in 0..70 {
             for tail in ["\\\\", "\\\"", "\\\\\\\"]", "\\\\\\\\", "]}\\\"{["] {
@@ -329,13 +280,14 @@ pub mod tests {
                     format!("{{\"{}{tail}\":[\"{tail}\",{{}}],\"b\":\"]\"}}  ", "x".repeat(pad));
                 let v: Value = serde_json::from_str(&s).unwrap();
                 assert_eq!(v.as_object().unwrap().len(), 2);
-                assert_eq!(skip_container(s.as_bytes(), 0), Ok(s.len() - 2), "{s}");
+                assert_eq!(skip_value(s.as_bytes(), 0), Ok(s.len() - 2), "{s}");
                 let arr = format!("[{s},{s}]");
                 assert_eq!(count(&arr), 2, "{arr}");
             }
         }
     }
 
+    #[test]
     fn whitespace_between_tokens() {
         let page = b" \r\n{ \"items\" :\n[ {\"a\" : 1} ,\t2 , [ ] ] , \"more\" : false }\n ";
         assert_eq!(elements(member(page, b"items").unwrap()).unwrap().0, 3);
@@ -343,6 +295,7 @@ pub mod tests {
         assert_eq!(member(page, b"more"), Some(&b"false"[..]));
     }
 
+    #[test]
     fn malformed_pages_fail() {
         for bad in [
             "",
@@ -403,6 +356,7 @@ pub mod tests {
         }
     }
 
+    #[test]
     fn random_values_count_as_serde_does() {
         let mut g = Gen(0x9E37_79B9_7F4A_7C15);
         for _ in 0..1000 {
@@ -421,7 +375,7 @@ pub mod tests {
             for (k, item) in items.iter().enumerate() {
                 let one = serde_json::to_vec(item).unwrap();
                 if matches!(one[0], b'{' | b'[') {
-                    assert_eq!(skip_container(&one, 0), Ok(one.len()), "item {k}");
+                    assert_eq!(skip_value(&one, 0), Ok(one.len()), "item {k}");
                 }
             }
         }

@@ -1,4 +1,4 @@
-//! The overload scenario (`--overload`): against our server only, 10 000 idle
+//! The overload scenario (`virt-bench overload`): against our server only, 10 000 idle
 //! keep-alive connections and 5 000 watchers held at once (1 000 and 500 in quick mode). While
 //! they are held, reads and writes must still be answered in good time, every watcher must get
 //! every write's event exactly once and in order, and resident memory must stay bounded: the
@@ -258,7 +258,7 @@ pub fn markdown(r: &OverloadResult, provenance: &str, quick: bool) -> String {
     };
     format!(
         "## Overload: {idle} idle connections and {watchers} watchers{mode}\n\n\
-         `cargo bench --bench compare -- --overload{flag}`. {provenance}\n\n\
+         `cargo run --release -p virt-bench -- overload{flag}`. {provenance}\n\n\
          Our server only, on SQLite. {idle} keep-alive connections each make one request and then \
          stay open; {watchers} watches of one namespace open from one resourceVersion; then gets \
          and {writes} paced creates run while all of them are held. Every watcher must read every \

@@ -513,28 +513,12 @@ impl AsyncConn {
     }
 }
 
-/// Checks of the decoder and the connection, run by `cargo test --bench compare` (see `main`).
+/// Checks of the decoder and the connection, against servers on loopback sockets of their own.
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::*;
     use std::io::Read;
     use std::net::TcpListener;
-
-    pub fn all() {
-        sized_body();
-        chunked_body_in_every_split();
-        chunked_extensions_and_trailers();
-        several_answers_in_one_input();
-        no_body_statuses_and_interim();
-        body_to_eof();
-        bad_framing();
-        request_in_one_buffer();
-        query_values();
-        conn_over_a_socket();
-        conn_reconnects_after_close();
-        async_conn_over_a_socket();
-        statuses_fail_and_429_retries();
-    }
 
     /// Feeds `input` in pieces of `step` bytes (keeping what the decoder leaves, as `Inbox`
     /// does); answers the status, body and the bytes left after the answer.
@@ -557,6 +541,7 @@ pub mod tests {
         Ok((dec.status(), dec.body().to_vec(), pending))
     }
 
+    #[test]
     fn sized_body() {
         let input = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n\
                       Content-Length: 11\r\n\r\n{\"a\":\"b c\"}";
@@ -581,6 +566,7 @@ pub mod tests {
         out
     }
 
+    #[test]
     fn chunked_body_in_every_split() {
         let big = vec![b'x'; 70_000];
         let input = chunked(&[b"{\"items\":[", b"1,2", &big, b"]}\r\n"], "");
@@ -605,6 +591,7 @@ pub mod tests {
         }
     }
 
+    #[test]
     fn chunked_extensions_and_trailers() {
         let input = b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, Chunked\r\n\r\n\
                       3;name=value\r\nabc\r\n00A \r\n0123456789\r\n0;last\r\n\
@@ -616,6 +603,7 @@ pub mod tests {
         }
     }
 
+    #[test]
     fn several_answers_in_one_input() {
         let mut input = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none".to_vec();
         input.extend_from_slice(&chunked(&[b"two"], "T: x\r\n"));
@@ -631,6 +619,7 @@ pub mod tests {
         assert_eq!(at, input.len());
     }
 
+    #[test]
     fn no_body_statuses_and_interim() {
         let input = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\
                       Content-Length: 10\r\n\r\nHTTP/1.1 304";
@@ -638,6 +627,7 @@ pub mod tests {
         assert_eq!((status, body.len(), rest.as_slice()), (204, 0, &b"HTTP/1.1 304"[..]));
     }
 
+    #[test]
     fn body_to_eof() {
         let mut dec = Decoder::new();
         dec.start();
@@ -656,6 +646,7 @@ pub mod tests {
         assert!(dec.done() && !dec.keep_alive);
     }
 
+    #[test]
     fn bad_framing() {
         let bad: [&[u8]; 7] = [
             b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
@@ -671,6 +662,7 @@ pub mod tests {
         }
     }
 
+    #[test]
     fn request_in_one_buffer() {
         let ep = Endpoint::new("127.0.0.1:1");
         let req = ep.request("POST", "/v3/kv/put", None, b"{}");
@@ -689,6 +681,7 @@ pub mod tests {
         assert!(req.bytes.windows(42).any(|w| w == b"Content-Type: application/merge-patch+json"));
     }
 
+    #[test]
     fn query_values() {
         assert_eq!(query_value("abc-._*09"), "abc-._*09");
         assert_eq!(query_value("a b+c/d=="), "a+b%2Bc%2Fd%3D%3D");
@@ -741,6 +734,7 @@ pub mod tests {
         (answers, vec![big.clone(), big, b"small".to_vec()])
     }
 
+    #[test]
     fn conn_over_a_socket() {
         let (answers, bodies) = answers();
         let ep = Endpoint::new(&serve(answers, 3_001, usize::MAX));
@@ -752,6 +746,7 @@ pub mod tests {
         assert!(conn.conn.reused);
     }
 
+    #[test]
     fn conn_reconnects_after_close() {
         // The server closes each connection after one answer, without saying so.
         let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec();
@@ -771,6 +766,7 @@ pub mod tests {
         }
     }
 
+    #[test]
     fn async_conn_over_a_socket() {
         let (answers, bodies) = answers();
         let ep = Endpoint::new(&serve(answers, 5_000, usize::MAX));
@@ -784,6 +780,7 @@ pub mod tests {
         });
     }
 
+    #[test]
     fn statuses_fail_and_429_retries() {
         let answers = vec![
             b"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 4\r\n\r\nslow".to_vec(),

@@ -197,34 +197,29 @@ pub fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-/// Checks of the pure helpers, run by `cargo test --bench compare` (the harness-less binary runs
-/// them when started without `--bench`: libtest does not run `#[test]`s here).
+/// Checks of the pure helpers.
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::stat_cpu_ticks;
-
-    pub fn all() {
-        stat_fields_after_the_command();
-        stat_command_with_spaces_and_parentheses();
-        stat_truncated();
-        ticks_per_sec_positive();
-    }
 
     // A real line (pid 1234, `cat`): utime 7, stime 3 (fields 14 and 15).
     const LINE: &str = "1234 (cat) R 1000 1234 1000 34816 1234 4194304 91 0 0 0 7 3 0 0 20 0 \
         1 0 12345 5632000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
 
+    #[test]
     fn stat_fields_after_the_command() {
         assert_eq!(stat_cpu_ticks(LINE), Some(10));
         assert_eq!(stat_cpu_ticks(&LINE.replace(" 7 3 ", " 123456 654321 ")), Some(777777));
     }
 
+    #[test]
     fn stat_command_with_spaces_and_parentheses() {
         let odd = LINE.replace("(cat)", "(a b) c (d) 9 9)");
         assert_eq!(stat_cpu_ticks(&odd), Some(10));
         assert_eq!(stat_cpu_ticks(&LINE.replace("(cat)", "())")), Some(10));
     }
 
+    #[test]
     fn stat_truncated() {
         assert_eq!(stat_cpu_ticks(""), None);
         assert_eq!(stat_cpu_ticks("1234 cat R 1 2 3"), None);
@@ -235,6 +230,7 @@ pub mod tests {
         assert_eq!(stat_cpu_ticks("1234 (cat) R 1 1 1 1 1 1 1 1 1 1 x 3"), None);
     }
 
+    #[test]
     fn ticks_per_sec_positive() {
         assert!(super::ticks_per_sec() > 0);
         // This process has run: its own line parses.

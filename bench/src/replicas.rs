@@ -1,4 +1,4 @@
-//! The replicas scenario (`--replicas`): per run one private etcd, and the
+//! The replicas scenario (`virt-bench replicas`): per run one private etcd, and the
 //! same workloads on four targets in turn: our server on SQLite, our server on that etcd with one
 //! replica and with three (one prefix; clients spread round-robin over them), and bare etcd
 //! through its JSON gateway. Per target: creates with 1 and 32 clients, gets with 32, a
@@ -593,7 +593,7 @@ pub fn markdown(r: &ReplicasResult, provenance: &str, note: Option<&str>) -> Str
     let n = count(p.objects);
     let mut s = format!(
         "## Replicas on etcd: ours on SQLite, on etcd with 1 and 3 replicas, and bare etcd{}\n\n\
-         Written by `cargo bench --bench compare -- --replicas{}` (benches/compare/replicas.rs). \
+         Written by `cargo run --release -p virt-bench -- replicas{}` (bench/src/replicas.rs). \
          {provenance} The scenario took {:.0} s; the load average (1 min) was {:.1} at its \
          start and {:.1} at its end{}.\n\n",
         if p.quick { " (quick)" } else { "" },
@@ -699,21 +699,16 @@ pub fn markdown(r: &ReplicasResult, provenance: &str, note: Option<&str>) -> Str
     s
 }
 
-/// Checks of the pure helpers, run by `cargo test --bench compare` (see `main`).
+/// Checks of the pure helpers.
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::*;
-
-    pub fn all() {
-        medians_per_key_over_the_runs_that_have_it();
-        rows_have_distinct_keys();
-        report_states_the_limits_and_the_goals();
-    }
 
     fn figures(pairs: &[(&str, f64)]) -> Figures {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     }
 
+    #[test]
     fn medians_per_key_over_the_runs_that_have_it() {
         let runs = [
             figures(&[("a", 3.0), ("b", 1.0)]),
@@ -723,6 +718,7 @@ pub mod tests {
         assert_eq!(medians(&runs), figures(&[("a", 2.0), ("b", 3.0)]));
     }
 
+    #[test]
     fn rows_have_distinct_keys() {
         let rows = rows(10_000);
         let keys: std::collections::BTreeSet<&String> = rows.iter().map(|(_, k, _)| k).collect();
@@ -730,6 +726,7 @@ pub mod tests {
         assert!(rows.iter().any(|(l, k, _)| k == "clist_p99" && l.contains("10 000")));
     }
 
+    #[test]
     fn report_states_the_limits_and_the_goals() {
         let mut plan = ReplicasPlan::new(false);
         plan.runs = 3;
