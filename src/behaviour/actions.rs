@@ -124,7 +124,7 @@ impl Actions {
         }
         for check in &action.checks {
             if ctx.matches(&check.when) {
-                let message = render_text(&check.message, &ctx);
+                let message = ctx.text(&check.message);
                 let about = self.about(kind, res, &check.about, target.name());
                 return Err(refusal(check.code, &message, about, check.plain));
             }
@@ -233,15 +233,6 @@ impl Actions {
             }
         }
         Ok(())
-    }
-}
-
-/// A template string's text.
-fn render_text(s: &str, ctx: &Ctx<'_>) -> String {
-    match lifecycle::eval::render_str(s, ctx.object, ctx) {
-        Value::String(s) => s,
-        Value::Null => String::new(),
-        other => other.to_string(),
     }
 }
 

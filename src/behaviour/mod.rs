@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 use lifecycle::Lifecycles;
 use serde_json::Value;
 
-use crate::generated::{LIFECYCLES, OPENAPI_V2};
+use crate::generated::{LIFECYCLES, OPENAPI_V2, RESOURCES};
 use crate::registry::Registry;
 
 /// The behaviour a server runs: the lifecycle file's program (the built-in one, or with
@@ -76,7 +76,13 @@ pub fn load(extra: Option<&str>) -> Result<Lifecycles, Vec<String>> {
         None => builtin,
     };
     let doc: Value = serde_json::from_slice(OPENAPI_V2).map_err(|e| vec![e.to_string()])?;
-    lifecycle::check::check(&doc, &lc)?;
+    // The versions this server stores.
+    let stored: Vec<(String, String, String)> = RESOURCES
+        .iter()
+        .filter(|r| r.version == r.storage_version)
+        .map(|r| (r.group.to_string(), r.kind.to_string(), r.version.to_string()))
+        .collect();
+    lifecycle::check::check(&doc, &stored, &lc)?;
     Ok(lc)
 }
 

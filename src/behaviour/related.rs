@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use lifecycle::{By, Ctx, Kind, Lifecycles, ResourceRef, Rng};
+use lifecycle::{By, Ctx, Kind, Lifecycles, Path, ResourceRef, Rng};
 use serde_json::Value;
 
 use super::reverse::{self, Reverse};
@@ -40,10 +40,8 @@ pub async fn related(
     let ns = if res.namespaced { meta_str(obj, "namespace") } else { "" };
     for (name, rel) in &kind.related {
         let Some(rel_res) = served(&rel.resource) else { continue };
-        let named_ns = rel.namespace.as_deref().and_then(|e| {
-            let e = lifecycle::expr::parse(e).ok()?;
-            lifecycle::expr::eval(&e, obj, ctx).as_str().map(str::to_string)
-        });
+        let named_ns =
+            rel.namespace.as_ref().and_then(|e| e.eval(obj, ctx).as_str().map(str::to_string));
         let ns = match &named_ns {
             _ if !rel_res.namespaced => "",
             Some(n) => n.as_str(),
@@ -51,14 +49,10 @@ pub async fn related(
         };
         let (key, uid) = match &rel.by {
             By::Name => (object_key(rel_res, ns, meta_str(obj, "name")), None),
-            By::Field(path) => {
-                let value = lifecycle::expr::parse(path)
-                    .map_or(Value::Null, |e| lifecycle::expr::eval(&e, obj, ctx));
-                match value.as_str() {
-                    Some(n) if !n.is_empty() => (object_key(rel_res, ns, n), None),
-                    _ => continue,
-                }
-            }
+            By::Field(path) => match path.eval(obj, ctx).as_str() {
+                Some(n) if !n.is_empty() => (object_key(rel_res, ns, n), None),
+                _ => continue,
+            },
             By::Owned => {
                 let uid = meta_str(obj, "uid");
                 let mine = |item: &Value| {
@@ -70,21 +64,13 @@ pub async fn related(
             }
             By::Referencing(path) => {
                 let own = meta_str(obj, "name");
-                let items = match lifecycle::expr::parse(path) {
-                    Ok(field) => {
-                        let names_it = |item: &Value| {
-                            lifecycle::expr::eval(&field, item, ctx).as_str() == Some(own)
-                        };
-                        scan(registry, rel_res, ns, own, rel, ctx, names_it).await
-                    }
-                    Err(_) => Vec::new(),
-                };
+                let names_it = |item: &Value| path.eval(item, ctx).as_str() == Some(own);
+                let items = scan(registry, rel_res, ns, own, rel, ctx, names_it).await;
                 out.insert(name.clone(), Value::Array(items));
                 continue;
             }
             By::Names(names) => {
-                let names = lifecycle::expr::parse(names)
-                    .map_or(Value::Null, |e| lifecycle::expr::eval(&e, obj, ctx));
+                let names = names.eval(obj, ctx);
                 let mut items = Vec::new();
                 for n in names.as_array().into_iter().flatten().filter_map(Value::as_str) {
                     let Ok(Some(found)) = store.get(&object_key(rel_res, ns, n)).await else {
@@ -160,7 +146,7 @@ struct Index {
     prefix: String,
     rel: String,
     /// `by: {field}`'s path; `None` for `by: controller`.
-    field: Option<lifecycle::expr::Expr>,
+    field: Option<Path>,
     keys: RefCell<Reverse>,
 }
 
@@ -172,11 +158,7 @@ impl Indexes {
             for (name, rel) in &program.kinds[*i].related {
                 let field = match &rel.by {
                     By::Controller => None,
-                    // A path that does not parse names nothing (`related`).
-                    By::Field(path) => match lifecycle::expr::parse(path) {
-                        Ok(e) => Some(e),
-                        Err(_) => continue,
-                    },
+                    By::Field(path) => Some(path.clone()),
                     By::Name | By::Owned | By::Names(_) | By::Referencing(_) => continue,
                 };
                 let prefix = collection_prefix(res, None);
@@ -222,7 +204,7 @@ impl Indexes {
                 Some(path) => {
                     // As `related` reads it: no related objects in the context.
                     let ctx = Ctx::new(kind_of(ix.k), o, String::new(), 1, Rng::new(0));
-                    let value = lifecycle::expr::eval(path, o, &ctx);
+                    let value = path.eval(o, &ctx);
                     value.as_str().filter(|n| !n.is_empty()).map(str::to_string)
                 }
             });
@@ -283,9 +265,7 @@ impl Indexes {
                 // The object it names.
                 By::Referencing(path) => {
                     let ctx = Ctx::new(kind, changed, String::new(), 1, Rng::new(0));
-                    let named = lifecycle::expr::parse(path)
-                        .map(|e| lifecycle::expr::eval(&e, changed, &ctx));
-                    if let Ok(Value::String(n)) = named {
+                    if let Value::String(n) = path.eval(changed, &ctx) {
                         out.push(object_key(res, ns, &n));
                     }
                 }

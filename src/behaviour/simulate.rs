@@ -505,10 +505,7 @@ impl Engine {
                 }
             }
             Step::Event { type_, reason, message, .. } => {
-                let message = match lifecycle::eval::render_str(message, ctx.object, ctx) {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                };
+                let message = ctx.text(message);
                 let severity =
                     if type_ == "Warning" { Severity::Warning } else { Severity::Normal };
                 let about = ObjectRef::to(res, target);

@@ -80,10 +80,7 @@ impl Admission for Webhooks {
         kind.warnings
             .iter()
             .filter(|w| ctx.matches(&w.when))
-            .map(|w| match lifecycle::eval::render_str(&w.message, obj, &ctx) {
-                Value::String(s) => s,
-                other => other.to_string(),
-            })
+            .map(|w| ctx.text(&w.message))
             .collect()
     }
 }
