@@ -31,9 +31,12 @@ fn lifecycles(doc: &std::path::Path, out: &std::path::Path) {
     let text = std::fs::read_to_string(&file).unwrap_or_default();
     let parsed = lifecycle::parse(&text).map_err(|e| vec![e]);
     let checked = parsed.and_then(|lc| {
-        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(doc).expect("document"))
-            .map_err(|e| vec![e.to_string()])?;
-        lifecycle::check::check(&doc, &lc)
+        let bytes = std::fs::read(doc).expect("document");
+        // The versions the server stores, from the model its code is generated from.
+        let stored = codegen::stored_kinds(&bytes).map_err(|e| vec![e.to_string()])?;
+        let doc: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| vec![e.to_string()])?;
+        lifecycle::check::check(&doc, &stored, &lc)
     });
     if let Err(problems) = checked {
         eprintln!("{} has {} problem(s):", file.display(), problems.len());

@@ -4,15 +4,18 @@
 //! The modules are private; what the binary, the tests, the benchmark and the fuzz targets use
 //! is re-exported below, and nothing else is public.
 
+mod behaviour;
+mod controllers;
 mod generated;
 mod http;
 mod object;
 mod registry;
 pub mod resource;
-mod runtime;
 mod shell;
 mod store;
 
+/// KubeVirt's simulated controllers, whose configuration `Config` carries.
+pub use behaviour::simulate;
 /// The served document's groups and kinds, and the document itself.
 pub use generated::{GROUPS, OPENAPI_V2, OPENAPI_V2_PB, RESOURCES};
 /// Serving: access control and the HTTP server (`server::run_with`), as `Config` holds them.
@@ -23,8 +26,6 @@ pub use http::{codec::decode_body, params::ContinueToken};
 pub use object::{duration, limits, meta, patch, selector, strict_decoding, validation};
 /// Create-only token requests' signed answers.
 pub use registry::token;
-/// The simulated runtime, whose configuration `Config` carries.
-pub use runtime::simulate;
 /// The flags, the configuration they validate into, and a complete server run from it (the
 /// background work included).
 pub use shell::config::{Config, Options};

@@ -48,7 +48,7 @@ pub struct ResourceInfo {
     /// objects then need theirs to exist and not be terminating (`registry::namespaces`).
     pub namespaces: bool,
     /// Whether this kind's objects are the events (kube's core/v1 Event): what background work
-    /// records (`runtime::recorder`) and what expires `--event-ttl` after its last write.
+    /// records (`controllers::recorder`) and what expires `--event-ttl` after its last write.
     pub events: bool,
     /// Whether names are RFC 1123 subdomains (dots allowed), as kube validates an Event's;
     /// otherwise they are the seed's labels (A.9).

@@ -17,9 +17,22 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("object", &["resource", "generated"]),
     ("store", &[]),
     ("registry", &["resource", "generated", "object", "store"]),
-    ("runtime", &["resource", "generated", "object", "store", "registry"]),
-    ("http", &["resource", "generated", "object", "store", "registry"]),
-    ("shell", &["resource", "generated", "object", "store", "registry", "runtime", "http"]),
+    ("controllers", &["resource", "generated", "object", "store", "registry"]),
+    ("behaviour", &["resource", "generated", "object", "store", "registry", "controllers"]),
+    ("http", &["resource", "generated", "object", "store", "registry", "behaviour"]),
+    (
+        "shell",
+        &[
+            "resource",
+            "generated",
+            "object",
+            "store",
+            "registry",
+            "controllers",
+            "behaviour",
+            "http",
+        ],
+    ),
 ];
 
 /// Layers whose files may name actix (and its crates).

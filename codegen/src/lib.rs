@@ -77,6 +77,15 @@ pub fn generate(bytes: &[u8]) -> Result<Generated, Error> {
     Ok(Generated { data, routes, openapi_v3, openapi_v2_pb })
 }
 
+/// The kinds the server generated from the document's bytes stores, each as (group, kind,
+/// storage version): what the lifecycle checker reads paths against.
+pub fn stored_kinds(bytes: &[u8]) -> Result<Vec<(String, String, String)>, Error> {
+    let doc: swagger::Document = serde_json::from_slice(bytes).map_err(Error::Parse)?;
+    let api = model::lower(&doc).map_err(Error::Invalid)?;
+    let stored = api.resources.iter().filter(|r| r.version == r.storage_version);
+    Ok(stored.map(|r| (r.group.clone(), r.kind.clone(), r.version.clone())).collect())
+}
+
 /// Reads `doc` and writes into `out_dir`: `generated.rs`, `routes.rs`, `openapi-v2.json` (the document's exact
 /// bytes), `openapi-v2.pb` (its protobuf form) and `openapi-v3/apis/<group>/<version>.json`. The entry point of the root `build.rs`.
 pub fn generate_to_dir(doc: &Path, out_dir: &Path) -> Result<(), String> {

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::behaviour::actions::Actions;
+use crate::behaviour::Behaviour;
 use crate::http::shutdown::Phases;
 use crate::registry::Registry;
 use crate::store::Store;
@@ -10,8 +12,10 @@ use crate::store::Store;
 /// What every handler shares.
 #[derive(Clone)]
 pub struct AppState {
-    /// The verbs every endpoint calls.
+    /// The verbs every endpoint calls, with virt-api's webhooks in their admission.
     pub registry: Registry,
+    /// virt-api's action API over that registry.
+    pub actions: Actions,
     /// The store under the registry: watches, probes and metrics read it directly.
     pub store: Store,
     pub watch: WatchConfig,
@@ -20,10 +24,13 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The state with default watch settings.
-    pub fn new(store: Store) -> AppState {
+    /// The state with default watch settings, serving `behaviour` over `registry` (a registry
+    /// over `store`).
+    pub fn new(store: Store, behaviour: &Behaviour, registry: Registry) -> AppState {
+        let registry = behaviour.admitting(registry);
         AppState {
-            registry: Registry::new(store.clone()),
+            actions: behaviour.actions(registry.clone()),
+            registry,
             store,
             watch: WatchConfig::default(),
             phases: Phases::default(),

@@ -26,6 +26,21 @@ pub const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
 const SYSTEM_FIELDS: &[&str] =
     &["creationTimestamp", "uid", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"];
 
+/// The object's metadata, created empty when absent; a non-object metadata is a 400.
+pub fn metadata_mut(
+    obj: &mut Value,
+) -> Result<&mut Map<String, Value>, crate::object::error::ApiError> {
+    let root = obj.as_object_mut().ok_or_else(|| {
+        crate::object::error::ApiError::bad_request("the object must be a JSON object")
+    })?;
+    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    if meta.is_null() {
+        *meta = Value::Object(Map::new());
+    }
+    meta.as_object_mut()
+        .ok_or_else(|| crate::object::error::ApiError::bad_request("metadata must be an object"))
+}
+
 /// The finalizers `meta` lists.
 pub fn finalizers(meta: &Map<String, Value>) -> Vec<String> {
     meta.get("finalizers")

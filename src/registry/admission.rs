@@ -1,82 +1,51 @@
-//! virt-api's admission webhooks, as data of a kind in the lifecycle file: its mutating
-//! webhooks on create (`mutations`: what the migration-create mutator adds, say), and the
-//! `warnings` its validating webhooks answer beside `allowed: true` on a create or update of the
-//! object itself, which kube-apiserver passes on as `Warning` headers (apiserver
-//! `admission/plugin/webhook/validating/dispatcher.go`, `warning.AddWarning`; the VM admitter,
-//! `pkg/virt-api/webhooks/validating-webhook/admitters/vms-admitter.go`, is an example).
+//! Admission beyond kube's own NamespaceLifecycle (`namespaces.rs`): the webhooks a cluster
+//! registers, as kube's generic registry takes them, an `admission.Interface` handed in from
+//! above (apiserver `pkg/admission/interfaces.go`: `MutationInterface`, `ValidationInterface`,
+//! and the warnings a validating webhook answers beside `allowed: true`). The registry calls
+//! them on every write, whoever makes it; what they do is the caller's (`behaviour::webhooks`).
 
-use lifecycle::{Ctx, Kind, Rng};
+use std::fmt::Debug;
+
 use serde_json::Value;
 
-use super::strategy::metadata_mut;
-use super::Registry;
 use crate::object::error::ApiError;
-use crate::object::meta::{self, now_rfc3339};
-use crate::object::patch::apply_merge_patch;
 use crate::object::subresource::Part;
 use crate::resource::ResourceInfo;
 
-impl Registry {
-    /// The lifecycle kind of `res`, when it has admission data.
-    fn admitted_kind(&self, res: &ResourceInfo) -> Option<&Kind> {
-        // On every write: found without allocating.
-        self.actions.kinds.iter().find(|k| {
-            k.resource.group == res.group
-                && k.resource.kind == res.kind
-                && (!k.warnings.is_empty() || !k.mutations.is_empty())
-        })
-    }
+/// The registered webhooks.
+pub trait Admission: Debug + Send + Sync {
+    /// Mutating admission on a create of `obj` (decoded, in its namespace, not yet validated):
+    /// kube runs it after its own mutating admission and before the strategy validates.
+    fn mutate_on_create(&self, res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError>;
 
-    /// virt-api's mutating webhooks on a create of `obj` (decoded, in its namespace, not yet
-    /// validated): kube calls them before the strategy validates the object. Their finalizers
-    /// are the controllers' to remove, so they are added only while the controllers run.
+    /// The warnings validating admission answers a write of `obj` through `part` of `res`,
+    /// sent on as `Warning` headers after decoding's.
+    fn warnings(&self, res: &ResourceInfo, part: Part, obj: &Value) -> Vec<String>;
+}
+
+impl super::Registry {
+    /// The webhooks' mutation of a new object, if any are registered.
     pub(crate) fn mutate_on_create(
         &self,
         res: &ResourceInfo,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        let Some(kind) = self.admitted_kind(res).filter(|k| !k.mutations.is_empty()) else {
-            return Ok(());
-        };
-        for m in &kind.mutations {
-            let snapshot = obj.clone();
-            let ctx = Ctx::new(kind, &snapshot, now_rfc3339(), 1, Rng::new(0));
-            if m.when.as_ref().is_some_and(|w| !ctx.matches(w)) {
-                continue;
-            }
-            if let Some(merge) = &m.merge {
-                apply_merge_patch(obj, &ctx.render(merge));
-            }
-            if !m.finalizers.is_empty() && self.controllers {
-                meta::edit_finalizers(metadata_mut(obj)?, &m.finalizers, &[]);
-            }
+        match &self.admission {
+            Some(a) => a.mutate_on_create(res, obj),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// The warnings virt-api's webhook gives a write of `obj` through `part` of `res`: none
-    /// for a status write, which KubeVirt admits separately and without them.
+    /// The webhooks' warnings on a write, if any are registered.
     pub(crate) fn admission_warnings(
         &self,
         res: &ResourceInfo,
         part: Part,
         obj: &Value,
     ) -> Vec<String> {
-        if part != Part::Main {
-            return Vec::new();
+        match &self.admission {
+            Some(a) => a.warnings(res, part, obj),
+            None => Vec::new(),
         }
-        let Some(kind) = self.admitted_kind(res).filter(|k| !k.warnings.is_empty()) else {
-            return Vec::new();
-        };
-        // The webhook reads the object it is sent, nothing related.
-        let ctx = Ctx::new(kind, obj, now_rfc3339(), 1, Rng::new(0));
-        kind.warnings
-            .iter()
-            .filter(|w| ctx.matches(&w.when))
-            .map(|w| match lifecycle::eval::render_str(&w.message, obj, &ctx) {
-                Value::String(s) => s,
-                other => other.to_string(),
-            })
-            .collect()
     }
 }

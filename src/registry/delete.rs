@@ -7,10 +7,10 @@ use serde_json::{json, Value};
 
 use super::options::{DeleteOptions, ListOptions, Propagation};
 use super::read::Page;
-use super::strategy::metadata_mut;
 use super::update::{Next, Shed};
 use super::{namespaces, Change, Object, Registry};
 use crate::object::error::ApiError;
+use crate::object::meta::metadata_mut;
 use crate::object::{meta, meta_str};
 use crate::registry::keys::object_key;
 use crate::resource::ResourceInfo;

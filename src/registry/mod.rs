@@ -2,10 +2,11 @@
 //! delete, delete-collection, get and list over typed options, returning objects and typed
 //! errors. Every write of the server goes through here, whoever makes it (the HTTP endpoints,
 //! the garbage collector, the namespace controller), and every read-modify-write through one
-//! optimistic-concurrency loop (`update::guaranteed_update`).
+//! optimistic-concurrency loop (`update::guaranteed_update`). What KubeVirt adds (its webhooks,
+//! its action API, its controllers) is the behaviour layer's, above: it reaches the verbs only
+//! as a client does, and admission through the `Admission` it hands in.
 
-mod actions;
-mod admission;
+pub mod admission;
 mod apply;
 mod delete;
 mod errors;
@@ -13,7 +14,6 @@ pub mod keys;
 pub mod namespaces;
 mod options;
 mod read;
-pub mod related;
 mod scale;
 mod strategy;
 pub mod token;
@@ -22,10 +22,9 @@ mod write;
 
 use std::sync::Arc;
 
-use lifecycle::Lifecycles;
 use serde_json::Value;
 
-pub use actions::Acted;
+pub use admission::Admission;
 pub use apply::{ApplyOptions, ApplyRequest};
 pub use delete::Deleted;
 pub use options::{ContinueToken, DeleteOptions, ListOptions, Propagation, RvMatch};
@@ -44,35 +43,20 @@ pub struct Registry {
     store: Store,
     /// `--implicit-namespaces`: namespaced objects need no Namespace (`namespaces`).
     implicit_namespaces: bool,
-    /// The lifecycles whose `actions` the action API runs: the built-in file, or with
-    /// `--simulate-config` on top.
-    actions: Arc<Lifecycles>,
-    /// Whether KubeVirt's controllers run (`--simulate`): only they remove the finalizers
-    /// virt-api's webhooks add, so without them none is added (a delete would wait forever).
-    controllers: bool,
+    /// The webhooks admission calls on every write (none: kube's own admission only).
+    admission: Option<Arc<dyn Admission>>,
 }
 
 impl Registry {
     /// The verbs over `store`, with kube's namespace lifecycle (when the document has a
     /// namespace kind).
     pub fn new(store: Store) -> Registry {
-        Registry {
-            store,
-            implicit_namespaces: false,
-            actions: actions::builtin(),
-            controllers: false,
-        }
+        Registry { store, implicit_namespaces: false, admission: None }
     }
 
-    /// The action API runs the `actions` of `lifecycles` (checked: `simulate::load`).
-    pub fn with_actions(mut self, lifecycles: Arc<Lifecycles>) -> Registry {
-        self.actions = lifecycles;
-        self
-    }
-
-    /// `--simulate`: KubeVirt's controllers run, and remove the finalizers its webhooks add.
-    pub fn with_controllers(mut self, controllers: bool) -> Registry {
-        self.controllers = controllers;
+    /// These verbs with `admission`'s webhooks called on every write.
+    pub fn with_admission(mut self, admission: Arc<dyn Admission>) -> Registry {
+        self.admission = Some(admission);
         self
     }
 

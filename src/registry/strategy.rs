@@ -8,6 +8,7 @@ use super::update::Next;
 use super::Target;
 use crate::object::error::{ApiError, Cause};
 use crate::object::limits::MAX_OBJECT_BYTES;
+use crate::object::meta::metadata_mut;
 use crate::object::subresource::{self, Part};
 use crate::object::validation;
 use crate::object::{data_rules, defaults, event_rules};
@@ -170,18 +171,6 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
     let counted = |k: &String| k != "metadata" && k != "apiVersion";
     old.keys().filter(|k| counted(k)).count() != new.keys().filter(|k| counted(k)).count()
         || new.iter().any(|(k, v)| counted(k) && old.get(k) != Some(v))
-}
-
-/// The object's metadata, created empty when absent; a non-object metadata is a 400.
-pub fn metadata_mut(obj: &mut Value) -> Result<&mut Map<String, Value>, ApiError> {
-    let root = obj
-        .as_object_mut()
-        .ok_or_else(|| ApiError::bad_request("the object must be a JSON object"))?;
-    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    if meta.is_null() {
-        *meta = Value::Object(Map::new());
-    }
-    meta.as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))
 }
 
 /// The create rules that come before anything else: no resourceVersion, and the namespace

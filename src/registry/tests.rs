@@ -129,19 +129,3 @@ async fn namespaces_are_checked_and_collections_deleted() {
     let left = r.list(cms, Some("default"), &ListOptions::default()).await.unwrap();
     assert!(left.items.is_empty());
 }
-
-/// The label always; the controller's finalizer only while the controllers run to remove it.
-#[tokio::test]
-async fn a_migration_is_mutated_on_create_as_virt_api_does() {
-    let vmims = served("virtualmachineinstancemigrations");
-    let body = json!({"apiVersion": vmims.api_version(), "kind": vmims.kind,
-                      "metadata": {"name": "m"}, "spec": {"vmiName": "vm1"}});
-    for controllers in [false, true] {
-        let r = registry().await.with_controllers(controllers);
-        let out = create(&r, vmims, "default", body.clone()).await;
-        let meta = &out.object.value()["metadata"];
-        assert_eq!(meta["labels"], json!({"kubevirt.io/vmi-name": "vm1"}));
-        let want = controllers.then(|| json!(["kubevirt.io/migrationJobFinalize"]));
-        assert_eq!(meta.get("finalizers"), want.as_ref(), "controllers: {controllers}");
-    }
-}

@@ -5,10 +5,11 @@ use serde_json::Value;
 
 use super::strategy::{
     check_create_meta, check_size, check_system_field_types, check_type_meta, default_type_meta,
-    init_new_object, metadata_mut, prepare_update, subresource_name, Ownership,
+    init_new_object, prepare_update, subresource_name, Ownership,
 };
 use super::{Change, Object, Outcome, Registry, Target, WriteOptions};
 use crate::object::error::{ApiError, Cause};
+use crate::object::meta::metadata_mut;
 use crate::object::patch::NonApplyPatch;
 use crate::object::schema::kind_definition;
 use crate::object::subresource::Part;

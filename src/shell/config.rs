@@ -5,13 +5,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::behaviour::{self, simulate};
 use crate::http::authn::TokenFile;
 use crate::http::authz::Abac;
 use crate::http::filters::{self, Filters};
 use crate::http::server::{ServeOptions, ShutdownOptions, WatchConfig};
 use crate::http::tls::{self, TlsFiles};
 use crate::object::duration;
-use crate::runtime::simulate;
 use crate::shell::commands::Command;
 use crate::store::{EtcdConfig, QueueLimits, RetentionConfig, StoreConfig};
 
@@ -269,7 +269,7 @@ impl Options {
             Some(path) => Some(std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?),
             None => None,
         };
-        let lifecycles = simulate::load(extra.as_deref()).map_err(|problems| {
+        let lifecycles = behaviour::load(extra.as_deref()).map_err(|problems| {
             let file = self.simulate_config.as_deref().unwrap_or("the built-in lifecycles");
             let list: Vec<String> = problems.iter().map(|p| format!("\n  - {p}")).collect();
             format!("{file} has {} problem(s):{}", problems.len(), list.concat())

@@ -4,10 +4,10 @@
 
 use std::io::Write;
 use std::net::TcpListener;
-use std::sync::Arc;
 
+use crate::behaviour::{simulate, Behaviour};
+use crate::controllers::{event_ttl, gc, leading, namespaces};
 use crate::http::server::{self, AppState, ShutdownSignals};
-use crate::runtime::{event_ttl, gc, leading, namespaces, simulate};
 use crate::shell::config::Config;
 use crate::store::Store;
 
@@ -58,15 +58,15 @@ pub fn run(config: Config) -> Result<(), Error> {
     let scheme = if config.serve.tls.is_some() { "https" } else { "http" };
     server::block_on(async move {
         let Config { filters, serve, watch, simulation, .. } = config;
-        let mut state = AppState { watch, ..AppState::new(store) };
-        state.registry = state.registry.with_implicit_namespaces(config.implicit_namespaces);
-        // `--simulate-config` extends or replaces the actions as it does the lifecycles.
-        if let Some(cfg) = &simulation {
-            state.registry = state
-                .registry
-                .with_actions(Arc::new(cfg.lifecycles.clone()))
-                .with_controllers(true);
-        }
+        // `--simulate-config` extends or replaces virt-api's webhooks and actions as it does
+        // the controllers' lifecycles.
+        let behaviour = match &simulation {
+            Some(cfg) => Behaviour::simulated(cfg.lifecycles.clone()),
+            None => Behaviour::builtin(),
+        };
+        let registry = crate::registry::Registry::new(store.clone())
+            .with_implicit_namespaces(config.implicit_namespaces);
+        let state = AppState { watch, ..AppState::new(store, &behaviour, registry) };
         // kube-apiserver's system namespaces, and those objects already live in, exist before
         // the first request is served.
         if let Err(e) = state.registry.ensure_namespaces().await {

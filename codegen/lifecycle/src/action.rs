@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::eval::Pred;
+use crate::eval::{Pred, Template};
 use crate::{Case, Ctx, ResourceRef};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -44,7 +44,7 @@ pub struct Action {
     pub steps: Vec<ActionStep>,
     /// A read's answer (a template).
     #[serde(default)]
-    pub answer: Option<Value>,
+    pub answer: Option<Template>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -107,8 +107,8 @@ pub struct Check {
     pub when: Pred,
     pub code: u16,
     /// A template string (a 404 says `<singular>.<group> "<name>" not found` itself).
-    #[serde(default)]
-    pub message: String,
+    #[serde(default = "Template::empty")]
+    pub message: Template,
     /// The related object the refusal names (its kind, the same name), not the object.
     #[serde(default)]
     pub about: Option<String>,
@@ -138,7 +138,7 @@ pub enum Write {
         of: Option<String>,
         #[serde(default)]
         subresource: Option<String>,
-        ops: Value,
+        ops: Template,
     },
     /// A JSON merge patch (a template).
     #[serde(rename_all = "camelCase")]
@@ -147,10 +147,10 @@ pub enum Write {
         of: Option<String>,
         #[serde(default)]
         subresource: Option<String>,
-        patch: Value,
+        patch: Template,
     },
     /// Creates an object of `resource` from `template` (nulls dropped).
-    Create { resource: ResourceRef, template: Value },
+    Create { resource: ResourceRef, template: Template },
 }
 
 impl Write {

@@ -9,38 +9,22 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::eval::{self, Pred};
-use crate::eval::{Each, SPREAD};
+use crate::eval::{self, Element, Node, Path, Pred, Template};
 use crate::expr::{self, Expr, Seg, FUNCTIONS};
 use crate::{By, Kind, Lifecycles, ResourceRef, Step};
 
-/// The document's kinds: `(group, kind)` → the schema of its storage (highest-priority)
-/// version.
+/// The kinds the server stores: group, kind and the version it stores them in, from the model
+/// the server itself is generated from (build.rs: codegen's; at start: the served kinds).
+pub type Stored = [(String, String, String)];
+
+/// The document's kinds: `(group, kind)` → the definition of its storage version.
 struct Schemas<'a> {
     defs: &'a serde_json::Map<String, Value>,
     kinds: BTreeMap<(String, String), (String, String)>,
 }
 
-/// Kube's version priority: GA before beta before alpha, higher numbers first.
-fn version_rank(v: &str) -> (u8, u64, u64) {
-    let rest = v.strip_prefix('v').unwrap_or(v);
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    let major = digits.parse().unwrap_or(0);
-    let tail = &rest[digits.len()..];
-    let (level, minor) = if tail.is_empty() {
-        (3, 0)
-    } else if let Some(n) = tail.strip_prefix("beta") {
-        (2, n.parse().unwrap_or(0))
-    } else if let Some(n) = tail.strip_prefix("alpha") {
-        (1, n.parse().unwrap_or(0))
-    } else {
-        (0, 0)
-    };
-    (level, major, minor)
-}
-
 impl<'a> Schemas<'a> {
-    fn new(doc: &'a Value) -> Result<Schemas<'a>, String> {
+    fn new(doc: &'a Value, stored: &Stored) -> Result<Schemas<'a>, String> {
         let defs = doc
             .get("definitions")
             .and_then(Value::as_object)
@@ -50,12 +34,9 @@ impl<'a> Schemas<'a> {
             let gvks = d.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
             for gvk in gvks.into_iter().flatten() {
                 let f = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                let key = (f("group"), f("kind"));
-                let better = kinds
-                    .get(&key)
-                    .is_none_or(|(v, _)| version_rank(&f("version")) > version_rank(v));
-                if better {
-                    kinds.insert(key, (f("version"), name.clone()));
+                let (group, version, kind) = (f("group"), f("version"), f("kind"));
+                if stored.iter().any(|(g, k, v)| (g, k, v) == (&group, &kind, &version)) {
+                    kinds.insert((group, kind), (version, name.clone()));
                 }
             }
         }
@@ -217,37 +198,35 @@ impl Scope<'_, '_> {
         let _ = self.lc;
     }
 
-    fn text(&self, s: &str, errors: &mut Vec<String>) {
-        match eval::expressions(s) {
-            Ok(es) => es.iter().for_each(|e| match e {
-                Ok(e) => self.expr(e, errors),
-                Err(e) => errors.push(format!("{}: {e}", self.at)),
-            }),
-            Err(e) => errors.push(format!("{}: {e}", self.at)),
+    /// A compiled expression: its parse error, or its reads.
+    fn path(&self, p: &Path, errors: &mut Vec<String>) {
+        match &p.error {
+            Some(e) => errors.push(format!("{}: {e}", self.at)),
+            None => self.expr(&p.expr, errors),
         }
     }
 
-    fn path_expr(&self, s: &str, errors: &mut Vec<String>) {
-        match expr::parse(s) {
-            Ok(e) => self.expr(&e, errors),
-            Err(e) => errors.push(format!("{}: {e}", self.at)),
-        }
+    /// A template string (a message): its expressions.
+    fn text(&self, t: &Template, errors: &mut Vec<String>) {
+        self.node(&t.node, None, "", errors);
     }
 
-    /// A template's reads (every string's expressions) and, when `written` is a schema, its
-    /// keys against that schema.
-    fn template<'a>(
-        &self,
-        t: &Value,
-        written: Option<&'a Value>,
-        where_: &str,
-        errors: &mut Vec<String>,
-    ) where
+    /// A template's reads and, when `written` is a schema, its keys against that schema.
+    fn template(&self, t: &Template, written: Option<&Value>, errors: &mut Vec<String>) {
+        self.node(&t.node, written, "", errors);
+    }
+
+    fn node<'a>(&self, n: &Node, written: Option<&'a Value>, where_: &str, errors: &mut Vec<String>)
+    where
         Self: 'a,
     {
-        match t {
-            Value::String(s) => self.text(s, errors),
-            Value::Array(items) => {
+        match n {
+            Node::Lit(_) => {}
+            Node::Expr(_) | Node::Text(_) => {
+                n.paths().into_iter().for_each(|p| self.path(p, errors))
+            }
+            Node::Bad { error, .. } => errors.push(format!("{}: {error}", self.at)),
+            Node::List(items) => {
                 let item_schema = match written.map(|s| self.schemas.items(s)) {
                     Some(Ok(i)) => i,
                     Some(Err(e)) => {
@@ -257,50 +236,59 @@ impl Scope<'_, '_> {
                     None => None,
                 };
                 for i in items {
-                    let Some(each) = Each::of(i) else {
-                        self.template(i, item_schema, where_, errors);
-                        continue;
-                    };
-                    self.text(each.list, errors);
-                    let extra = i.as_object().into_iter().flatten().map(|(k, _)| k);
-                    for k in extra.filter(|k| !Each::KEYS.contains(&k.as_str())) {
-                        errors.push(format!("{}: {where_} `...each` takes no {k:?}", self.at));
-                    }
-                    let mut vars = self.vars.to_vec();
-                    vars.push(each.name.to_string());
-                    let inner = Scope { vars: &vars, at: self.at.clone(), ..*self };
-                    match &each.filter {
-                        Some(Ok(p)) => inner.pred(p, errors),
-                        Some(Err(e)) => errors.push(format!("{}: {where_} `if`: {e}", self.at)),
-                        None => {}
-                    }
-                    inner.template(each.value, item_schema, where_, errors);
-                }
-            }
-            Value::Object(members) => {
-                for (k, v) in members {
-                    if k == SPREAD || k.contains("{{") {
-                        self.text(k, errors);
-                        if k == SPREAD {
-                            self.template(v, None, where_, errors);
-                            continue;
+                    match i {
+                        Element::Item(n) => self.node(n, item_schema, where_, errors),
+                        Element::Splice(p) => self.path(p, errors),
+                        Element::Each(each) => {
+                            self.node(&each.list, None, where_, errors);
+                            for k in &each.extra_keys {
+                                errors.push(format!(
+                                    "{}: {where_} `...each` takes no {k:?}",
+                                    self.at
+                                ));
+                            }
+                            let mut vars = self.vars.to_vec();
+                            vars.push(each.name.clone());
+                            let inner = Scope { vars: &vars, at: self.at.clone(), ..*self };
+                            match (&each.filter, &each.filter_error) {
+                                (_, Some(e)) => {
+                                    errors.push(format!("{}: {where_} `if`: {e}", self.at))
+                                }
+                                (Some(p), None) => inner.pred(p, errors),
+                                (None, None) => {}
+                            }
+                            inner.node(&each.value, item_schema, where_, errors);
                         }
                     }
-                    let below = format!("{where_}.{k}");
-                    let field = match written {
-                        Some(s) if !k.contains("{{") => match self.schemas.field(s, k) {
-                            Ok(f) => f,
-                            Err(e) => {
-                                errors.push(format!("{}: {where_} {e}", self.at));
-                                None
-                            }
-                        },
-                        _ => None,
-                    };
-                    self.template(v, field, &below, errors);
                 }
             }
-            _ => {}
+            Node::Object { spread, members } => {
+                if let Some(spread) = spread {
+                    self.node(spread, None, where_, errors);
+                }
+                for (k, v) in members {
+                    let (key, field) = match k {
+                        Node::Lit(Value::String(k)) => {
+                            let field = match written {
+                                Some(s) => match self.schemas.field(s, k) {
+                                    Ok(f) => f,
+                                    Err(e) => {
+                                        errors.push(format!("{}: {where_} {e}", self.at));
+                                        None
+                                    }
+                                },
+                                None => None,
+                            };
+                            (k.clone(), field)
+                        }
+                        computed => {
+                            self.node(computed, None, where_, errors);
+                            (String::from("{{…}}"), None)
+                        }
+                    };
+                    self.node(v, field, &format!("{where_}.{key}"), errors);
+                }
+            }
         }
     }
 
@@ -319,19 +307,19 @@ impl Scope<'_, '_> {
             let scope = Scope { this: this.unwrap_or(self.this), at: self.at.clone(), ..*self };
             match p {
                 Pred::Equals { path, value } => {
-                    scope.path_expr(path, errors);
-                    scope.template(value, None, "", errors);
+                    scope.path(path, errors);
+                    scope.template(value, None, errors);
                 }
                 Pred::LessThan { path, value } | Pred::GreaterThan { path, value } => {
-                    scope.path_expr(path, errors);
-                    scope.template(value, None, "", errors);
+                    scope.path(path, errors);
+                    scope.template(value, None, errors);
                 }
                 Pred::In { path, values } | Pred::NotIn { path, values } => {
-                    scope.path_expr(path, errors);
-                    values.iter().for_each(|v| scope.template(v, None, "", errors));
+                    scope.path(path, errors);
+                    values.iter().for_each(|v| scope.template(v, None, errors));
                 }
-                Pred::Exists(path) | Pred::DoesNotExist(path) => scope.path_expr(path, errors),
-                Pred::Condition(c) => scope.path_expr(c.path(), errors),
+                Pred::Exists(path) | Pred::DoesNotExist(path) => scope.path(path, errors),
+                Pred::Condition(c) => scope.path(c.path(), errors),
                 Pred::Related(r) if !self.kind.related.contains_key(&r.name) => {
                     errors.push(format!("{}: no related object {:?}", self.at, r.name))
                 }
@@ -372,7 +360,7 @@ fn check_actions<'a>(
                 if let Some(w) = &c.when {
                     scope.pred(w, errors);
                 }
-                scope.template(&c.value, None, "", errors);
+                scope.template(&c.value, None, errors);
             }
             if kind.related.contains_key(&l.name) {
                 errors.push(format!("{at}, let {}: the name of a related object", l.name));
@@ -398,7 +386,7 @@ fn check_actions<'a>(
         }
         if let Some(answer) = &action.answer {
             scope(schemas, lc, kind, this, &vars, format!("{at}, answer"))
-                .template(answer, None, "", errors);
+                .template(answer, None, errors);
         }
         for (i, step) in action.steps.iter().enumerate() {
             let at = format!("{at}, step {} ({})", i + 1, step.write.verb());
@@ -419,8 +407,8 @@ fn check_actions<'a>(
             }
             match &step.write {
                 crate::action::Write::JsonPatch { ops, .. } => {
-                    scope.template(ops, None, "", errors);
-                    for op in ops.as_array().into_iter().flatten() {
+                    scope.template(ops, None, errors);
+                    for op in ops.source.as_array().into_iter().flatten() {
                         let path = op.get("path").and_then(Value::as_str).unwrap_or("");
                         let segs: Vec<Seg> = path
                             .split('/')
@@ -437,11 +425,11 @@ fn check_actions<'a>(
                     }
                 }
                 crate::action::Write::Merge { patch, .. } => {
-                    scope.template(patch, Some(target), "", errors)
+                    scope.template(patch, Some(target), errors)
                 }
                 crate::action::Write::Create { resource, template } => {
                     match schemas.kind(resource) {
-                        Some((_, s)) => scope.template(template, Some(s), "", errors),
+                        Some((_, s)) => scope.template(template, Some(s), errors),
                         None => {
                             errors.push(format!("{at}: the document serves no kind {resource}"))
                         }
@@ -452,9 +440,10 @@ fn check_actions<'a>(
     }
 }
 
-/// Checks `lc` against the document; every problem, one per line.
-pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
-    let schemas = Schemas::new(doc).map_err(|e| vec![e])?;
+/// Checks `lc` against the document, reading each kind's schema in the version `stored` says
+/// the server stores; every problem, one per line.
+pub fn check(doc: &Value, stored: &Stored, lc: &Lifecycles) -> Result<(), Vec<String>> {
+    let schemas = Schemas::new(doc, stored).map_err(|e| vec![e])?;
     let mut errors = Vec::new();
     let mut seen: Vec<&ResourceRef> = Vec::new();
     for kind in &lc.kinds {
@@ -479,15 +468,15 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
             }
             let at = format!("kind {k}, related {name}");
             if let By::Field(path) | By::Names(path) = &r.by {
-                scope(&schemas, lc, kind, this, &[], at.clone()).path_expr(path, &mut errors);
+                scope(&schemas, lc, kind, this, &[], at.clone()).path(path, &mut errors);
             }
             // Read in the related objects.
             if let (By::Referencing(path), Some((_, s))) = (&r.by, schemas.kind(&r.resource)) {
-                scope(&schemas, lc, kind, s, &[], at.clone()).path_expr(path, &mut errors);
+                scope(&schemas, lc, kind, s, &[], at.clone()).path(path, &mut errors);
             }
             if let Some(ns) = &r.namespace {
                 scope(&schemas, lc, kind, this, &[], format!("{at}, namespace"))
-                    .path_expr(ns, &mut errors);
+                    .path(ns, &mut errors);
             }
             match (&r.where_, &r.by, schemas.kind(&r.resource)) {
                 (Some(_), by, _) if !by.is_list() => errors
@@ -512,7 +501,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                 if let Some(w) = &c.when {
                     scope.pred(w, &mut errors);
                 }
-                scope.template(&c.value, None, "", &mut errors);
+                scope.template(&c.value, None, &mut errors);
             }
         }
         let mut names: Vec<&str> = Vec::new();
@@ -538,7 +527,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                 .pred(&stage.selector, &mut errors);
             if let Some(until) = &stage.delay.until {
                 scope(&schemas, lc, kind, this, &vars, format!("{at}, delay"))
-                    .path_expr(until, &mut errors);
+                    .path(until, &mut errors);
             }
             for v in &stage.vars {
                 if kind.related.contains_key(&v.name) || v.name == expr::SELF {
@@ -546,7 +535,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                 }
                 let at = format!("{at}, var {}", v.name);
                 let scope = Scope { certs: true, ..scope(&schemas, lc, kind, this, &vars, at) };
-                scope.template(&v.value, None, "", &mut errors);
+                scope.template(&v.value, None, &mut errors);
                 vars.push(v.name.clone());
             }
             for (i, step) in stage.steps.iter().enumerate() {
@@ -567,6 +556,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                             None | Some("") => {}
                             Some("status") => {
                                 let only_status = merge
+                                    .source
                                     .as_object()
                                     .is_some_and(|m| m.keys().all(|k| k == "status"));
                                 if !only_status {
@@ -578,7 +568,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                                 errors.push(format!("{at}: no subresource {other:?} (only status)"))
                             }
                         }
-                        scope.template(merge, Some(target), "", &mut errors);
+                        scope.template(merge, Some(target), &mut errors);
                     }
                     Step::Finalizers { add, remove, .. } => {
                         if add.is_empty() && remove.is_empty() {
@@ -586,7 +576,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                         }
                     }
                     Step::Create { resource, template } => match schemas.kind(resource) {
-                        Some((_, s)) => scope.template(template, Some(s), "", &mut errors),
+                        Some((_, s)) => scope.template(template, Some(s), &mut errors),
                         None => {
                             errors.push(format!("{at}: the document serves no kind {resource}"))
                         }
@@ -614,7 +604,7 @@ pub fn check(doc: &Value, lc: &Lifecycles) -> Result<(), Vec<String>> {
                 scope.pred(w, &mut errors);
             }
             if let Some(merge) = &m.merge {
-                scope.template(merge, Some(this), "", &mut errors);
+                scope.template(merge, Some(this), &mut errors);
             }
             if m.merge.is_none() && m.finalizers.is_empty() {
                 errors.push(format!("{at}: neither merge nor finalizers"));
@@ -665,12 +655,24 @@ mod tests {
         }})
     }
 
+    /// What the test document's server stores.
+    fn stored() -> Vec<(String, String, String)> {
+        let s = |k: &str| ("g.io".to_string(), k.to_string(), "v1".to_string());
+        vec![s("Thing"), s("Peer")]
+    }
+
     #[test]
-    fn the_storage_version_is_the_highest_priority_one() {
-        assert!(version_rank("v1") > version_rank("v1beta1"));
-        assert!(version_rank("v1beta2") > version_rank("v1beta1"));
-        assert!(version_rank("v1beta1") > version_rank("v1alpha3"));
-        assert!(version_rank("v2") > version_rank("v1"));
+    fn paths_are_read_in_the_version_the_server_stores() {
+        let lc = crate::parse(
+            "managers: {ctl: {component: c}}\nkinds:\n- resource: {group: g.io, kind: Thing}\n  stages:\n  - {name: s, manager: ctl, selector: {exists: .status.phase}, steps: []}\n",
+        )
+        .unwrap();
+        assert_eq!(check(&doc(), &stored(), &lc), Ok(()));
+        // Stored as v1alpha1, whose status declares nothing.
+        let mut alpha = stored();
+        alpha[0].2 = "v1alpha1".into();
+        let errors = check(&doc(), &alpha, &lc).unwrap_err();
+        assert!(errors[0].contains("field \"phase\" is not declared"), "{errors:?}");
     }
 
     #[test]
@@ -705,7 +707,7 @@ kinds:
 "#,
         )
         .unwrap();
-        assert_eq!(check(&doc(), &lc), Ok(()));
+        assert_eq!(check(&doc(), &stored(), &lc), Ok(()));
     }
 
     #[test]
@@ -734,7 +736,7 @@ kinds:
 "#,
         )
         .unwrap();
-        let errors = check(&doc(), &lc).unwrap_err();
+        let errors = check(&doc(), &stored(), &lc).unwrap_err();
         let all = errors.join("\n");
         for want in [
             "kind g.io/Nope: the document serves no such kind",
@@ -791,7 +793,7 @@ kinds:
 "#,
         )
         .unwrap();
-        assert_eq!(check(&doc(), &good), Ok(()));
+        assert_eq!(check(&doc(), &stored(), &good), Ok(()));
         let bad = crate::parse(
             r#"
 managers: {ctl: {component: c}}
@@ -816,7 +818,7 @@ kinds:
 "#,
         )
         .unwrap();
-        let all = check(&doc(), &bad).unwrap_err().join("\n");
+        let all = check(&doc(), &stored(), &bad).unwrap_err().join("\n");
         for want in [
             "related peers: .status.nope field \"nope\" is not declared",
             "related named: .spec.nope field \"nope\" is not declared",
@@ -864,7 +866,7 @@ kinds:
 "#,
         )
         .unwrap();
-        assert_eq!(check(&doc(), &good), Ok(()));
+        assert_eq!(check(&doc(), &stored(), &good), Ok(()));
         let bad = crate::parse(
             r#"
 kinds:
@@ -886,7 +888,7 @@ kinds:
 "#,
         )
         .unwrap();
-        let all = check(&doc(), &bad).unwrap_err().join("\n");
+        let all = check(&doc(), &stored(), &bad).unwrap_err().join("\n");
         for want in [
             "action start: code is 200 or 202",
             "action start, let w, case 1: $nobody is neither a related object nor a variable",
@@ -916,7 +918,7 @@ kinds:
 "#,
         )
         .unwrap();
-        assert_eq!(check(&doc(), &good), Ok(()));
+        assert_eq!(check(&doc(), &stored(), &good), Ok(()));
         let bad = crate::parse(
             r#"
 kinds:
@@ -928,7 +930,7 @@ kinds:
 "#,
         )
         .unwrap();
-        let all = check(&doc(), &bad).unwrap_err().join("\n");
+        let all = check(&doc(), &stored(), &bad).unwrap_err().join("\n");
         for want in [
             "warning 1: .spec.walk field \"walk\" is not declared",
             "warning 1: $nobody is neither a related object nor a variable",

@@ -15,8 +15,11 @@
 //!   default `$item`) bound to it, skipping those of which `if` does not hold (`.` stays the
 //!   object): a VM's volumes as a snapshot's volume backups.
 //!
-//! Predicates: what a stage selects, when a computed case applies, and (later) an action's
-//! preconditions. Written as single-key maps:
+//! Both are compiled once, when their file is read ([`Template`], [`Pred`] over [`Path`]s):
+//! evaluation never parses.
+//!
+//! Predicates: what a stage selects, when a computed case applies, an action's checks.
+//! Written as single-key maps:
 //!
 //! `equals: {path, value}`, `in: {path, values}`, `notIn: {path, values}`, `exists: path`,
 //! `doesNotExist: path` (`path` is an expression, `value`s are templates), `lessThan: {path,
@@ -27,7 +30,9 @@
 //! which is then `.`; of a list, `exists` means not empty and `where` holds of some element),
 //! `all: [...]`, `any: [...]`, `not: ...`.
 
-use serde::Deserialize;
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use crate::expr::{self, Env, Expr};
@@ -38,32 +43,241 @@ pub const SPREAD: &str = "...";
 /// The key of a list element that maps a list (see the module's documentation).
 pub const EACH: &str = "...each";
 
-/// An `...each` element's parts: the list's template, the bound name, the filter, the value.
-pub struct Each<'t> {
-    pub list: &'t str,
-    pub name: &'t str,
-    pub filter: Option<Result<Pred, String>>,
-    pub value: &'t Value,
+/// The keys an `...each` element may hold besides its own.
+pub const EACH_KEYS: [&str; 4] = [EACH, "as", "if", "value"];
+
+/// An expression, parsed once when its file is read. One that does not parse keeps its error
+/// for the checker (which refuses the file) and reads `null`, so nothing unchecked ever runs
+/// it differently.
+#[derive(Debug, Clone)]
+pub struct Path {
+    pub text: String,
+    pub expr: Expr,
+    pub error: Option<String>,
 }
 
-impl<'t> Each<'t> {
-    /// `item` as an `...each` element, if it is one.
-    pub fn of(item: &'t Value) -> Option<Each<'t>> {
-        static NULL: Value = Value::Null;
-        let m = item.as_object()?;
-        let list = m.get(EACH)?.as_str().unwrap_or("");
-        Some(Each {
-            list,
-            name: m.get("as").and_then(Value::as_str).unwrap_or("item"),
-            filter: m
-                .get("if")
-                .map(|p| serde_json::from_value::<Pred>(p.clone()).map_err(|e| e.to_string())),
-            value: m.get("value").unwrap_or(&NULL),
-        })
+impl Path {
+    pub fn compile(text: &str) -> Path {
+        match expr::parse(text) {
+            Ok(expr) => Path { text: text.to_string(), expr, error: None },
+            Err(e) => Path { text: text.to_string(), expr: Expr::Lit(Value::Null), error: Some(e) },
+        }
     }
 
-    /// The keys an `...each` element may hold besides its own.
-    pub const KEYS: [&'static str; 4] = [EACH, "as", "if", "value"];
+    /// Its value, with `.` reading `this`.
+    pub fn eval(&self, this: &Value, env: &dyn Env) -> Value {
+        expr::eval(&self.expr, this, env)
+    }
+}
+
+impl<'de> Deserialize<'de> for Path {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Path, D::Error> {
+        Ok(Path::compile(&String::deserialize(d)?))
+    }
+}
+
+/// A template, compiled once when its file is read: its literal parts kept as values, every
+/// `{{ expression }}` parsed.
+#[derive(Debug, Clone)]
+pub struct Template {
+    /// The template as written (the checker reads a JSON patch's literal paths from it).
+    pub source: Value,
+    pub node: Node,
+}
+
+/// A compiled template's parts.
+#[derive(Debug, Clone)]
+pub enum Node {
+    /// No expression inside.
+    Lit(Value),
+    /// Exactly one `{{ e }}`: `e`'s value, of any type.
+    Expr(Path),
+    /// Text around expressions, each replaced by its text.
+    Text(Vec<Piece>),
+    /// A string with an unclosed `{{`: itself, and the error for the checker.
+    Bad {
+        text: String,
+        error: String,
+    },
+    List(Vec<Element>),
+    Object {
+        /// `"...": template`, merged under the other members.
+        spread: Option<Box<Node>>,
+        /// Each key a string template.
+        members: Vec<(Node, Node)>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub enum Piece {
+    Text(String),
+    Expr(Path),
+}
+
+/// A list element.
+#[derive(Debug, Clone)]
+pub enum Element {
+    Item(Node),
+    /// `"...{{ e }}"`: the list `e` reads, spliced.
+    Splice(Path),
+    /// `{"...each": "{{ e }}", as, if, value}`.
+    Each(Box<Each>),
+}
+
+/// An `...each` element: the list, the bound name, the filter, the value, and the keys it
+/// holds that it should not (for the checker).
+#[derive(Debug, Clone)]
+pub struct Each {
+    pub list: Node,
+    pub name: String,
+    pub filter: Option<Pred>,
+    /// A filter that is not a predicate: its error (and no element is kept).
+    pub filter_error: Option<String>,
+    pub value: Node,
+    pub extra_keys: Vec<String>,
+}
+
+impl Template {
+    pub fn compile(source: &Value) -> Template {
+        Template { source: source.clone(), node: Node::compile(source) }
+    }
+
+    /// The template of the empty string (a message not given).
+    pub fn empty() -> Template {
+        Template::compile(&Value::String(String::new()))
+    }
+}
+
+impl Default for Template {
+    fn default() -> Template {
+        Template::compile(&Value::Null)
+    }
+}
+
+impl<'de> Deserialize<'de> for Template {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Template, D::Error> {
+        Ok(Template::compile(&Value::deserialize(d)?))
+    }
+}
+
+enum Raw<'a> {
+    Text(&'a str),
+    Expr(&'a str),
+}
+
+fn pieces(s: &str) -> Result<Vec<Raw<'_>>, String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(open) = rest.find("{{") {
+        if open > 0 {
+            out.push(Raw::Text(&rest[..open]));
+        }
+        let after = &rest[open + 2..];
+        let close = after.find("}}").ok_or_else(|| format!("unclosed `{{{{` in {s:?}"))?;
+        out.push(Raw::Expr(after[..close].trim()));
+        rest = &after[close + 2..];
+    }
+    if !rest.is_empty() {
+        out.push(Raw::Text(rest));
+    }
+    Ok(out)
+}
+
+/// An expression inside a template string, its error naming the string.
+fn inner(e: &str, s: &str) -> Path {
+    let mut p = Path::compile(e);
+    if let Some(err) = &mut p.error {
+        *err = format!("{err} (in {s:?})");
+    }
+    p
+}
+
+impl Node {
+    fn compile(t: &Value) -> Node {
+        match t {
+            Value::String(s) => Node::text(s),
+            Value::Array(items) => Node::List(items.iter().map(Element::compile).collect()),
+            Value::Object(members) => Node::Object {
+                spread: members.get(SPREAD).map(|s| Box::new(Node::compile(s))),
+                members: members
+                    .iter()
+                    .filter(|(k, _)| *k != SPREAD)
+                    .map(|(k, v)| (Node::text(k), Node::compile(v)))
+                    .collect(),
+            },
+            other => Node::Lit(other.clone()),
+        }
+    }
+
+    fn text(s: &str) -> Node {
+        if !s.contains("{{") {
+            return Node::Lit(Value::String(s.to_string()));
+        }
+        match pieces(s) {
+            Err(error) => Node::Bad { text: s.to_string(), error },
+            Ok(parts) => match parts.as_slice() {
+                [Raw::Expr(e)] => Node::Expr(inner(e, s)),
+                _ => Node::Text(
+                    parts
+                        .iter()
+                        .map(|p| match p {
+                            Raw::Text(t) => Piece::Text(t.to_string()),
+                            Raw::Expr(e) => Piece::Expr(inner(e, s)),
+                        })
+                        .collect(),
+                ),
+            },
+        }
+    }
+
+    /// The expressions it reads directly (not those of the nodes below it).
+    pub fn paths(&self) -> Vec<&Path> {
+        match self {
+            Node::Expr(p) => vec![p],
+            Node::Text(parts) => parts
+                .iter()
+                .filter_map(|p| match p {
+                    Piece::Expr(p) => Some(p),
+                    Piece::Text(_) => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Element {
+    fn compile(item: &Value) -> Element {
+        if let Some(m) = item.as_object().filter(|m| m.contains_key(EACH)) {
+            let list = m.get(EACH).and_then(Value::as_str).unwrap_or("");
+            let (filter, filter_error) = match m.get("if") {
+                None => (None, None),
+                Some(p) => match serde_json::from_value::<Pred>(p.clone()) {
+                    Ok(p) => (Some(p), None),
+                    Err(e) => (Some(Pred::Any(Vec::new())), Some(e.to_string())),
+                },
+            };
+            return Element::Each(Box::new(Each {
+                list: Node::text(list),
+                name: m.get("as").and_then(Value::as_str).unwrap_or("item").to_string(),
+                filter,
+                filter_error,
+                value: Node::compile(m.get("value").unwrap_or(&Value::Null)),
+                extra_keys: m
+                    .keys()
+                    .filter(|k| !EACH_KEYS.contains(&k.as_str()))
+                    .cloned()
+                    .collect(),
+            }));
+        }
+        match item.as_str().and_then(|s| s.strip_prefix(SPREAD)) {
+            Some(rest) if rest.starts_with("{{") => match Node::text(rest) {
+                Node::Expr(p) => Element::Splice(p),
+                other => Element::Item(other),
+            },
+            _ => Element::Item(Node::compile(item)),
+        }
+    }
 }
 
 /// `env` with one more `$name`.
@@ -101,53 +315,31 @@ impl Env for Bound<'_> {
     }
 }
 
-enum Piece<'a> {
-    Text(&'a str),
-    Expr(&'a str),
+/// Renders a template.
+pub fn render(t: &Template, this: &Value, env: &dyn Env) -> Value {
+    render_node(&t.node, this, env)
 }
 
-fn pieces(s: &str) -> Result<Vec<Piece<'_>>, String> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some(open) = rest.find("{{") {
-        if open > 0 {
-            out.push(Piece::Text(&rest[..open]));
-        }
-        let after = &rest[open + 2..];
-        let close = after.find("}}").ok_or_else(|| format!("unclosed `{{{{` in {s:?}"))?;
-        out.push(Piece::Expr(after[..close].trim()));
-        rest = &after[close + 2..];
+/// Renders a template as text (a message): `null` is empty, other values their JSON.
+pub fn render_text(t: &Template, this: &Value, env: &dyn Env) -> String {
+    match render(t, this, env) {
+        Value::String(s) => s,
+        Value::Null => String::new(),
+        other => other.to_string(),
     }
-    if !rest.is_empty() {
-        out.push(Piece::Text(rest));
-    }
-    Ok(out)
 }
 
-/// Every expression in a template string, each parsed (for the checker).
-pub fn expressions(s: &str) -> Result<Vec<Result<Expr, String>>, String> {
-    let s = s.strip_prefix(SPREAD).filter(|r| r.starts_with("{{")).unwrap_or(s);
-    let parse = |e: &str| expr::parse(e).map_err(|err| format!("{err} (in {s:?})"));
-    let exprs = pieces(s)?.into_iter().filter_map(|p| match p {
-        Piece::Expr(e) => Some(parse(e)),
-        Piece::Text(_) => None,
-    });
-    Ok(exprs.collect())
-}
-
-/// Renders a template string.
-pub fn render_str(s: &str, this: &Value, env: &dyn Env) -> Value {
-    let Ok(parts) = pieces(s) else { return Value::String(s.into()) };
-    let eval = |e: &str| expr::parse(e).map_or(Value::Null, |e| expr::eval(&e, this, env));
-    match parts.as_slice() {
-        [Piece::Expr(e)] => eval(e),
-        _ if !s.contains("{{") => Value::String(s.into()),
-        _ => {
+fn render_node(n: &Node, this: &Value, env: &dyn Env) -> Value {
+    match n {
+        Node::Lit(v) => v.clone(),
+        Node::Expr(p) => p.eval(this, env),
+        Node::Bad { text, .. } => Value::String(text.clone()),
+        Node::Text(parts) => {
             let mut out = String::new();
             for p in parts {
                 match p {
                     Piece::Text(t) => out.push_str(t),
-                    Piece::Expr(e) => match eval(e) {
+                    Piece::Expr(e) => match e.eval(this, env) {
                         Value::Null => {}
                         Value::String(t) => out.push_str(&t),
                         v => out.push_str(&v.to_string()),
@@ -156,58 +348,46 @@ pub fn render_str(s: &str, this: &Value, env: &dyn Env) -> Value {
             }
             Value::String(out)
         }
-    }
-}
-
-/// Renders a template.
-pub fn render(t: &Value, this: &Value, env: &dyn Env) -> Value {
-    match t {
-        Value::String(s) => render_str(s, this, env),
-        Value::Array(items) => {
+        Node::List(items) => {
             let mut out = Vec::new();
             for item in items {
-                if let Some(each) = Each::of(item) {
-                    let Value::Array(list) = render_str(each.list, this, env) else { continue };
-                    for element in &list {
-                        let bound = Bound { inner: env, name: each.name, value: element };
-                        let keep = match &each.filter {
-                            None => true,
-                            Some(Ok(p)) => matches(p, this, &bound),
-                            Some(Err(_)) => false,
-                        };
-                        if keep {
-                            out.push(render(each.value, this, &bound));
-                        }
-                    }
-                    continue;
-                }
-                match item.as_str().and_then(|s| s.strip_prefix(SPREAD)) {
-                    Some(rest) if rest.starts_with("{{") => {
-                        if let Value::Array(more) = render_str(rest, this, env) {
+                match item {
+                    Element::Item(n) => out.push(render_node(n, this, env)),
+                    Element::Splice(p) => {
+                        if let Value::Array(more) = p.eval(this, env) {
                             out.extend(more);
                         }
                     }
-                    _ => out.push(render(item, this, env)),
+                    Element::Each(each) => {
+                        let Value::Array(list) = render_node(&each.list, this, env) else {
+                            continue;
+                        };
+                        for element in &list {
+                            let bound = Bound { inner: env, name: &each.name, value: element };
+                            if each.filter.as_ref().is_none_or(|p| matches(p, this, &bound)) {
+                                out.push(render_node(&each.value, this, &bound));
+                            }
+                        }
+                    }
                 }
             }
             Value::Array(out)
         }
-        Value::Object(members) => {
-            let mut out = match members.get(SPREAD).map(|s| render(s, this, env)) {
+        Node::Object { spread, members } => {
+            let mut out = match spread.as_ref().map(|s| render_node(s, this, env)) {
                 Some(Value::Object(base)) => base,
                 _ => Map::new(),
             };
-            for (k, v) in members.iter().filter(|(k, _)| *k != SPREAD) {
-                let key = match render_str(k, this, env) {
+            for (k, v) in members {
+                let key = match render_node(k, this, env) {
                     Value::String(s) => s,
                     Value::Null => continue,
                     other => other.to_string(),
                 };
-                out.insert(key, render(v, this, env));
+                out.insert(key, render_node(v, this, env));
             }
             Value::Object(out)
         }
-        other => other.clone(),
     }
 }
 
@@ -229,13 +409,13 @@ pub fn strip_nulls(v: &mut Value) {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Pred {
-    Equals { path: String, value: Value },
-    In { path: String, values: Vec<Value> },
-    NotIn { path: String, values: Vec<Value> },
-    LessThan { path: String, value: Value },
-    GreaterThan { path: String, value: Value },
-    Exists(String),
-    DoesNotExist(String),
+    Equals { path: Path, value: Template },
+    In { path: Path, values: Vec<Template> },
+    NotIn { path: Path, values: Vec<Template> },
+    LessThan { path: Path, value: Template },
+    GreaterThan { path: Path, value: Template },
+    Exists(Path),
+    DoesNotExist(Path),
     Condition(Condition),
     HasFinalizer(String),
     Deleting(bool),
@@ -256,12 +436,13 @@ pub struct Condition {
     pub reason: Option<String>,
     /// The conditions list, `.status.conditions` unless given.
     #[serde(default)]
-    pub path: Option<String>,
+    pub path: Option<Path>,
 }
 
 impl Condition {
-    pub fn path(&self) -> &str {
-        self.path.as_deref().unwrap_or(".status.conditions")
+    pub fn path(&self) -> &Path {
+        static CONDITIONS: LazyLock<Path> = LazyLock::new(|| Path::compile(".status.conditions"));
+        self.path.as_ref().unwrap_or(&CONDITIONS)
     }
 }
 
@@ -275,21 +456,18 @@ pub struct RelatedPred {
     pub where_: Option<Box<Pred>>,
 }
 
-fn read(path: &str, this: &Value, env: &dyn Env) -> Value {
-    expr::parse(path).map_or(Value::Null, |e| expr::eval(&e, this, env))
-}
-
 /// Whether `p` holds, with `.` reading `this`.
 pub fn matches(p: &Pred, this: &Value, env: &dyn Env) -> bool {
-    let one_of = |path: &str, values: &[Value]| {
-        let v = read(path, this, env);
+    let read = |path: &Path| path.eval(this, env);
+    let one_of = |path: &Path, values: &[Template]| {
+        let v = read(path);
         values.iter().any(|t| render(t, this, env) == v)
     };
     match p {
-        Pred::Equals { path, value } => read(path, this, env) == render(value, this, env),
+        Pred::Equals { path, value } => read(path) == render(value, this, env),
         Pred::In { path, values } => one_of(path, values),
         Pred::LessThan { path, value } | Pred::GreaterThan { path, value } => {
-            let a = expr::number(&read(path, this, env));
+            let a = expr::number(&read(path));
             let b = expr::number(&render(value, this, env));
             match (a, b, p) {
                 (Some(a), Some(b), Pred::LessThan { .. }) => a < b,
@@ -298,10 +476,10 @@ pub fn matches(p: &Pred, this: &Value, env: &dyn Env) -> bool {
             }
         }
         Pred::NotIn { path, values } => !one_of(path, values),
-        Pred::Exists(path) => !read(path, this, env).is_null(),
-        Pred::DoesNotExist(path) => read(path, this, env).is_null(),
+        Pred::Exists(path) => !read(path).is_null(),
+        Pred::DoesNotExist(path) => read(path).is_null(),
         Pred::Condition(c) => {
-            let list = read(c.path(), this, env);
+            let list = read(c.path());
             let found = list.as_array().and_then(|items| {
                 items.iter().find(|i| i.get("type").and_then(Value::as_str) == Some(&c.type_))
             });
@@ -403,7 +581,7 @@ mod template_tests {
             "{{ .metadata.name }}-key": "node: {{ node() }}",
             "plain": "no braces",
         });
-        let out = render(&t, &obj, &env);
+        let out = render(&Template::compile(&t), &obj, &env);
         assert_eq!(out["name"], json!("vm1"));
         assert_eq!(out["gen"], json!(2));
         assert_eq!(out["text"], json!("gen 2 of vm1"));
@@ -429,7 +607,7 @@ mod template_tests {
                        "claim": "{{ default($vol.dataVolume.name, $vol.persistentVolumeClaim.claimName) }}"}},
             {"...each": "{{ .nope }}", "value": 1},
             {"...each": "{{ .volumes }}", "value": "{{ $item.name }}"}]});
-        let out = render(&t, &obj, &env);
+        let out = render(&Template::compile(&t), &obj, &env);
         assert_eq!(
             out["backups"],
             json!(["first",
@@ -440,11 +618,17 @@ mod template_tests {
     }
 
     #[test]
-    fn expressions_are_listed_and_bad_ones_reported() {
-        assert_eq!(expressions("a {{ .x }} b {{ now() }}").unwrap().len(), 2);
-        assert_eq!(expressions("...{{ .x }}").unwrap().len(), 1);
-        assert!(expressions("{{ .x ").unwrap_err().contains("unclosed"));
-        assert!(expressions("{{ nope }} {{ .a }}").unwrap()[0].is_err());
+    fn templates_compile_once_and_keep_their_errors() {
+        let t = |s: &str| Node::compile(&json!(s));
+        assert_eq!(t("a {{ .x }} b {{ now() }}").paths().len(), 2);
+        assert!(matches!(t("{{ .x }}"), Node::Expr(_)));
+        assert!(matches!(t("plain"), Node::Lit(_)));
+        let Node::Bad { error, .. } = t("{{ .x ") else { panic!("not bad") };
+        assert!(error.contains("unclosed"), "{error}");
+        let bad = t("{{ nope }} {{ .a }}");
+        assert!(bad.paths()[0].error.as_ref().is_some_and(|e| e.contains("in \"{{ nope }}")));
+        assert!(bad.paths()[1].error.is_none());
+        assert!(matches!(Element::compile(&json!("...{{ .x }}")), Element::Splice(_)));
     }
 
     #[test]

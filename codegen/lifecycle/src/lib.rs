@@ -43,7 +43,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use eval::Pred;
+pub use eval::{Path, Pred, Template};
 pub use expr::{CaCertFn, Rng};
 
 /// A lifecycle file.
@@ -129,7 +129,7 @@ pub struct Mutation {
     #[serde(default)]
     pub when: Option<Pred>,
     #[serde(default)]
-    pub merge: Option<Value>,
+    pub merge: Option<Template>,
     #[serde(default)]
     pub finalizers: Vec<String>,
 }
@@ -139,7 +139,7 @@ pub struct Mutation {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Warning {
     pub when: Pred,
-    pub message: String,
+    pub message: Template,
 }
 
 /// How a related object is found from the object.
@@ -154,10 +154,10 @@ pub struct Related {
     /// The namespace to look in, an expression, for a cluster-scoped object relating to a
     /// namespaced one (the object's own namespace otherwise).
     #[serde(default)]
-    pub namespace: Option<String>,
+    pub namespace: Option<Path>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum By {
     /// The object of the same name, in the same namespace.
@@ -165,15 +165,15 @@ pub enum By {
     /// The object's controller (its ownerReference with `controller: true`).
     Controller,
     /// The object (same namespace) whose name the expression reads from this one.
-    Field(String),
+    Field(Path),
     /// Every object (same namespace) this one controls, as a list (empty when none).
     Owned,
     /// Every object (same namespace) whose field the expression reads, in that object, holds
     /// this one's name, as a list (empty when none): a VMI's migrations (`.spec.vmiName`).
-    Referencing(String),
+    Referencing(Path),
     /// The objects (same namespace) of the names the expression lists, as a list of those
     /// that exist: a VM's DataVolumes (`pluck(.spec.template.spec.volumes, 'dataVolume.name')`).
-    Names(String),
+    Names(Path),
 }
 
 impl By {
@@ -190,7 +190,7 @@ impl By {
 pub struct Case {
     #[serde(default)]
     pub when: Option<Pred>,
-    pub value: Value,
+    pub value: Template,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -222,14 +222,14 @@ pub struct Delay {
     #[serde(default)]
     pub jitter_ms: u64,
     #[serde(default)]
-    pub until: Option<String>,
+    pub until: Option<Path>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Var {
     pub name: String,
-    pub value: Value,
+    pub value: Template,
 }
 
 /// One write. `of` names a related object to act on instead of the stage's own.
@@ -244,7 +244,7 @@ pub enum Step {
         of: Option<String>,
         #[serde(default)]
         subresource: Option<String>,
-        merge: Value,
+        merge: Template,
     },
     Finalizers {
         #[serde(default)]
@@ -256,7 +256,7 @@ pub enum Step {
     },
     /// Creates an object of `resource` from `template` (nulls dropped); one that exists is
     /// left alone.
-    Create { resource: ResourceRef, template: Value },
+    Create { resource: ResourceRef, template: Template },
     /// Records an Event (`message` is a template string) about the object or `of`.
     Event {
         #[serde(default)]
@@ -264,7 +264,7 @@ pub enum Step {
         #[serde(rename = "type")]
         type_: String,
         reason: String,
-        message: String,
+        message: Template,
     },
     Delete {
         #[serde(default)]
@@ -373,14 +373,23 @@ impl<'a> Ctx<'a> {
         eval::matches(p, self.object, self)
     }
 
-    pub fn render(&self, t: &Value) -> Value {
+    pub fn render(&self, t: &Template) -> Value {
         eval::render(t, self.object, self)
+    }
+
+    /// A template rendered as text (a message).
+    pub fn text(&self, t: &Template) -> String {
+        eval::render_text(t, self.object, self)
+    }
+
+    /// The value of `path`, with `.` reading the object.
+    pub fn read(&self, path: &Path) -> Value {
+        path.eval(self.object, self)
     }
 
     /// The time `until` reads, as Unix seconds (`None`: no such time).
     pub fn until(&self, delay: &Delay) -> Option<i64> {
-        let e = expr::parse(delay.until.as_deref()?).ok()?;
-        expr::eval(&e, self.object, self).as_str().and_then(expr::unix_seconds)
+        self.read(delay.until.as_ref()?).as_str().and_then(expr::unix_seconds)
     }
 
     /// Evaluates the stage's variables into `named`.

@@ -1,5 +1,5 @@
 //! KubeVirt's action API over HTTP (`PUT …/{name}/start`, `GET …/{name}/guestosinfo`): the
-//! registry runs the action (`registry::actions`); a PUT answers its code with an empty body, a
+//! behaviour layer runs the action (`behaviour::actions`); a PUT answers its code with an empty body, a
 //! read its JSON answer, a refusal virt-api's Status (or its plain text).
 
 use actix_web::http::StatusCode;
@@ -7,9 +7,9 @@ use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::Target;
+use crate::behaviour::actions::Acted;
 use crate::http::state::AppState;
 use crate::object::error::ApiError;
-use crate::registry::Acted;
 use crate::resource::ResourceInfo;
 
 /// `PUT …/<action>` with its optional options body.
@@ -21,7 +21,7 @@ pub async fn action(
     _req: &HttpRequest,
     body: Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    answer(state.registry.act(res, name, &target, &body).await?)
+    answer(state.actions.act(res, name, &target, &body).await?)
 }
 
 /// `GET …/<action>`: a guest read, or a stream's checks.
@@ -32,7 +32,7 @@ pub async fn action_read(
     target: Target,
     _req: &HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    answer(state.registry.act(res, name, &target, &[]).await?)
+    answer(state.actions.act(res, name, &target, &[]).await?)
 }
 
 fn answer(acted: Acted) -> Result<HttpResponse, ApiError> {

@@ -20,13 +20,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
-use lifecycle::{By, Ctx, Kind, Lifecycles, ResourceRef, Rng, Step};
+use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng, Step};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use crate::generated::{LIFECYCLES, OPENAPI_V2};
+use super::related::{self, Indexes};
+use crate::controllers::recorder::{ObjectRef, Recorder, Severity};
 use crate::object::error::ApiError;
 use crate::object::meta::{self, now_rfc3339};
 use crate::object::subresource::Part;
@@ -35,8 +36,6 @@ use crate::object::{meta_str, stored_revision};
 use crate::registry::keys::{self, collection_prefix, object_key};
 use crate::registry::{Change, DeleteOptions, Registry, Target, WriteOptions};
 use crate::resource::ResourceInfo;
-use crate::runtime::recorder::{ObjectRef, Recorder, Severity};
-use crate::runtime::reverse::{self, Reverse};
 use crate::store::{Event, EventType, ListRequest};
 
 /// How the simulation runs.
@@ -49,39 +48,15 @@ pub struct Config {
     pub nodes: usize,
 }
 
-/// The built-in lifecycles with `extra` (a `--simulate-config` file's text) on top, checked
-/// against the served document: every problem, one per entry.
-pub fn load(extra: Option<&str>) -> Result<Lifecycles, Vec<String>> {
-    let builtin = lifecycle::parse(LIFECYCLES).map_err(|e| vec![e])?;
-    let lc = match extra {
-        Some(text) => builtin.merged(lifecycle::parse(text).map_err(|e| vec![e])?),
-        None => builtin,
-    };
-    let doc: Value = serde_json::from_slice(OPENAPI_V2).map_err(|e| vec![e.to_string()])?;
-    lifecycle::check::check(&doc, &lc)?;
-    Ok(lc)
-}
-
 /// The served kind (storage version) a lifecycle names.
 fn resource(r: &ResourceRef) -> Option<&'static ResourceInfo> {
-    crate::registry::related::served(r)
+    super::related::served(r)
 }
 
 /// Starts the engine on the current (single-threaded) runtime.
 pub fn spawn(registry: Registry, cfg: Config) {
     let (engine, rx) = Engine::new(registry, cfg);
     tokio::task::spawn_local(run(engine, rx));
-}
-
-/// The objects of lifecycle kind `k` by the value its relation `rel` reads from each: the uid of
-/// their controller, or (`field`) the name the field holds. Kept from the engine's events.
-struct Index {
-    k: usize,
-    /// The kind's collection (key prefix).
-    prefix: String,
-    rel: String,
-    field: Option<lifecycle::expr::Expr>,
-    keys: RefCell<Reverse>,
 }
 
 enum Msg {
@@ -138,9 +113,8 @@ struct Engine {
     kinds: Vec<(usize, &'static ResourceInfo)>,
     /// The key prefixes of the kinds the engine reacts to: its own and those they relate to.
     watched: Vec<String>,
-    /// The reverse lookups of the relations by controller and by field, so a change finds the
-    /// objects that relate to it without a scan of their namespace.
-    indexes: Vec<Index>,
+    /// The reverse lookups of the relations by controller and by field.
+    indexes: Indexes,
     /// What the engine holds of each object, by key; an object's entry goes with the object
     /// (its delete event, or a rescan that no longer finds it), so the engine's memory is
     /// bounded by what exists, not by what ever did.
@@ -196,29 +170,7 @@ impl Engine {
                 }
             }
         }
-        // A reverse lookup per relation by controller or by field.
-        let mut indexes = Vec::new();
-        for (k, (i, res)) in kinds.iter().enumerate() {
-            for (name, rel) in &cfg.lifecycles.kinds[*i].related {
-                let field = match &rel.by {
-                    By::Controller => None,
-                    // A path that does not parse names nothing (`Registry::related`).
-                    By::Field(path) => match lifecycle::expr::parse(path) {
-                        Ok(e) => Some(e),
-                        Err(_) => continue,
-                    },
-                    By::Name | By::Owned | By::Names(_) | By::Referencing(_) => continue,
-                };
-                let prefix = collection_prefix(res, None);
-                indexes.push(Index {
-                    k,
-                    prefix,
-                    rel: name.clone(),
-                    field,
-                    keys: RefCell::default(),
-                });
-            }
-        }
+        let indexes = Indexes::new(&cfg.lifecycles, &kinds);
         watched.sort();
         watched.dedup();
         let (tx, rx) = mpsc::unbounded_channel();
@@ -240,28 +192,9 @@ impl Engine {
         (&self.cfg.lifecycles.kinds[i], res)
     }
 
-    /// What relation `ix` reads from `obj`.
-    fn indexed(&self, ix: &Index, obj: &Value) -> Option<String> {
-        let Some(path) = &ix.field else { return reverse::controller(obj).map(str::to_string) };
-        let (kind, _) = self.kind(ix.k);
-        // As `related` reads it: no related objects in the context.
-        let ctx = Ctx::new(kind, obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
-        let value = lifecycle::expr::eval(path, obj, &ctx);
-        value.as_str().filter(|n| !n.is_empty()).map(str::to_string)
-    }
-
-    /// Records the object at `key` as it now is (`None`: gone) in its kind's indexes.
+    /// Records the object at `key` as it now is (`None`: gone) in the reverse lookups.
     fn index(&self, key: &str, obj: Option<&Value>) {
-        for ix in self.indexes.iter().filter(|ix| key.starts_with(ix.prefix.as_str())) {
-            let value = obj.and_then(|o| self.indexed(ix, o));
-            ix.keys.borrow_mut().set(key, value.as_deref());
-        }
-    }
-
-    /// The keys under `prefix` of kind `k`'s objects whose relation `rel` reads `value`.
-    fn lookup(&self, k: usize, rel: &str, value: &str, prefix: &str) -> Vec<String> {
-        let ix = self.indexes.iter().find(|ix| ix.k == k && ix.rel == rel);
-        ix.map_or_else(Vec::new, |ix| ix.keys.borrow().keys(value, prefix))
+        self.indexes.index(key, obj, |k| self.kind(k).0);
     }
 
     /// `f` on what the engine holds of the object at `key`; an entry left empty goes.
@@ -297,14 +230,8 @@ impl Engine {
     /// Every stored object of every kind with stages, after the indexes are built anew; what
     /// the engine held of objects no longer stored (their deletes fell in a lag) goes.
     async fn rescan(&self) {
-        let mut prefixes = Vec::new();
-        for ix in &self.indexes {
-            ix.keys.borrow_mut().clear();
-            if !prefixes.contains(&ix.prefix) {
-                prefixes.push(ix.prefix.clone());
-            }
-        }
-        for prefix in prefixes {
+        self.indexes.clear();
+        for prefix in self.indexes.prefixes() {
             let all = ListRequest { prefix: prefix.clone(), ..ListRequest::default() };
             match self.registry.store().list_raw(all).await {
                 Ok(list) => {
@@ -360,60 +287,17 @@ impl Engine {
             if res.group == group && res.plural == plural {
                 self.evaluate(k, &ev.key).await;
             }
-            for (rel_name, rel) in &kind.related {
-                let Some(rel_res) = resource(&rel.resource) else { continue };
-                if rel_res.group != group || rel_res.plural != plural {
-                    continue;
-                }
-                // Where objects of the kind naming it may be.
-                let scope = (res.namespaced && rel.namespace.is_none()).then_some(ns);
-                match &rel.by {
-                    By::Name => self.evaluate(k, &object_key(res, ns, name)).await,
-                    // The owner, if it is of this kind.
-                    By::Owned => {
-                        let owner = meta::controller_ref(&ev.object)
-                            .filter(|r| r.get("kind").and_then(Value::as_str) == Some(res.kind));
-                        if let Some(owner) = owner.and_then(|o| o.get("name")?.as_str()) {
-                            self.evaluate(k, &object_key(res, ns, owner)).await;
-                        }
-                    }
-                    // The objects whose field names it, and the objects it controls.
-                    By::Field(_) | By::Controller => {
-                        let value = match rel.by {
-                            By::Controller => meta_str(&ev.object, "uid"),
-                            _ => name,
-                        };
-                        let prefix = collection_prefix(res, scope);
-                        for key in self.lookup(k, rel_name, value, &prefix) {
-                            self.evaluate(k, &key).await;
-                        }
-                    }
-                    // Any object of the namespace may list it among its names.
-                    By::Names(_) => {
-                        let all = ListRequest {
-                            prefix: collection_prefix(res, scope),
-                            ..ListRequest::default()
-                        };
-                        let Ok(list) = self.registry.store().list_raw(all).await else { continue };
-                        for (key, _) in list.items {
-                            self.evaluate(k, &key).await;
-                        }
-                    }
-                    // The object it names.
-                    By::Referencing(path) => {
-                        let ctx = Ctx::new(kind, &ev.object, String::new(), 1, Rng::new(0));
-                        let named = lifecycle::expr::parse(path)
-                            .map(|e| lifecycle::expr::eval(&e, &ev.object, &ctx));
-                        if let Ok(Value::String(n)) = named {
-                            self.evaluate(k, &object_key(res, ns, &n)).await;
-                        }
-                    }
-                }
+            let keys = self
+                .indexes
+                .relating(&self.registry, (k, kind, res), (group, plural), (ns, name), &ev.object)
+                .await;
+            for key in keys {
+                self.evaluate(k, &key).await;
             }
         }
     }
 
-    /// The related objects of `obj` that exist (`Registry::related`).
+    /// The related objects of `obj` that exist (`related::related`).
     async fn related(
         &self,
         kind: &Kind,
@@ -422,7 +306,7 @@ impl Engine {
     ) -> BTreeMap<String, Value> {
         // Reads `field` paths and `where` filters; no related objects in it.
         let ctx = Ctx::new(kind, obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
-        self.registry.related(kind, res, obj, &ctx).await
+        related::related(&self.registry, kind, res, obj, &ctx).await
     }
 
     fn rng(&self, k: usize, s: usize, key: &str, purpose: &str) -> Rng {
@@ -621,10 +505,7 @@ impl Engine {
                 }
             }
             Step::Event { type_, reason, message, .. } => {
-                let message = match lifecycle::eval::render_str(message, ctx.object, ctx) {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                };
+                let message = ctx.text(message);
                 let severity =
                     if type_ == "Warning" { Severity::Warning } else { Severity::Normal };
                 let about = ObjectRef::to(res, target);
@@ -754,7 +635,7 @@ mod tests {
     impl Engine {
         /// The objects it holds something of, and the keys in its reverse indexes.
         fn sizes(&self) -> (usize, usize) {
-            let indexed = self.indexes.iter().map(|ix| ix.keys.borrow().len()).sum();
+            let indexed = self.indexes.len();
             (self.objects.borrow().len(), indexed)
         }
     }
@@ -763,7 +644,10 @@ mod tests {
     fn engine(speed: f64) -> (Rc<Engine>, mpsc::UnboundedReceiver<Msg>) {
         let store = Store::open(StoreConfig::new(crate::store::sqlite::MEMORY)).unwrap();
         let registry = Registry::new(store).with_implicit_namespaces(true);
-        Engine::new(registry, Config { lifecycles: load(None).unwrap(), speed, seed: 7, nodes: 2 })
+        Engine::new(
+            registry,
+            Config { lifecycles: super::super::load(None).unwrap(), speed, seed: 7, nodes: 2 },
+        )
     }
 
     fn served(plural: &str) -> &'static ResourceInfo {

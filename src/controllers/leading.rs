@@ -1,5 +1,5 @@
 //! Singletons on one leader: background work that must run in one process at a time (the
-//! garbage collector, the namespace controller, the events' expiry, the simulated runtime) runs
+//! garbage collector, the namespace controller, the events' expiry, KubeVirt's simulated controllers) runs
 //! while the store says this process leads, writing through a registry fenced by that
 //! leadership, and stops the moment it is lost. Each resumes from stored state when this process
 //! (or another) leads again, as after a restart.

@@ -29,6 +29,7 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::controllers::recorder::{ObjectRef, Recorder, Severity};
 use crate::generated::RESOURCES;
 use crate::object::error::ApiError;
 use crate::object::meta::{self, FOREGROUND_FINALIZER as FOREGROUND, ORPHAN_FINALIZER as ORPHAN};
@@ -37,7 +38,6 @@ use crate::object::subresource::Part;
 use crate::registry::keys::{self, collection_prefix, object_key};
 use crate::registry::{Change, DeleteOptions, Propagation, Registry};
 use crate::resource::ResourceInfo;
-use crate::runtime::recorder::{ObjectRef, Recorder, Severity};
 use crate::store::{Event, ListRequest, StoreError};
 
 /// The field manager of the collector's writes, as kube-controller-manager's user agent names it.

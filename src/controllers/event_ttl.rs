@@ -10,13 +10,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::controllers::recorder::{events_kind, is_event, text};
 use crate::object::error::ApiError;
 use crate::object::meta::parse_rfc3339;
 use crate::object::meta_str;
 use crate::registry::keys::{collection_prefix, split};
 use crate::registry::{decode_stored, DeleteOptions, Registry};
 use crate::resource::ResourceInfo;
-use crate::runtime::recorder::{events_kind, is_event, text};
 use crate::store::{EventType, ListRequest};
 
 /// Starts deleting events `ttl` after their last write, on the current (single-threaded)

@@ -7,14 +7,13 @@
 //! Actions are served with or without `--simulate`: their effect is a write; the lifecycle that
 //! follows from it runs only when simulating.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use lifecycle::action::{self, DryRun, Write};
 use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng};
 use serde_json::Value;
 
-use super::{Registry, Target, WriteOptions};
-use crate::generated::LIFECYCLES;
+use super::related::{related, served};
 use crate::object::error::ApiError;
 use crate::object::meta::now_rfc3339;
 use crate::object::meta_str;
@@ -22,7 +21,7 @@ use crate::object::patch::NonApplyPatch;
 use crate::object::subresource::Part;
 use crate::object::validation::{FieldValidation, Via};
 use crate::registry::keys::object_key;
-use crate::registry::related::served;
+use crate::registry::{Registry, Target, WriteOptions};
 use crate::resource::ResourceInfo;
 
 /// The field manager of the actions' writes (virt-api's).
@@ -40,14 +39,6 @@ pub enum Acted {
     Answer(Value),
 }
 
-/// The built-in lifecycles (where the actions are), parsed once.
-pub(super) fn builtin() -> Arc<Lifecycles> {
-    static LC: OnceLock<Arc<Lifecycles>> = OnceLock::new();
-    let parse = || lifecycle::parse(LIFECYCLES).expect("build.rs checked the lifecycle file");
-    LC.get_or_init(|| Arc::new(parse())).clone()
-}
-
-/// The stored (storage-version) kind a lifecycle names.
 /// The error a check gives, shaped by its code as virt-api's constructors shape it (409
 /// `Operation cannot be fulfilled on …`, 404 `… not found`, 403 `… is forbidden: …`, 500
 /// `Internal error occurred: …`); `plain` answers the text as a 500.
@@ -73,7 +64,18 @@ fn refusal(code: u16, message: &str, about: (&ResourceInfo, &str), plain: bool) 
     }
 }
 
-impl Registry {
+/// virt-api's action API: the actions of a program, run over a registry.
+#[derive(Debug, Clone)]
+pub struct Actions {
+    registry: Registry,
+    program: Arc<Lifecycles>,
+}
+
+impl Actions {
+    pub fn new(registry: Registry, program: Arc<Lifecycles>) -> Actions {
+        Actions { registry, program }
+    }
+
     /// Runs action `name` on object `target` of `res` with the request `body`.
     pub async fn act(
         &self,
@@ -83,7 +85,7 @@ impl Registry {
         body: &[u8],
     ) -> Result<Acted, ApiError> {
         let r = ResourceRef { group: res.group.to_string(), kind: res.kind.to_string() };
-        let kind = self.actions.kind(&r);
+        let kind = self.program.kind(&r);
         let Some((kind, action)) = kind.and_then(|k| Some((k, k.actions.get(name)?))) else {
             return Err(ApiError::Action {
                 code: 501,
@@ -99,9 +101,9 @@ impl Registry {
         // An action on no object (`expand-vm-spec`) reads its namespace alone.
         let named = target.name.is_some();
         // virt-api reads what it checks from the API: the latest state, on any replica.
-        self.consistent().await?;
+        self.registry.consistent().await?;
         let stored = match named {
-            true => self.store().get(&object_key(res, target.ns(), target.name())).await?,
+            true => self.registry.store().get(&object_key(res, target.ns(), target.name())).await?,
             false => None,
         };
         // A missing object reads as its name alone (the first check says 404).
@@ -114,7 +116,7 @@ impl Registry {
         };
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), 1, Rng::new(rand_seed()));
         if named {
-            ctx.named = self.related(kind, res, &obj, &ctx).await;
+            ctx.named = related(&self.registry, kind, res, &obj, &ctx).await;
         }
         ctx.named.insert("body".into(), body.clone());
         for l in &action.lets {
@@ -122,7 +124,7 @@ impl Registry {
         }
         for check in &action.checks {
             if ctx.matches(&check.when) {
-                let message = render_text(&check.message, &ctx);
+                let message = ctx.text(&check.message);
                 let about = self.about(kind, res, &check.about, target.name());
                 return Err(refusal(check.code, &message, about, check.plain));
             }
@@ -209,13 +211,17 @@ impl Registry {
                     serde_json::to_vec(&ops).map_err(|e| ApiError::Internal(e.to_string()))?;
                 let patch: json_patch::Patch =
                     serde_json::from_value(ops).map_err(|e| ApiError::Internal(e.to_string()))?;
-                self.patch(target_res, &target, &NonApplyPatch::Json(patch), &bytes, opts).await?;
+                self.registry
+                    .patch(target_res, &target, &NonApplyPatch::Json(patch), &bytes, opts)
+                    .await?;
             }
             Write::Merge { patch, .. } => {
                 let patch = ctx.render(patch);
                 let bytes =
                     serde_json::to_vec(&patch).map_err(|e| ApiError::Internal(e.to_string()))?;
-                self.patch(target_res, &target, &NonApplyPatch::Merge(patch), &bytes, opts).await?;
+                self.registry
+                    .patch(target_res, &target, &NonApplyPatch::Merge(patch), &bytes, opts)
+                    .await?;
             }
             Write::Create { resource, template } => {
                 let Some(new_res) = served(resource) else { return Ok(()) };
@@ -223,19 +229,10 @@ impl Registry {
                 lifecycle::eval::strip_nulls(&mut obj);
                 let ns = meta_str(&obj, "namespace").to_string();
                 let target = Target::new((!ns.is_empty()).then_some(ns), None);
-                self.create(new_res, &target, obj, Via::Body(&[]), opts).await?;
+                self.registry.create(new_res, &target, obj, Via::Body(&[]), opts).await?;
             }
         }
         Ok(())
-    }
-}
-
-/// A template string's text.
-fn render_text(s: &str, ctx: &Ctx<'_>) -> String {
-    match lifecycle::eval::render_str(s, ctx.object, ctx) {
-        Value::String(s) => s,
-        Value::Null => String::new(),
-        other => other.to_string(),
     }
 }
 

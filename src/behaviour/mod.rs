@@ -1,0 +1,126 @@
+//! KubeVirt's and CDI's behaviour, above kube's generic registry: what virt-api, virt-controller,
+//! virt-handler and CDI's controllers do to the objects the registry stores. The behaviour is
+//! data where data reads well (`openapi/lifecycles.yaml`, format in the `lifecycle` crate) and
+//! Rust here where it does not; it reaches the registry only as a client does (the verbs) and
+//! through the admission it hands in.
+//!
+//! - `webhooks`: virt-api's admission webhooks (mutations on create, warnings), always served;
+//! - `actions`: virt-api's action API (`subresources.kubevirt.io`: start, stop, migrate…),
+//!   always served;
+//! - `related`: the objects a kind relates to, found forward (from an object, for a stage or an
+//!   action) and in reverse (from a changed object, the objects relating to it);
+//! - `simulate`: KubeVirt's controllers under `--simulate`: the lifecycles' stages.
+
+pub mod actions;
+pub mod related;
+mod reverse;
+pub mod simulate;
+pub mod webhooks;
+
+use std::sync::{Arc, OnceLock};
+
+use lifecycle::Lifecycles;
+use serde_json::Value;
+
+use crate::generated::{LIFECYCLES, OPENAPI_V2, RESOURCES};
+use crate::registry::Registry;
+
+/// The behaviour a server runs: the lifecycle file's program (the built-in one, or with
+/// `--simulate-config` on top) and whether its controllers run (`--simulate`).
+#[derive(Debug, Clone)]
+pub struct Behaviour {
+    pub program: Arc<Lifecycles>,
+    /// Only the controllers remove the finalizers virt-api's webhooks add, so without them
+    /// none is added (a delete would wait forever).
+    pub controllers: bool,
+}
+
+impl Behaviour {
+    /// virt-api alone: webhooks and actions from the built-in file, no controllers.
+    pub fn builtin() -> Behaviour {
+        Behaviour { program: builtin(), controllers: false }
+    }
+
+    /// virt-api and KubeVirt's controllers over `program` (checked: `load`).
+    pub fn simulated(program: Lifecycles) -> Behaviour {
+        Behaviour { program: Arc::new(program), controllers: true }
+    }
+
+    /// `registry` with virt-api's webhooks in its admission.
+    pub fn admitting(&self, registry: Registry) -> Registry {
+        registry.with_admission(Arc::new(webhooks::Webhooks::new(
+            self.program.clone(),
+            self.controllers,
+        )))
+    }
+
+    /// virt-api's action API over `registry`.
+    pub fn actions(&self, registry: Registry) -> actions::Actions {
+        actions::Actions::new(registry, self.program.clone())
+    }
+}
+
+/// The built-in lifecycle file, parsed once (build.rs checked it).
+fn builtin() -> Arc<Lifecycles> {
+    static LC: OnceLock<Arc<Lifecycles>> = OnceLock::new();
+    let parse = || lifecycle::parse(LIFECYCLES).expect("build.rs checked the lifecycle file");
+    LC.get_or_init(|| Arc::new(parse())).clone()
+}
+
+/// The built-in lifecycles with `extra` (a `--simulate-config` file's text) on top, checked
+/// against the served document: every problem, one per entry.
+pub fn load(extra: Option<&str>) -> Result<Lifecycles, Vec<String>> {
+    let builtin = lifecycle::parse(LIFECYCLES).map_err(|e| vec![e])?;
+    let lc = match extra {
+        Some(text) => builtin.merged(lifecycle::parse(text).map_err(|e| vec![e])?),
+        None => builtin,
+    };
+    let doc: Value = serde_json::from_slice(OPENAPI_V2).map_err(|e| vec![e.to_string()])?;
+    // The versions this server stores.
+    let stored: Vec<(String, String, String)> = RESOURCES
+        .iter()
+        .filter(|r| r.version == r.storage_version)
+        .map(|r| (r.group.to_string(), r.kind.to_string(), r.version.to_string()))
+        .collect();
+    lifecycle::check::check(&doc, &stored, &lc)?;
+    Ok(lc)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::object::validation::{FieldValidation, Via};
+    use crate::registry::{Registry, Target, WriteOptions};
+    use crate::resource::ResourceInfo;
+    use crate::store::{Store, StoreConfig};
+
+    /// The label always; the controller's finalizer only while the controllers run to remove it.
+    #[tokio::test]
+    async fn a_migration_is_mutated_on_create_as_virt_api_does() {
+        let stored = |r: &&ResourceInfo| {
+            r.plural == "virtualmachineinstancemigrations" && r.version == r.storage_version
+        };
+        let vmims = crate::generated::RESOURCES.iter().find(stored).unwrap();
+        let body = json!({"apiVersion": vmims.api_version(), "kind": vmims.kind,
+                          "metadata": {"name": "m"}, "spec": {"vmiName": "vm1"}});
+        for controllers in [false, true] {
+            let store = Store::open(StoreConfig::new(crate::store::sqlite::MEMORY)).unwrap();
+            let behaviour = Behaviour { controllers, ..Behaviour::builtin() };
+            let r = behaviour.admitting(Registry::new(store));
+            r.ensure_namespaces().await.unwrap();
+            let opts = WriteOptions {
+                dry_run: false,
+                field_validation: FieldValidation::Strict,
+                manager: "test".into(),
+            };
+            let target = Target::new(Some("default".into()), None);
+            let out = r.create(vmims, &target, body.clone(), Via::Body(&[]), &opts).await.unwrap();
+            let meta = &out.object.value()["metadata"];
+            assert_eq!(meta["labels"], json!({"kubevirt.io/vmi-name": "vm1"}));
+            let want = controllers.then(|| json!(["kubevirt.io/migrationJobFinalize"]));
+            assert_eq!(meta.get("finalizers"), want.as_ref(), "controllers: {controllers}");
+        }
+    }
+}
