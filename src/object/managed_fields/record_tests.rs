@@ -1,6 +1,6 @@
 //! `record_update` on a realistic VirtualMachine: golden managedFields pinned byte for byte. Its
-//! cost is measured by the benchmark (server CPU per create, `cargo bench --bench compare`), not
-//! by a test.
+//! cost is measured by the benchmark (server CPU per create, `virt-bench compare`), not by a
+//! test.
 
 use serde_json::{json, Value};
 
