@@ -119,9 +119,7 @@ impl Actions {
             ctx.named = related(&self.registry, kind, res, &obj, &ctx).await;
         }
         ctx.named.insert("body".into(), body.clone());
-        for l in &action.lets {
-            l.bind(&mut ctx);
-        }
+        ctx.bind(&action.lets);
         for check in &action.checks {
             if ctx.matches(&check.when) {
                 let message = ctx.text(&check.message);

@@ -397,7 +397,7 @@ impl Engine {
         let rng = self.rng(k, s, key, "values");
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, rng);
         ctx.named = self.related(kind, res, &obj).await;
-        // Here only: vars and steps render once per firing (the checker keeps caCert() to them).
+        // Here only: lets and steps render once per firing (the checker keeps caCert() to them).
         ctx.ca_cert = Some(ca_cert);
         if !ctx.matches(&stage.selector) || superseded(kind, s, &ctx) {
             return;
@@ -408,7 +408,7 @@ impl Engine {
             return;
         }
         self.held(key, |h| *h.fired.entry(id).or_default() += 1);
-        ctx.bind_vars(&stage.vars);
+        ctx.bind(&stage.lets);
         // The revision each written object must still be at: the one this plan read.
         let mut revisions: HashMap<String, u64> = HashMap::new();
         for step in &stage.steps {

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::eval::{Pred, Template};
-use crate::{Case, Ctx, ResourceRef};
+use crate::{Let, ResourceRef};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -34,7 +34,7 @@ pub struct Action {
     #[serde(default)]
     pub dry_run: DryRun,
     /// Values the checks and steps read as `$name`, evaluated in order after `$body` and the
-    /// related objects: each its first case whose `when` holds.
+    /// related objects.
     #[serde(default, rename = "let")]
     pub lets: Vec<Let>,
     /// In order: the first that holds answers.
@@ -45,13 +45,6 @@ pub struct Action {
     /// A read's answer (a template).
     #[serde(default)]
     pub answer: Option<Template>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Let {
-    pub name: String,
-    pub cases: Vec<Case>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -221,15 +214,6 @@ pub fn decode_body(action: &Action, bytes: &[u8]) -> Result<Value, String> {
         }
     }
     Ok(v)
-}
-
-impl Let {
-    /// Binds the value of its first matching case (`null` if none) in `ctx`.
-    pub fn bind(&self, ctx: &mut Ctx<'_>) {
-        let case = self.cases.iter().find(|c| c.when.as_ref().is_none_or(|w| ctx.matches(w)));
-        let value = case.map_or(Value::Null, |c| ctx.render(&c.value));
-        ctx.named.insert(self.name.clone(), value);
-    }
 }
 
 /// Whether the body asks for a dry run (`dryRun: ["All"]`).

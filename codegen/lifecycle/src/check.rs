@@ -1,9 +1,9 @@
 //! Checks lifecycles against the OpenAPI document: kinds exist, every path read or written is
 //! declared in the schema of the object it reads (stopping where a schema preserves unknown
 //! fields or is a map), every function exists with its arity, every `$name` is a related object
-//! or a stage variable, every `computed('x')` names one of the kind's computed values, managers
+//! or a value in scope (the kind's `let`s, a stage's or an action's, `$body`), managers
 //! are declared, `of` names a related object, `caCert()` is called only where the simulated
-//! runtime answers it (a stage's vars and steps). Every problem is reported, not the first.
+//! runtime answers it (a stage's lets and steps). Every problem is reported, not the first.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::eval::{self, Element, Node, Path, Pred, Template};
 use crate::expr::{self, Expr, Seg, FUNCTIONS};
-use crate::{By, Kind, Lifecycles, ResourceRef, Step};
+use crate::{By, Kind, Let, Lifecycles, ResourceRef, Step};
 
 /// The kinds the server stores: group, kind and the version it stores them in, from the model
 /// the server itself is generated from (build.rs: codegen's; at start: the served kinds).
@@ -129,9 +129,9 @@ struct Scope<'s, 'a> {
     kind: &'s Kind,
     /// The schema `.` reads.
     this: &'a Value,
-    /// Stage variables in scope.
+    /// The stage's or action's values in scope (the kind's are always).
     vars: &'s [String],
-    /// Whether `caCert()` may be called: a stage's vars and steps, which the engine renders
+    /// Whether `caCert()` may be called: a stage's `let`s and steps, which the engine renders
     /// once per firing (elsewhere it would make a key per evaluation, or answer null).
     certs: bool,
     at: String,
@@ -168,7 +168,9 @@ impl Scope<'_, '_> {
                             errors.push(format!("{}: ${name}{err}", self.at));
                         }
                     }
-                } else if !self.vars.contains(name) {
+                } else if !self.vars.contains(name)
+                    && !self.kind.lets.iter().any(|l| &l.name == name)
+                {
                     errors.push(format!(
                         "{}: ${name} is neither a related object nor a variable",
                         self.at
@@ -181,21 +183,31 @@ impl Scope<'_, '_> {
                     errors.push(format!("{}: {f}() takes {min} to {max} arguments", self.at))
                 }
                 Some(_) if f == expr::CA_CERT && !self.certs => errors.push(format!(
-                    "{}: {f}() makes a key pair: only a stage's vars and steps may call it",
+                    "{}: {f}() makes a key pair: only a stage's lets and steps may call it",
                     self.at
                 )),
-                Some(_) if f == "computed" => match args.first() {
-                    Some(Expr::Lit(Value::String(n))) if self.kind.computed.contains_key(n) => {}
-                    _ => errors.push(format!(
-                        "{}: computed() needs the quoted name of one of the kind's computed values",
-                        self.at
-                    )),
-                },
                 Some(_) => {}
             },
             Expr::Lit(_) => {}
         });
         let _ = self.lc;
+    }
+
+    /// A `let`: a value or cases (one of them), each checked.
+    fn binding(&self, l: &Let, errors: &mut Vec<String>) {
+        match (&l.value, l.cases.is_empty()) {
+            (Some(v), true) => self.template(v, None, errors),
+            (None, false) => {
+                for (i, c) in l.cases.iter().enumerate() {
+                    let scope = Scope { at: format!("{}, case {}", self.at, i + 1), ..*self };
+                    if let Some(w) = &c.when {
+                        scope.pred(w, errors);
+                    }
+                    scope.template(&c.value, None, errors);
+                }
+            }
+            _ => errors.push(format!("{}: either a value or cases", self.at)),
+        }
     }
 
     /// A compiled expression: its parse error, or its reads.
@@ -340,6 +352,19 @@ fn scope<'s, 'a>(
     Scope { schemas, lc, kind, this, vars, certs: false, at }
 }
 
+/// What a `let` of `kind` named `name` would hide (`kind_level`: one of the kind's own).
+fn clash(kind: &Kind, name: &str, kind_level: bool) -> Option<&'static str> {
+    if kind.related.contains_key(name) {
+        Some("the name of a related object")
+    } else if name == expr::SELF {
+        Some("a reserved name")
+    } else if !kind_level && kind.lets.iter().any(|l| l.name == name) {
+        Some("the name of one of the kind's values")
+    } else {
+        None
+    }
+}
+
 /// A kind's actions: predicates, messages and templates read declared paths of the object,
 /// its related objects or `$body`; writes go to declared fields.
 fn check_actions<'a>(
@@ -354,16 +379,10 @@ fn check_actions<'a>(
         let at = format!("kind {k}, action {name}");
         let mut vars = vec!["body".to_string()];
         for l in &action.lets {
-            for (i, c) in l.cases.iter().enumerate() {
-                let at = format!("{at}, let {}, case {}", l.name, i + 1);
-                let scope = scope(schemas, lc, kind, this, &vars, at);
-                if let Some(w) = &c.when {
-                    scope.pred(w, errors);
-                }
-                scope.template(&c.value, None, errors);
-            }
-            if kind.related.contains_key(&l.name) {
-                errors.push(format!("{at}, let {}: the name of a related object", l.name));
+            let at = format!("{at}, let {}", l.name);
+            scope(schemas, lc, kind, this, &vars, at.clone()).binding(l, errors);
+            if let Some(clash) = clash(kind, &l.name, false) {
+                errors.push(format!("{at}: {clash}"));
             }
             vars.push(l.name.clone());
         }
@@ -487,21 +506,14 @@ pub fn check(doc: &Value, stored: &Stored, lc: &Lifecycles) -> Result<(), Vec<St
                 _ => {}
             }
         }
-        for (name, cases) in &kind.computed {
-            for (i, c) in cases.iter().enumerate() {
-                let scope = Scope {
-                    schemas: &schemas,
-                    lc,
-                    kind,
-                    this,
-                    vars: &[],
-                    certs: false,
-                    at: format!("kind {k}, computed {name}, case {}", i + 1),
-                };
-                if let Some(w) = &c.when {
-                    scope.pred(w, &mut errors);
-                }
-                scope.template(&c.value, None, &mut errors);
+        for (i, l) in kind.lets.iter().enumerate() {
+            let at = format!("kind {k}, let {}", l.name);
+            scope(&schemas, lc, kind, this, &[], at.clone()).binding(l, &mut errors);
+            if let Some(clash) = clash(kind, &l.name, true) {
+                errors.push(format!("{at}: {clash}"));
+            }
+            if kind.lets[..i].iter().any(|o| o.name == l.name) {
+                errors.push(format!("{at}: a second value of that name"));
             }
         }
         let mut names: Vec<&str> = Vec::new();
@@ -529,14 +541,15 @@ pub fn check(doc: &Value, stored: &Stored, lc: &Lifecycles) -> Result<(), Vec<St
                 scope(&schemas, lc, kind, this, &vars, format!("{at}, delay"))
                     .path(until, &mut errors);
             }
-            for v in &stage.vars {
-                if kind.related.contains_key(&v.name) || v.name == expr::SELF {
-                    errors.push(format!("{at}, var {}: the name of a related object", v.name));
+            for l in &stage.lets {
+                let at = format!("{at}, let {}", l.name);
+                if let Some(clash) = clash(kind, &l.name, false) {
+                    errors.push(format!("{at}: {clash}"));
                 }
-                let at = format!("{at}, var {}", v.name);
-                let scope = Scope { certs: true, ..scope(&schemas, lc, kind, this, &vars, at) };
-                scope.template(&v.value, None, &mut errors);
-                vars.push(v.name.clone());
+                let scope =
+                    Scope { certs: true, ..scope(&schemas, lc, kind, this, &vars, at.clone()) };
+                scope.binding(l, &mut errors);
+                vars.push(l.name.clone());
             }
             for (i, step) in stage.steps.iter().enumerate() {
                 let at = format!("{at}, step {} ({})", i + 1, step.verb());
@@ -683,23 +696,24 @@ managers: {ctl: {component: c}}
 kinds:
   - resource: {group: g.io, kind: Thing}
     related: {peer: {resource: {group: g.io, kind: Peer}, by: name}}
-    computed:
-      phase:
-        - when: {related: {name: peer, where: {condition: {type: Ready, status: "True"}}}}
-          value: "{{ $peer.status.phase }}"
-        - value: Stopped
+    let:
+      - name: phase
+        cases:
+          - when: {related: {name: peer, where: {condition: {type: Ready, status: "True"}}}}
+            value: "{{ $peer.status.phase }}"
+          - value: Stopped
     stages:
       - name: s
         manager: ctl
         selector: {all: [{equals: {path: .spec.run, value: true}}, {related: {name: peer, exists: false}}]}
-        vars: [{name: n, value: "{{ node() }}"}, {name: ca, value: "{{ caCert(concat('ca@', unixTime(now())), addDuration(now(), '1h')) }}"}]
+        let: [{name: n, value: "{{ node() }}"}, {name: ca, value: "{{ caCert(concat('ca@', unixTime(now())), addDuration(now(), '1h')) }}"}]
         steps:
           - create:
               resource: {group: g.io, kind: Peer}
               template:
                 metadata: {name: "{{ .metadata.name }}", labels: {"...": "{{ .metadata.labels }}", "{{ $n }}": "{{ $ca }}"}}
                 spec: {template: "{{ .spec.template }}"}
-          - patch: {subresource: status, merge: {status: {phase: "{{ computed('phase') }}", conditions: [{type: Ready}]}}}
+          - patch: {subresource: status, merge: {status: {phase: "{{ $phase }}", conditions: [{type: Ready}]}}}
           - patch: {of: peer, merge: {spec: {run: false}, metadata: {finalizers: []}, status: {phase: "{{ caCert('x', now()) }}"}}}
           - event: {type: Normal, reason: R, message: "on {{ $n }} {{ .spec.template.anything.goes }}"}
           - finalizers: {add: [x]}
@@ -719,8 +733,10 @@ kinds:
   - resource: {group: g.io, kind: Nope}
   - resource: {group: g.io, kind: Thing}
     related: {peer: {resource: {group: g.io, kind: Missing}, by: controller}}
-    computed:
-      phase: [{value: "{{ .status.nope }}"}]
+    let:
+      - {name: phase, cases: [{value: "{{ .status.nope }}"}]}
+      - {name: peer, value: 1}
+      - {name: both, value: 1, cases: [{value: 2}]}
     stages:
       - name: s
         manager: other
@@ -729,7 +745,7 @@ kinds:
           - patch: {subresource: status, merge: {status: {phse: x}, spec: {}}}
           - patch: {subresource: scale, merge: {}}
           - create: {resource: {group: g.io, kind: Thing}, template: {metadata: {nam: x}}}
-          - event: {type: Info, reason: R, message: "{{ bogus() }} {{ $who.x }} {{ computed('none') }} {{ now(1) }} {{ .a[ }}"}
+          - event: {type: Info, reason: R, message: "{{ bogus() }} {{ $who.x }} {{ $none }} {{ now(1) }} {{ .a[ }}"}
           - delete: {of: ghost}
           - finalizers: {}
       - {name: s, manager: ctl, selector: {deleting: true}, steps: []}
@@ -741,7 +757,9 @@ kinds:
         for want in [
             "kind g.io/Nope: the document serves no such kind",
             "related peer: the document serves no kind g.io/Missing",
-            "computed phase, case 1: .status.nope field \"nope\" is not declared",
+            "let phase, case 1: .status.nope field \"nope\" is not declared",
+            "let peer: the name of a related object",
+            "let both: either a value or cases",
             "manager \"other\" is not declared",
             ".spec.walk field \"walk\" is not declared",
             "no related object \"ghost\"",
@@ -753,13 +771,13 @@ kinds:
             "type \"Info\" is neither Normal nor Warning",
             "no function bogus()",
             "$who is neither a related object nor a variable",
-            "computed() needs the quoted name",
+            "$none is neither a related object nor a variable",
             "now() takes 0 to 0 arguments",
             "expected [n]",
             "step 5 (delete): no related object \"ghost\"",
             "neither add nor remove",
             "stage s: a second stage of that name",
-            "stage s, selector: caCert() makes a key pair: only a stage's vars and steps may call it",
+            "stage s, selector: caCert() makes a key pair: only a stage's lets and steps may call it",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }

@@ -18,7 +18,7 @@
 //! Both are compiled once, when their file is read ([`Template`], [`Pred`] over [`Path`]s):
 //! evaluation never parses.
 //!
-//! Predicates: what a stage selects, when a computed case applies, an action's checks.
+//! Predicates: what a stage selects, when a `let`'s case applies, an action's checks.
 //! Written as single-key maps:
 //!
 //! `equals: {path, value}`, `in: {path, values}`, `notIn: {path, values}`, `exists: path`,
@@ -684,11 +684,7 @@ mod pred_tests {
                         "spec": {"runStrategy": "Always"},
                         "status": {"conditions": [{"type": "Ready", "status": "False", "reason": "VMINotExists"}]}});
         assert!(holds("equals: {path: .spec.runStrategy, value: Always}", vm.clone(), None));
-        assert!(holds(
-            "equals: {path: .spec.runStrategy, value: \"{{ computed('x') }}\"}",
-            vm.clone(),
-            None
-        ));
+        assert!(holds("equals: {path: .spec.runStrategy, value: \"{{ $x }}\"}", vm.clone(), None));
         assert!(holds("equals: {path: .metadata.generation, value: 2}", vm.clone(), None));
         assert!(holds("in: {path: .spec.runStrategy, values: [Halted, Always]}", vm.clone(), None));
         assert!(holds("notIn: {path: .spec.running, values: [true]}", vm.clone(), None));

@@ -3,7 +3,7 @@
 //! - `.a.b[0].c` reads the object (`.` alone is the whole object); `['kubevirt.io/x']` reads a
 //!   key with dots or slashes; `[type=Ready]` picks the first list element whose field equals the
 //!   value (bare word or quoted string). A missing step reads `null`.
-//! - `$name.a.b` reads a related object or a stage variable (`null` when absent); `$self` is
+//! - `$name.a.b` reads a related object or a `let`'s value (`null` when absent); `$self` is
 //!   the stage's own object, also inside a predicate on a related one (where `.` is that one).
 //! - Literals: `'text'`, `"text"`, numbers, `true`, `false`, `null`.
 //! - Calls `f(arg, …)`, from [`FUNCTIONS`]. Random values come from the caller's seeded
@@ -31,7 +31,6 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
     ("otherNode", 1, 1, "a simulated node other than the one given, at random (null: none)"),
     ("percent", 2, 2, "a random percentage in [lo, hi) as CDI prints progress: \"12.34%\""),
     ("labelSelector", 1, 1, "a LabelSelector as kube prints it: \"a=b,c in (d,e)\""),
-    ("computed", 1, 1, "the kind's computed value of that name: its first matching case"),
     ("sign", 1, 1, "-1, 0 or 1 as the number is negative, zero or positive (null otherwise)"),
     (
         "without",
@@ -70,7 +69,7 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         2,
         "a new self-signed CA certificate, PEM, of that common name, valid from now until the \
          time (2nd; null if not a time): the environment makes it, with a fresh key the seed \
-         does not repeat; only a stage's vars and steps may call it",
+         does not repeat; only a stage's lets and steps may call it",
     ),
 ];
 
@@ -328,11 +327,11 @@ impl Rng {
 
 /// What an evaluation reads besides the expression's root object.
 pub trait Env {
-    /// `$name`: a related object or a stage variable; `None` when absent.
+    /// `$name`: a related object or a stage's or action's value; `None` when absent.
     fn named(&self, name: &str) -> Option<&Value>;
-    /// The object the stage acts on (for `controllerRef()`, `computed()`).
+    /// The object the stage acts on (for `controllerRef()` and the kind's `let`s).
     fn object(&self) -> &Value;
-    /// `computed(name)`.
+    /// `$name` of the kind's `let`s, computed when read (`null`: no such value).
     fn computed(&self, name: &str) -> Value;
     fn now(&self) -> String;
     fn nodes(&self) -> usize;
@@ -352,9 +351,11 @@ pub fn eval(e: &Expr, this: &Value, env: &dyn Env) -> Value {
         Expr::Lit(v) => v.clone(),
         Expr::Path { root: None, segs } => read(this, segs).clone(),
         Expr::Path { root: Some(name), segs } if name == SELF => read(env.object(), segs).clone(),
-        Expr::Path { root: Some(name), segs } => {
-            env.named(name).map_or(Value::Null, |v| read(v, segs).clone())
-        }
+        // A related object or a stage's or action's value, else the kind's.
+        Expr::Path { root: Some(name), segs } => match env.named(name) {
+            Some(v) => read(v, segs).clone(),
+            None => read(&env.computed(name), segs).clone(),
+        },
         Expr::Call(f, args) => {
             let arg = |i: usize| args.get(i).map_or(Value::Null, |a| eval(a, this, env));
             call(f, args.len(), &arg, env)
@@ -593,7 +594,6 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
                 "blockOwnerDeletion": true,
             })
         }
-        "computed" => env.computed(&text(&arg(0)).unwrap_or_default()),
         "sign" => match arg(0).as_f64() {
             Some(x) if x < 0.0 => json!(-1),
             Some(x) if x > 0.0 => json!(1),
@@ -753,7 +753,7 @@ mod tests {
         assert_eq!(ev("str(3)"), json!("3"));
         assert_eq!(ev("default(.nope, null, 'x')"), json!("x"));
         assert_eq!(ev("concat('virt-launcher-', .metadata.name, '-')"), json!("virt-launcher-a-"));
-        assert_eq!(ev("computed('printableStatus')"), json!("computed printableStatus"));
+        assert_eq!(ev("$printableStatus"), json!("computed printableStatus"));
         let kept = ev("without(.status.conditions, 'type', 'Paused')");
         assert!(kept.as_array().unwrap().iter().all(|c| c["type"] != "Paused"), "{kept}");
         assert_eq!(ev("without(.status.conditions, 'type', 'Nope')"), ev(".status.conditions"));

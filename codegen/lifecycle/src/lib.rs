@@ -6,9 +6,11 @@
 //!   namespace), as the object's controller (its `controller: true` ownerReference), by the
 //!   name a field holds (`field: .spec.vmiName`), or the list of objects it controls
 //!   (`owned`, filtered by `where`); a step whose `of` names a list acts on its first element;
-//! - `computed`: named values as ordered cases, `{when: predicate, value: template}`, first
-//!   match wins (how KubeVirt computes `printableStatus` and mirrors conditions);
-//! - `stages`: a selector (a [`Pred`]), a delay with jitter, stage variables, and steps: merge
+//! - `let`: the kind's named values, each a template or ordered cases `{when: predicate,
+//!   value: template}` (first match wins), read as `$name` and computed when read (how KubeVirt
+//!   computes `printableStatus` and mirrors conditions); stages and actions bind values of
+//!   their own in the same form, evaluated once, in order;
+//! - `stages`: a selector (a [`Pred`]), a delay with jitter, `let`s, and steps: merge
 //!   patches of the object or a related one (its main resource or `status`), finalizers added or
 //!   removed, an object created from a template, an Event, a delete. Each step is one write by
 //!   the stage's field manager. A delay may wait `until` a time the object holds (a deadline,
@@ -51,7 +53,7 @@ pub use expr::{CaCertFn, Rng};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Lifecycles {
     /// For `--simulate-config`: `replace` the built-in lifecycles, or `extend` them (the
-    /// default: kinds merge, a stage or computed value of the same name replaces the built-in
+    /// default: kinds merge, a stage or kind value of the same name replaces the built-in
     /// one).
     #[serde(default)]
     pub mode: Mode,
@@ -101,8 +103,10 @@ pub struct Kind {
     pub resource: ResourceRef,
     #[serde(default)]
     pub related: BTreeMap<String, Related>,
-    #[serde(default)]
-    pub computed: BTreeMap<String, Vec<Case>>,
+    /// The kind's named values, read as `$name` wherever the kind's object is read (computed
+    /// when read, with `.` the object: how KubeVirt computes `printableStatus`).
+    #[serde(default, rename = "let")]
+    pub lets: Vec<Let>,
     #[serde(default)]
     pub stages: Vec<Stage>,
     /// The action API's calls on the kind's objects, by name ([`action`]).
@@ -184,7 +188,31 @@ impl By {
     }
 }
 
-/// One case of a computed value: no `when` always matches.
+/// The one binding form, of a kind, a stage or an action: a name and its value, a template or
+/// the first of `cases` whose `when` holds (`null` when none does).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Let {
+    pub name: String,
+    #[serde(default)]
+    pub value: Option<Template>,
+    #[serde(default)]
+    pub cases: Vec<Case>,
+}
+
+impl Let {
+    /// Its value in `env`, with `.` reading `this`.
+    pub fn eval(&self, this: &Value, env: &dyn expr::Env) -> Value {
+        if let Some(v) = &self.value {
+            return eval::render(v, this, env);
+        }
+        let case =
+            self.cases.iter().find(|c| c.when.as_ref().is_none_or(|w| eval::matches(w, this, env)));
+        case.map_or(Value::Null, |c| eval::render(&c.value, this, env))
+    }
+}
+
+/// One case of a `let`: no `when` always matches.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Case {
@@ -206,8 +234,8 @@ pub struct Stage {
     #[serde(default)]
     pub supersedes: Vec<String>,
     /// Evaluated once, in order, when the stage fires; read as `$name`.
-    #[serde(default)]
-    pub vars: Vec<Var>,
+    #[serde(default, rename = "let")]
+    pub lets: Vec<Let>,
     pub steps: Vec<Step>,
 }
 
@@ -223,13 +251,6 @@ pub struct Delay {
     pub jitter_ms: u64,
     #[serde(default)]
     pub until: Option<Path>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Var {
-    pub name: String,
-    pub value: Template,
 }
 
 /// One write. `of` names a related object to act on instead of the stage's own.
@@ -316,7 +337,12 @@ impl Lifecycles {
                 None => self.kinds.push(kind),
                 Some(mine) => {
                     mine.related.extend(kind.related);
-                    mine.computed.extend(kind.computed);
+                    for l in kind.lets {
+                        match mine.lets.iter_mut().find(|m| m.name == l.name) {
+                            Some(old) => *old = l,
+                            None => mine.lets.push(l),
+                        }
+                    }
                     mine.actions.extend(kind.actions);
                     mine.warnings.extend(kind.warnings);
                     mine.mutations.extend(kind.mutations);
@@ -337,8 +363,8 @@ impl Lifecycles {
     }
 }
 
-/// Everything an evaluation reads: the object, its related objects and stage variables, the
-/// kind's computed values, the time, the nodes and the seeded generator.
+/// Everything an evaluation reads: the object, its related objects and `let` values, the
+/// kind's values, the time, the nodes and the seeded generator.
 pub struct Ctx<'a> {
     pub kind: &'a Kind,
     pub object: &'a Value,
@@ -350,7 +376,7 @@ pub struct Ctx<'a> {
     /// What answers `caCert()` (`None`: it is null): the server's engine sets it for a stage's
     /// run, since this crate links no cryptography.
     pub ca_cert: Option<CaCertFn>,
-    /// Computed values being evaluated (a computed value that reads itself is `null`).
+    /// The kind's values being computed (one that reads itself is `null`).
     computing: RefCell<Vec<String>>,
 }
 
@@ -392,11 +418,11 @@ impl<'a> Ctx<'a> {
         self.read(delay.until.as_ref()?).as_str().and_then(expr::unix_seconds)
     }
 
-    /// Evaluates the stage's variables into `named`.
-    pub fn bind_vars(&mut self, vars: &[Var]) {
-        for v in vars {
-            let value = eval::render(&v.value, self.object, self);
-            self.named.insert(v.name.clone(), value);
+    /// Evaluates a stage's or an action's `let`s, in order, into `named`.
+    pub fn bind(&mut self, lets: &[Let]) {
+        for l in lets {
+            let value = l.eval(self.object, self);
+            self.named.insert(l.name.clone(), value);
         }
     }
 }
@@ -412,12 +438,9 @@ impl expr::Env for Ctx<'_> {
         if self.computing.borrow().iter().any(|n| n == name) {
             return Value::Null;
         }
-        let Some(cases) = self.kind.computed.get(name) else { return Value::Null };
+        let Some(l) = self.kind.lets.iter().find(|l| l.name == name) else { return Value::Null };
         self.computing.borrow_mut().push(name.to_string());
-        let value = cases
-            .iter()
-            .find(|c| c.when.as_ref().is_none_or(|w| eval::matches(w, self.object, self)))
-            .map_or(Value::Null, |c| eval::render(&c.value, self.object, self));
+        let value = l.eval(self.object, self);
         self.computing.borrow_mut().pop();
         value
     }
@@ -447,13 +470,14 @@ kinds:
   - resource: {group: g.io, kind: Thing}
     related:
       peer: {resource: {group: g.io, kind: Peer}, by: name}
-    computed:
-      phase:
-        - when: {deleting: true}
-          value: Terminating
-        - when: {related: {name: peer, where: {equals: {path: .status.phase, value: Running}}}}
-          value: "{{ $peer.status.phase }}"
-        - value: Stopped
+    let:
+      - name: phase
+        cases:
+          - when: {deleting: true}
+            value: Terminating
+          - when: {related: {name: peer, where: {equals: {path: .status.phase, value: Running}}}}
+            value: "{{ $peer.status.phase }}"
+          - value: Stopped
     stages:
       - name: start
         manager: ctl
@@ -462,17 +486,17 @@ kinds:
             - {equals: {path: .spec.run, value: true}}
             - {related: {name: peer, exists: false}}
         delay: {ms: 10, jitterMs: 5, until: "addDuration(.metadata.creationTimestamp, '1m')"}
-        vars: [{name: node, value: "{{ node() }}"}]
+        let: [{name: node, value: "{{ node() }}"}]
         steps:
           - create: {resource: {group: g.io, kind: Peer}, template: {metadata: {name: "{{ .metadata.name }}"}}}
           - event: {type: Normal, reason: Started, message: "on {{ $node }}"}
-          - patch: {subresource: status, merge: {status: {phase: "{{ computed('phase') }}"}}}
+          - patch: {subresource: status, merge: {status: {phase: "{{ $phase }}"}}}
           - finalizers: {add: [x.io/f]}
           - delete: {of: peer}
 "#;
 
     #[test]
-    fn a_file_parses_and_computed_values_take_the_first_match() {
+    fn a_file_parses_and_the_kinds_values_take_the_first_match() {
         let lc = parse(FILE).unwrap();
         let kind = &lc.kinds[0];
         assert_eq!(kind.stages[0].steps.len(), 5);
@@ -514,7 +538,7 @@ kinds:
         let stages = &merged.kinds[0].stages;
         assert_eq!(stages.len(), 2);
         assert!(stages[0].steps.is_empty());
-        assert_eq!(merged.kinds[0].computed.len(), 1);
+        assert_eq!(merged.kinds[0].lets.len(), 1);
         let replaced = base.merged(parse("mode: replace\nkinds: []\n").unwrap());
         assert!(replaced.kinds.is_empty());
     }
