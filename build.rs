@@ -21,15 +21,21 @@ fn main() {
     lifecycles(&doc, &out);
 }
 
-/// The simulated runtime's lifecycles beside the document (none when it has no such file, as a
-/// fixture document has not): checked against the document, every problem at once, and copied
-/// into `OUT_DIR` for `generated::LIFECYCLES`.
+/// KubeVirt's behaviour beside the document: the controllers' lifecycles and virt-api's
+/// actions and webhooks (none when there are no such files, as a fixture document has not),
+/// read as one, checked against the document (every problem at once) and copied into `OUT_DIR`
+/// for `generated::{LIFECYCLES, ACTIONS}`.
 fn lifecycles(doc: &std::path::Path, out: &std::path::Path) {
-    let file = doc.with_file_name("lifecycles.yaml");
-    println!("cargo:rerun-if-changed={}", file.display());
     println!("cargo:rerun-if-changed=codegen/lifecycle/src");
-    let text = std::fs::read_to_string(&file).unwrap_or_default();
-    let parsed = lifecycle::parse(&text).map_err(|e| vec![e]);
+    let files = ["lifecycles.yaml", "actions.yaml"].map(|name| doc.with_file_name(name));
+    let mut texts = Vec::new();
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", file.display());
+        texts.push(std::fs::read_to_string(file).unwrap_or_default());
+    }
+    let parsed = lifecycle::parse(&texts[0])
+        .and_then(|lc| Ok(lc.merged(lifecycle::parse(&texts[1])?)))
+        .map_err(|e| vec![e]);
     let checked = parsed.and_then(|lc| {
         let bytes = std::fs::read(doc).expect("document");
         // The versions the server stores, from the model its code is generated from.
@@ -38,12 +44,17 @@ fn lifecycles(doc: &std::path::Path, out: &std::path::Path) {
             serde_json::from_slice(&bytes).map_err(|e| vec![e.to_string()])?;
         lifecycle::check::check(&doc, &stored, &lc)
     });
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let names = names.join(" and ");
     if let Err(problems) = checked {
-        eprintln!("{} has {} problem(s):", file.display(), problems.len());
+        eprintln!("{names} have {} problem(s):", problems.len());
         for p in &problems {
             eprintln!("  - {p}");
         }
-        panic!("lifecycle check failed for {}", file.display());
+        panic!("lifecycle check failed for {names}");
     }
-    std::fs::write(out.join("lifecycles.yaml"), text).expect("write lifecycles.yaml");
+    for (file, text) in files.iter().zip(texts) {
+        let name = file.file_name().expect("a file name");
+        std::fs::write(out.join(name), text).expect("write the lifecycle files");
+    }
 }

@@ -5,9 +5,11 @@
 
 include!(concat!(env!("OUT_DIR"), "/generated.rs"));
 
-/// The simulated runtime's built-in lifecycles (`openapi/lifecycles.yaml`), checked by build.rs
+/// The built-in behaviour: KubeVirt's controllers' lifecycles (`openapi/lifecycles.yaml`) and
+/// virt-api's actions and webhooks (`openapi/actions.yaml`), one program, checked by build.rs
 /// against the document.
 pub const LIFECYCLES: &str = include_str!(concat!(env!("OUT_DIR"), "/lifecycles.yaml"));
+pub const ACTIONS: &str = include_str!(concat!(env!("OUT_DIR"), "/actions.yaml"));
 
 /// The only paths the generated data names: the records its statics are made of, under
 /// `self::rt::`, so moving one changes its line here, not codegen. The list is exactly what

@@ -9,19 +9,17 @@
 
 use std::sync::Arc;
 
-use lifecycle::action::{self, DryRun, Write};
+use lifecycle::action::{self, DryRun};
 use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng};
 use serde_json::Value;
 
 use super::related::{related, served};
+use super::write::{self, Guard, Writer};
+use crate::controllers::recorder::Recorder;
 use crate::object::error::ApiError;
 use crate::object::meta::now_rfc3339;
-use crate::object::meta_str;
-use crate::object::patch::NonApplyPatch;
-use crate::object::subresource::Part;
-use crate::object::validation::{FieldValidation, Via};
 use crate::registry::keys::object_key;
-use crate::registry::{Registry, Target, WriteOptions};
+use crate::registry::{Registry, Target};
 use crate::resource::ResourceInfo;
 
 /// The field manager of the actions' writes (virt-api's).
@@ -69,11 +67,14 @@ fn refusal(code: u16, message: &str, about: (&ResourceInfo, &str), plain: bool) 
 pub struct Actions {
     registry: Registry,
     program: Arc<Lifecycles>,
+    /// virt-api's, for an action's Events.
+    recorder: Recorder,
 }
 
 impl Actions {
     pub fn new(registry: Registry, program: Arc<Lifecycles>) -> Actions {
-        Actions { registry, program }
+        let recorder = Recorder::new(registry.clone(), MANAGER, MANAGER, "");
+        Actions { registry, program, recorder }
     }
 
     /// Runs action `name` on object `target` of `res` with the request `body`.
@@ -139,17 +140,17 @@ impl Actions {
         if dry_run && action.dry_run == DryRun::Validate {
             return Ok(Acted::Done(action.code.unwrap_or(200)));
         }
-        let opts = WriteOptions {
-            dry_run: dry_run && action.dry_run == DryRun::Write,
-            field_validation: FieldValidation::Ignore,
-            manager: MANAGER.to_string(),
-        };
+        let guard = Guard::Request { dry_run: dry_run && action.dry_run == DryRun::Write };
+        let writer =
+            Writer { registry: &self.registry, manager: MANAGER, recorder: &self.recorder };
         for step in &action.steps {
             if step.when.as_ref().is_some_and(|w| !ctx.matches(w)) {
                 continue;
             }
+            // Not there: nothing to do to it.
+            let Some(to) = write::target(kind, res, &obj, &step.write, &ctx) else { continue };
             // virt-api answers a failed `test` as a conflict, anything else as internal.
-            self.write(kind, res, &step.write, &ctx, &opts).await.map_err(|e| match e {
+            writer.write(&step.write, &ctx, to, guard).await.map_err(|e| match e {
                 ApiError::PatchRejected => {
                     refusal(409, JSONPATCH_TEST_ERR, (res, target.name()), false)
                 }
@@ -171,66 +172,6 @@ impl Actions {
     ) -> (&'static ResourceInfo, &'a str) {
         let related = about.as_ref().and_then(|a| kind.related.get(a));
         (related.and_then(|r| served(&r.resource)).unwrap_or(res), name)
-    }
-
-    async fn write(
-        &self,
-        kind: &Kind,
-        res: &'static ResourceInfo,
-        write: &Write,
-        ctx: &Ctx<'_>,
-        opts: &WriteOptions,
-    ) -> Result<(), ApiError> {
-        let (target_obj, target_res) = match write.of() {
-            None => (ctx.object, res),
-            Some(of) => {
-                let rel = kind.related.get(of).and_then(|r| served(&r.resource));
-                match (ctx.named.get(of), rel) {
-                    (Some(o), Some(r)) => (o, r),
-                    // Not there: nothing to do to it.
-                    _ => return Ok(()),
-                }
-            }
-        };
-        let part = match write.subresource() {
-            Some("status") if target_res.status_subresource => Part::Status,
-            _ => Part::Main,
-        };
-        let target = Target {
-            namespace: Some(meta_str(target_obj, "namespace").to_string()),
-            name: Some(meta_str(target_obj, "name").to_string()),
-            part,
-        };
-        match write {
-            Write::JsonPatch { ops, .. } => {
-                let mut ops = ctx.render(ops);
-                lifecycle::eval::strip_nulls(&mut ops);
-                let bytes =
-                    serde_json::to_vec(&ops).map_err(|e| ApiError::Internal(e.to_string()))?;
-                let patch: json_patch::Patch =
-                    serde_json::from_value(ops).map_err(|e| ApiError::Internal(e.to_string()))?;
-                self.registry
-                    .patch(target_res, &target, &NonApplyPatch::Json(patch), &bytes, opts)
-                    .await?;
-            }
-            Write::Merge { patch, .. } => {
-                let patch = ctx.render(patch);
-                let bytes =
-                    serde_json::to_vec(&patch).map_err(|e| ApiError::Internal(e.to_string()))?;
-                self.registry
-                    .patch(target_res, &target, &NonApplyPatch::Merge(patch), &bytes, opts)
-                    .await?;
-            }
-            Write::Create { resource, template } => {
-                let Some(new_res) = served(resource) else { return Ok(()) };
-                let mut obj = ctx.render(template);
-                lifecycle::eval::strip_nulls(&mut obj);
-                let ns = meta_str(&obj, "namespace").to_string();
-                let target = Target::new((!ns.is_empty()).then_some(ns), None);
-                self.registry.create(new_res, &target, obj, Via::Body(&[]), opts).await?;
-            }
-        }
-        Ok(())
     }
 }
 

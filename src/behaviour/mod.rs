@@ -1,6 +1,6 @@
 //! KubeVirt's and CDI's behaviour, above kube's generic registry: what virt-api, virt-controller,
 //! virt-handler and CDI's controllers do to the objects the registry stores. The behaviour is
-//! data where data reads well (`openapi/lifecycles.yaml`, format in the `lifecycle` crate) and
+//! data where data reads well (`openapi/lifecycles.yaml` and `actions.yaml`, format in the `lifecycle` crate) and
 //! Rust here where it does not; it reaches the registry only as a client does (the verbs) and
 //! through the admission it hands in.
 //!
@@ -16,13 +16,14 @@ pub mod related;
 mod reverse;
 pub mod simulate;
 pub mod webhooks;
+pub mod write;
 
 use std::sync::{Arc, OnceLock};
 
 use lifecycle::Lifecycles;
 use serde_json::Value;
 
-use crate::generated::{LIFECYCLES, OPENAPI_V2, RESOURCES};
+use crate::generated::{ACTIONS, LIFECYCLES, OPENAPI_V2, RESOURCES};
 use crate::registry::Registry;
 
 /// The behaviour a server runs: the lifecycle file's program (the built-in one, or with
@@ -60,17 +61,22 @@ impl Behaviour {
     }
 }
 
-/// The built-in lifecycle file, parsed once (build.rs checked it).
+/// The built-in program, compiled once (build.rs checked it).
 fn builtin() -> Arc<Lifecycles> {
     static LC: OnceLock<Arc<Lifecycles>> = OnceLock::new();
-    let parse = || lifecycle::parse(LIFECYCLES).expect("build.rs checked the lifecycle file");
-    LC.get_or_init(|| Arc::new(parse())).clone()
+    LC.get_or_init(|| Arc::new(parse_builtin().expect("build.rs checked the built-in files")))
+        .clone()
+}
+
+/// The controllers' lifecycles and virt-api's actions, one program.
+fn parse_builtin() -> Result<Lifecycles, String> {
+    Ok(lifecycle::parse(LIFECYCLES)?.merged(lifecycle::parse(ACTIONS)?))
 }
 
 /// The built-in lifecycles with `extra` (a `--simulate-config` file's text) on top, checked
 /// against the served document: every problem, one per entry.
 pub fn load(extra: Option<&str>) -> Result<Lifecycles, Vec<String>> {
-    let builtin = lifecycle::parse(LIFECYCLES).map_err(|e| vec![e])?;
+    let builtin = parse_builtin().map_err(|e| vec![e])?;
     let lc = match extra {
         Some(text) => builtin.merged(lifecycle::parse(text).map_err(|e| vec![e])?),
         None => builtin,

@@ -15,26 +15,24 @@
 //! stages scheduled, their timers, how often each fired) goes with the object, so its memory is
 //! bounded by what exists, however many objects came and went.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
-use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng, Step};
+use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::related::{self, Indexes};
-use crate::controllers::recorder::{ObjectRef, Recorder, Severity};
-use crate::object::error::ApiError;
-use crate::object::meta::{self, now_rfc3339};
-use crate::object::subresource::Part;
-use crate::object::validation::{FieldValidation, Via};
+use super::write::{self, Guard, Writer, Written};
+use crate::controllers::recorder::Recorder;
+use crate::object::meta::now_rfc3339;
 use crate::object::{meta_str, stored_revision};
 use crate::registry::keys::{self, collection_prefix, object_key};
-use crate::registry::{Change, DeleteOptions, Registry, Target, WriteOptions};
+use crate::registry::Registry;
 use crate::resource::ResourceInfo;
 use crate::store::{Event, EventType, ListRequest};
 
@@ -411,28 +409,25 @@ impl Engine {
         ctx.bind(&stage.lets);
         // The revision each written object must still be at: the one this plan read.
         let mut revisions: HashMap<String, u64> = HashMap::new();
+        let recorder = self.recorder(&stage.manager);
+        let writer =
+            Writer { registry: &self.registry, manager: &stage.manager, recorder: &recorder };
         for step in &stage.steps {
-            let (target, target_res): (&Value, &'static ResourceInfo) = match step.of() {
-                None => (&obj, res),
-                Some(name) => {
-                    let rel = kind.related.get(name).and_then(|r| resource(&r.resource));
-                    // A list's first element.
-                    let named = match ctx.named.get(name) {
-                        Some(Value::Array(items)) => items.first(),
-                        other => other,
-                    };
-                    match (named, rel) {
-                        (Some(o), Some(r)) => (o, r),
-                        // Not there (any more): nothing to do to it.
-                        _ => continue,
-                    }
-                }
+            if step.when.as_ref().is_some_and(|w| !ctx.matches(w)) {
+                continue;
+            }
+            // Not there (any more): nothing to do to it.
+            let Some((target, target_res)) = write::target(kind, res, &obj, &step.write, &ctx)
+            else {
+                continue;
             };
-            let ns = meta_str(target, "namespace").to_string();
-            let name = meta_str(target, "name").to_string();
-            let target_key = object_key(target_res, &ns, &name);
+            let target_key =
+                object_key(target_res, meta_str(target, "namespace"), meta_str(target, "name"));
             let expected = *revisions.entry(target_key.clone()).or_insert(stored_revision(target));
-            match self.step(step, &ctx, &stage.manager, target_res, target, expected).await {
+            match writer
+                .write(&step.write, &ctx, (target, target_res), Guard::Revision(expected))
+                .await
+            {
                 Ok(Written::Rev(rev)) => {
                     revisions.insert(target_key, rev);
                 }
@@ -448,116 +443,6 @@ impl Engine {
                     return;
                 }
             }
-        }
-    }
-
-    async fn step(
-        &self,
-        step: &Step,
-        ctx: &Ctx<'_>,
-        manager: &str,
-        res: &'static ResourceInfo,
-        target: &Value,
-        expected: u64,
-    ) -> Result<Written, ApiError> {
-        let ns = meta_str(target, "namespace");
-        let name = meta_str(target, "name");
-        match step {
-            Step::Patch { subresource, merge, .. } => {
-                let patch = ctx.render(merge);
-                let part = match subresource.as_deref() {
-                    Some("status") if res.status_subresource => Part::Status,
-                    _ => Part::Main,
-                };
-                self.update(res, (ns, name, part), manager, expected, |obj| {
-                    json_patch::merge(obj, &patch);
-                })
-                .await
-            }
-            Step::Finalizers { add, remove, .. } => {
-                self.update(res, (ns, name, Part::Main), manager, expected, |obj| {
-                    let meta = obj.as_object_mut().and_then(|o| o.get_mut("metadata"));
-                    if let Some(meta) = meta.and_then(Value::as_object_mut) {
-                        meta::edit_finalizers(meta, add, remove);
-                    }
-                })
-                .await
-            }
-            Step::Create { resource: r, template } => {
-                let Some(new_res) = resource(r) else { return Ok(Written::Nothing) };
-                // Only while the object the plan read is still there as read.
-                let current = self.registry.store().get(&object_key(res, ns, name)).await?;
-                if current.is_none_or(|c| stored_revision(&c) != expected) {
-                    return Ok(Written::Stale);
-                }
-                let mut obj = ctx.render(template);
-                lifecycle::eval::strip_nulls(&mut obj);
-                let new_ns = meta_str(&obj, "namespace").to_string();
-                let target = Target::new((!new_ns.is_empty()).then_some(new_ns), None);
-                let opts = WriteOptions {
-                    dry_run: false,
-                    field_validation: FieldValidation::Strict,
-                    manager: manager.to_string(),
-                };
-                match self.registry.create(new_res, &target, obj, Via::Body(&[]), &opts).await {
-                    Ok(_) | Err(ApiError::AlreadyExists { .. }) => Ok(Written::Nothing),
-                    Err(e) => Err(e),
-                }
-            }
-            Step::Event { type_, reason, message, .. } => {
-                let message = ctx.text(message);
-                let severity =
-                    if type_ == "Warning" { Severity::Warning } else { Severity::Normal };
-                let about = ObjectRef::to(res, target);
-                if let Err(e) =
-                    self.recorder(manager).record(&about, severity, reason, &message).await
-                {
-                    log::warn!("simulation: recording {reason} failed: {e}");
-                }
-                Ok(Written::Nothing)
-            }
-            Step::Delete { .. } => {
-                let opts = DeleteOptions {
-                    precondition_uid: Some(meta_str(target, "uid").to_string()),
-                    ..DeleteOptions::default()
-                };
-                match self.registry.delete(res, ns, name, &opts).await {
-                    Ok(_) | Err(ApiError::NotFound { .. }) => Ok(Written::Nothing),
-                    Err(ApiError::Conflict { .. }) => Ok(Written::Stale),
-                    Err(e) => Err(e),
-                }
-            }
-        }
-    }
-
-    /// One update of `target` by `manager`, only while it is at revision `expected`.
-    async fn update(
-        &self,
-        res: &'static ResourceInfo,
-        target: (&str, &str, Part),
-        manager: &str,
-        expected: u64,
-        mut edit: impl FnMut(&mut Value),
-    ) -> Result<Written, ApiError> {
-        let stale = Cell::new(false);
-        let outcome = self
-            .registry
-            .update_with(res, target, manager, |obj| {
-                if stored_revision(obj) != expected {
-                    stale.set(true);
-                    return None;
-                }
-                let before = obj.clone();
-                edit(obj);
-                (*obj != before).then_some(())
-            })
-            .await;
-        match outcome {
-            _ if stale.get() => Ok(Written::Stale),
-            Ok(o) if o.change == Change::Unchanged => Ok(Written::Nothing),
-            Ok(o) => Ok(Written::Rev(stored_revision(o.object.value()))),
-            Err(ApiError::NotFound { .. }) => Ok(Written::Stale),
-            Err(e) => Err(e),
         }
     }
 }
@@ -608,16 +493,6 @@ fn superseded(kind: &Kind, s: usize, ctx: &Ctx<'_>) -> bool {
     kind.stages.iter().any(|t| t.supersedes.contains(name) && ctx.matches(&t.selector))
 }
 
-/// What one step did to its target.
-enum Written {
-    /// Wrote it: its new revision.
-    Rev(u64),
-    /// Nothing to write, or a write to another object.
-    Nothing,
-    /// The target moved on since the plan read it.
-    Stale,
-}
-
 #[cfg(test)]
 mod tests {
     use std::future::Future;
@@ -627,7 +502,8 @@ mod tests {
     use tokio::task::LocalSet;
 
     use super::*;
-    use crate::registry::ListOptions;
+    use crate::object::validation::{FieldValidation, Via};
+    use crate::registry::{DeleteOptions, ListOptions, Target, WriteOptions};
     use crate::store::{Store, StoreConfig};
 
     const NS: &str = "sim";

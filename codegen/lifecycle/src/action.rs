@@ -1,8 +1,8 @@
 //! Actions: KubeVirt's `subresources.kubevirt.io` calls on an object (`start`, `pause`,
 //! `guestosinfo`...) as data, under a kind's `actions`. An action reads the object, its related
 //! objects and the request body (`$body`), answers the first of its `checks` whose predicate
-//! holds, and otherwise performs its `steps` (each guarded by an optional `when`) as writes, or,
-//! for a read, renders its `answer`.
+//! holds, and otherwise performs its `steps` (the lifecycle file's one write vocabulary,
+//! [`Step`](crate::Step)), or, for a read, renders its `answer`.
 //!
 //! The error a check gives is shaped by its code as virt-api's constructors shape it: 409
 //! `Operation cannot be fulfilled on <singular>.<group> "<name>": <message>`, 403 `… is
@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::eval::{Pred, Template};
-use crate::{Let, ResourceRef};
+use crate::{Let, Step};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -41,7 +41,7 @@ pub struct Action {
     #[serde(default)]
     pub checks: Vec<Check>,
     #[serde(default)]
-    pub steps: Vec<ActionStep>,
+    pub steps: Vec<Step>,
     /// A read's answer (a template).
     #[serde(default)]
     pub answer: Option<Template>,
@@ -110,68 +110,6 @@ pub struct Check {
     pub plain: bool,
 }
 
-/// One write, when `when` holds (always without one).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ActionStep {
-    #[serde(default)]
-    pub when: Option<Pred>,
-    #[serde(flatten)]
-    pub write: Write,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Write {
-    /// A JSON patch (a template rendering to its operations; `test` them to write only over
-    /// the state the checks saw) of the object or `of` a related one.
-    #[serde(rename_all = "camelCase")]
-    JsonPatch {
-        #[serde(default)]
-        of: Option<String>,
-        #[serde(default)]
-        subresource: Option<String>,
-        ops: Template,
-    },
-    /// A JSON merge patch (a template).
-    #[serde(rename_all = "camelCase")]
-    Merge {
-        #[serde(default)]
-        of: Option<String>,
-        #[serde(default)]
-        subresource: Option<String>,
-        patch: Template,
-    },
-    /// Creates an object of `resource` from `template` (nulls dropped).
-    Create { resource: ResourceRef, template: Template },
-}
-
-impl Write {
-    pub fn of(&self) -> Option<&str> {
-        match self {
-            Write::JsonPatch { of, .. } | Write::Merge { of, .. } => of.as_deref(),
-            Write::Create { .. } => None,
-        }
-    }
-
-    pub fn subresource(&self) -> Option<&str> {
-        match self {
-            Write::JsonPatch { subresource, .. } | Write::Merge { subresource, .. } => {
-                subresource.as_deref()
-            }
-            Write::Create { .. } => None,
-        }
-    }
-
-    pub fn verb(&self) -> &'static str {
-        match self {
-            Write::JsonPatch { .. } => "jsonPatch",
-            Write::Merge { .. } => "merge",
-            Write::Create { .. } => "create",
-        }
-    }
-}
-
 /// The request body decoded as the action's options: an empty body is `{}`; a body that is
 /// not an object, or a declared field of another type, is refused with Go's unmarshal error.
 pub fn decode_body(action: &Action, bytes: &[u8]) -> Result<Value, String> {
@@ -231,7 +169,7 @@ mod tests {
     fn action() -> Action {
         let yaml = "code: 202\nbodyType: StartOptions\nbody: {paused: bool, dryRun: strings, gracePeriod: int}\n\
                     checks: [{when: {deleting: true}, code: 409, message: gone}]\n\
-                    steps:\n  - {when: {deleting: false}, merge: {patch: {spec: {a: 1}}}}\n  \
+                    steps:\n  - {when: {deleting: false}, patch: {merge: {spec: {a: 1}}}}\n  \
                     - jsonPatch: {subresource: status, ops: [{op: test, path: /status, value: null}]}\n";
         serde_json::from_value(serde_yaml::from_str(yaml).unwrap()).unwrap()
     }

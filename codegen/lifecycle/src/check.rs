@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::eval::{self, Element, Node, Path, Pred, Template};
 use crate::expr::{self, Expr, Seg, FUNCTIONS};
-use crate::{By, Kind, Let, Lifecycles, ResourceRef, Step};
+use crate::{By, Kind, Let, Lifecycles, ResourceRef, Step, Write};
 
 /// The kinds the server stores: group, kind and the version it stores them in, from the model
 /// the server itself is generated from (build.rs: codegen's; at start: the served kinds).
@@ -409,53 +409,76 @@ fn check_actions<'a>(
         }
         for (i, step) in action.steps.iter().enumerate() {
             let at = format!("{at}, step {} ({})", i + 1, step.write.verb());
-            let scope = scope(schemas, lc, kind, this, &vars, at.clone());
-            if let Some(w) = &step.when {
-                scope.pred(w, errors);
+            check_step(&scope(schemas, lc, kind, this, &vars, at), step, errors);
+        }
+    }
+}
+
+/// One step of a stage or an action, in `scope` (whose `.` is the object): its guard, its
+/// target, what it writes.
+fn check_step(scope: &Scope<'_, '_>, step: &Step, errors: &mut Vec<String>) {
+    let (schemas, kind, at) = (scope.schemas, scope.kind, &scope.at);
+    if let Some(w) = &step.when {
+        scope.pred(w, errors);
+    }
+    let mut target = scope.this;
+    if let Some(of) = step.write.of() {
+        match kind.related.get(of).map(|r| schemas.kind(&r.resource)) {
+            Some(Some((_, s))) => target = s,
+            Some(None) => {}
+            None => errors.push(format!("{at}: no related object {of:?}")),
+        }
+    }
+    match step.write.subresource() {
+        None | Some("") | Some("status") => {}
+        Some(other) => errors.push(format!("{at}: no subresource {other:?} (only status)")),
+    }
+    match &step.write {
+        Write::Patch { subresource, merge, .. } => {
+            let only_status =
+                merge.source.as_object().is_some_and(|m| m.keys().all(|k| k == "status"));
+            if subresource.as_deref() == Some("status") && !only_status {
+                errors.push(format!("{at}: a status patch may only hold status"));
             }
-            let mut target = this;
-            if let Some(of) = step.write.of() {
-                match kind.related.get(of).map(|r| schemas.kind(&r.resource)) {
-                    Some(Some((_, s))) => target = s,
-                    Some(None) => {}
-                    None => errors.push(format!("{at}: no related object {of:?}")),
-                }
-            }
-            if !matches!(step.write.subresource(), None | Some("") | Some("status")) {
-                errors.push(format!("{at}: no subresource (only status)"));
-            }
-            match &step.write {
-                crate::action::Write::JsonPatch { ops, .. } => {
-                    scope.template(ops, None, errors);
-                    for op in ops.source.as_array().into_iter().flatten() {
-                        let path = op.get("path").and_then(Value::as_str).unwrap_or("");
-                        let segs: Vec<Seg> = path
-                            .split('/')
-                            .skip(1)
-                            .map(|p| match p.parse() {
-                                Ok(i) => Seg::Index(i),
-                                Err(_) if p == "-" => Seg::Index(0),
-                                Err(_) => Seg::Key(p.replace("~1", "/").replace("~0", "~")),
-                            })
-                            .collect();
-                        if let Err(e) = schemas.path(target, &segs) {
-                            errors.push(format!("{at}: {path}: {e}"));
-                        }
-                    }
-                }
-                crate::action::Write::Merge { patch, .. } => {
-                    scope.template(patch, Some(target), errors)
-                }
-                crate::action::Write::Create { resource, template } => {
-                    match schemas.kind(resource) {
-                        Some((_, s)) => scope.template(template, Some(s), errors),
-                        None => {
-                            errors.push(format!("{at}: the document serves no kind {resource}"))
-                        }
-                    }
+            scope.template(merge, Some(target), errors);
+        }
+        Write::JsonPatch { ops, .. } => {
+            scope.template(ops, None, errors);
+            for op in ops.source.as_array().into_iter().flatten() {
+                let path = op.get("path").and_then(Value::as_str).unwrap_or("");
+                let segs: Vec<Seg> = path
+                    .split('/')
+                    .skip(1)
+                    .map(|p| match p.parse() {
+                        Ok(i) => Seg::Index(i),
+                        Err(_) if p == "-" => Seg::Index(0),
+                        Err(_) => Seg::Key(p.replace("~1", "/").replace("~0", "~")),
+                    })
+                    .collect();
+                if let Err(e) = schemas.path(target, &segs) {
+                    errors.push(format!("{at}: {path}: {e}"));
                 }
             }
         }
+        Write::Finalizers { add, remove, .. } => {
+            if add.is_empty() && remove.is_empty() {
+                errors.push(format!("{at}: neither add nor remove"));
+            }
+        }
+        Write::Create { resource, template } => match schemas.kind(resource) {
+            Some((_, s)) => scope.template(template, Some(s), errors),
+            None => errors.push(format!("{at}: the document serves no kind {resource}")),
+        },
+        Write::Event { type_, message, reason, .. } => {
+            if type_ != "Normal" && type_ != "Warning" {
+                errors.push(format!("{at}: type {type_:?} is neither Normal nor Warning"));
+            }
+            if reason.is_empty() {
+                errors.push(format!("{at}: no reason"));
+            }
+            scope.text(message, errors);
+        }
+        Write::Delete { .. } => {}
     }
 }
 
@@ -552,61 +575,9 @@ pub fn check(doc: &Value, stored: &Stored, lc: &Lifecycles) -> Result<(), Vec<St
                 vars.push(l.name.clone());
             }
             for (i, step) in stage.steps.iter().enumerate() {
-                let at = format!("{at}, step {} ({})", i + 1, step.verb());
-                let mut target = this;
-                if let Some(of) = step.of() {
-                    match kind.related.get(of).map(|r| schemas.kind(&r.resource)) {
-                        Some(Some((_, s))) => target = s,
-                        Some(None) => {}
-                        None => errors.push(format!("{at}: no related object {of:?}")),
-                    }
-                }
-                let scope =
-                    Scope { certs: true, ..scope(&schemas, lc, kind, this, &vars, at.clone()) };
-                match step {
-                    Step::Patch { subresource, merge, .. } => {
-                        match subresource.as_deref() {
-                            None | Some("") => {}
-                            Some("status") => {
-                                let only_status = merge
-                                    .source
-                                    .as_object()
-                                    .is_some_and(|m| m.keys().all(|k| k == "status"));
-                                if !only_status {
-                                    errors
-                                        .push(format!("{at}: a status patch may only hold status"));
-                                }
-                            }
-                            Some(other) => {
-                                errors.push(format!("{at}: no subresource {other:?} (only status)"))
-                            }
-                        }
-                        scope.template(merge, Some(target), &mut errors);
-                    }
-                    Step::Finalizers { add, remove, .. } => {
-                        if add.is_empty() && remove.is_empty() {
-                            errors.push(format!("{at}: neither add nor remove"));
-                        }
-                    }
-                    Step::Create { resource, template } => match schemas.kind(resource) {
-                        Some((_, s)) => scope.template(template, Some(s), &mut errors),
-                        None => {
-                            errors.push(format!("{at}: the document serves no kind {resource}"))
-                        }
-                    },
-                    Step::Event { type_, message, reason, .. } => {
-                        if type_ != "Normal" && type_ != "Warning" {
-                            errors.push(format!(
-                                "{at}: type {type_:?} is neither Normal nor Warning"
-                            ));
-                        }
-                        if reason.is_empty() {
-                            errors.push(format!("{at}: no reason"));
-                        }
-                        scope.text(message, &mut errors);
-                    }
-                    Step::Delete { .. } => {}
-                }
+                let at = format!("{at}, step {} ({})", i + 1, step.write.verb());
+                let scope = Scope { certs: true, ..scope(&schemas, lc, kind, this, &vars, at) };
+                check_step(&scope, step, &mut errors);
             }
         }
         check_actions(&schemas, lc, kind, this, &mut errors);
@@ -877,7 +848,7 @@ kinds:
           - {when: {equals: {path: $want, value: false}}, code: 409, message: "{{ .status.phase }} says no"}
         steps:
           - {when: {exists: .spec.run}, jsonPatch: {ops: [{op: replace, path: /spec/run, value: true}]}}
-          - merge: {of: peer, subresource: status, patch: {status: {phase: Running}}}
+          - patch: {of: peer, subresource: status, merge: {status: {phase: Running}}}
           - create: {resource: {group: g.io, kind: Peer}, template: {metadata: {name: p}}}
       info:
         answer: {phase: "{{ .status.phase }}"}
@@ -898,7 +869,7 @@ kinds:
           - {when: {deleting: true}, code: 404, about: ghost}
         steps:
           - jsonPatch: {ops: [{op: add, path: /spec/nope, value: 1}]}
-          - merge: {subresource: scale, patch: {status: {phse: x}}}
+          - patch: {subresource: scale, merge: {status: {phse: x}}}
           - create: {resource: {group: g.io, kind: Gone}, template: {}}
       info:
         code: 200
@@ -915,7 +886,7 @@ kinds:
             "action start, check 1: code 200 is not an error",
             "action start, check 2: no related object Some(\"ghost\")",
             "step 1 (jsonPatch): /spec/nope: .spec.nope field \"nope\" is not declared",
-            "step 2 (merge): no subresource (only status)",
+            "step 2 (patch): no subresource \"scale\" (only status)",
             ".status field \"phse\" is not declared",
             "step 3 (create): the document serves no kind g.io/Gone",
             "action info: a read (answer) has neither code nor steps",

@@ -1,25 +1,29 @@
-//! Lifecycles as data: what the simulated runtime (`--simulate`) does to objects, in the spirit
-//! of KWOK's Stages. A lifecycle file (`openapi/lifecycles.yaml` beside the document, or
-//! `--simulate-config FILE`) lists, per kind:
+//! KubeVirt's and CDI's behaviour as data: what their controllers do to objects under
+//! `--simulate` (in the spirit of KWOK's Stages) and what virt-api answers always. A lifecycle
+//! file (`openapi/lifecycles.yaml` and `openapi/actions.yaml` beside the document, read as one,
+//! or `--simulate-config FILE` on top) lists, per kind:
 //!
-//! - `related`: objects a stage reads and acts on besides its own, by name (same name and
+//! - `related`: objects read and acted on besides the object, by name (same name and
 //!   namespace), as the object's controller (its `controller: true` ownerReference), by the
-//!   name a field holds (`field: .spec.vmiName`), or the list of objects it controls
-//!   (`owned`, filtered by `where`); a step whose `of` names a list acts on its first element;
+//!   name a field holds (`field: .spec.vmiName`), or lists: the objects it controls (`owned`),
+//!   those naming it (`referencing`), those of a list of names (`names`), filtered by `where`;
 //! - `let`: the kind's named values, each a template or ordered cases `{when: predicate,
 //!   value: template}` (first match wins), read as `$name` and computed when read (how KubeVirt
-//!   computes `printableStatus` and mirrors conditions); stages and actions bind values of
-//!   their own in the same form, evaluated once, in order;
-//! - `stages`: a selector (a [`Pred`]), a delay with jitter, `let`s, and steps: merge
-//!   patches of the object or a related one (its main resource or `status`), finalizers added or
-//!   removed, an object created from a template, an Event, a delete. Each step is one write by
-//!   the stage's field manager. A delay may wait `until` a time the object holds (a deadline,
-//!   an expiry);
-//! - `actions`: KubeVirt's action API on the kind's objects ([`action`]): checks, lets and
-//!   writes, run by the server's registry with or without `--simulate`;
-//! - `warnings` and `mutations`: virt-api's admission webhooks, also run by the registry with
-//!   or without `--simulate` (the warnings it answers a create or update of the object with;
-//!   what it merges into a new object, and the finalizers its controllers then remove).
+//!   computes `printableStatus` and mirrors conditions);
+//! - `stages` (the controllers', under `--simulate`): a selector (a [`Pred`]), a delay with
+//!   jitter, `let`s and steps. A delay may wait `until` a time the object holds (a deadline);
+//! - `actions` (virt-api's action API, always served, [`action`]): `let`s, checks, and steps
+//!   or an answer;
+//! - `warnings` and `mutations`: virt-api's admission webhooks, always served (the warnings it
+//!   answers a create or update of the object with; what it merges into a new object, and the
+//!   finalizers its controllers then remove).
+//!
+//! One binding form, [`Let`] (a name and a value, or cases), for a kind, a stage and an action;
+//! a stage's and an action's are evaluated once, in order. One write vocabulary, [`Write`], for
+//! stages and actions alike, each step guarded by an optional `when`: `patch` (a JSON merge
+//! patch), `jsonPatch`, `finalizers`, `create` (from a template), `event`, `delete`, of the
+//! object or `of` a related one (a list's first element), its main resource or `status`; the
+//! server runs both with one executor, as the stage's or virt-api's field manager.
 //!
 //! Besides: `supersedes` keeps named stages from firing while a stage holds (the failures on
 //! request, `simulate.virt-apiserver.io/fail`, supersede the normal step while the annotation
@@ -27,10 +31,10 @@
 //! object may be looked up in a namespace an expression names (a cluster-scoped clone's VMs);
 //! `caCert()` asks the environment for a certificate, so this crate links no cryptography.
 //!
-//! Order is implicit, as in KWOK: a stage's selector matches what earlier stages wrote.
-//! [`expr`] is the expression language, [`eval`] the templates and the predicates (shared with
-//! the action API's preconditions; one module, as each evaluates the other), [`check`] the checker build.rs runs on the
-//! built-in file and the server on `--simulate-config` (every error at once).
+//! Order is implicit, as in KWOK: a stage's selector matches what earlier stages wrote. The file
+//! is compiled once when read: [`expr`] is the expression language, [`eval`] the templates and
+//! the predicates (one module, as each evaluates the other), [`check`] the checker build.rs runs
+//! on the built-in file and the server on `--simulate-config` (every error at once).
 //!
 //! This crate has no syn/quote: both build.rs and the server link it.
 
@@ -253,10 +257,22 @@ pub struct Delay {
     pub until: Option<Path>,
 }
 
-/// One write. `of` names a related object to act on instead of the stage's own.
+/// One step of a stage or an action: a write, when `when` holds (always without one). The one
+/// write vocabulary of both, run by one executor (the server's `behaviour::write`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Step {
+pub struct Step {
+    #[serde(default)]
+    pub when: Option<Pred>,
+    #[serde(flatten)]
+    pub write: Write,
+}
+
+/// One write. `of` names a related object to act on instead of the object's own (a list's
+/// first element).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Write {
     /// A JSON merge patch (a template); `subresource: status` writes through `/status` where
     /// the kind has one.
     #[serde(rename_all = "camelCase")]
@@ -267,6 +283,16 @@ pub enum Step {
         subresource: Option<String>,
         merge: Template,
     },
+    /// A JSON patch (a template rendering to its operations; `test` them to write only over
+    /// the state that was read).
+    #[serde(rename_all = "camelCase")]
+    JsonPatch {
+        #[serde(default)]
+        of: Option<String>,
+        #[serde(default)]
+        subresource: Option<String>,
+        ops: Template,
+    },
     Finalizers {
         #[serde(default)]
         of: Option<String>,
@@ -276,7 +302,7 @@ pub enum Step {
         remove: Vec<String>,
     },
     /// Creates an object of `resource` from `template` (nulls dropped); one that exists is
-    /// left alone.
+    /// left alone by a stage.
     Create { resource: ResourceRef, template: Template },
     /// Records an Event (`message` is a template string) about the object or `of`.
     Event {
@@ -293,24 +319,35 @@ pub enum Step {
     },
 }
 
-impl Step {
+impl Write {
     pub fn of(&self) -> Option<&str> {
         match self {
-            Step::Patch { of, .. }
-            | Step::Finalizers { of, .. }
-            | Step::Event { of, .. }
-            | Step::Delete { of } => of.as_deref(),
-            Step::Create { .. } => None,
+            Write::Patch { of, .. }
+            | Write::JsonPatch { of, .. }
+            | Write::Finalizers { of, .. }
+            | Write::Event { of, .. }
+            | Write::Delete { of } => of.as_deref(),
+            Write::Create { .. } => None,
+        }
+    }
+
+    pub fn subresource(&self) -> Option<&str> {
+        match self {
+            Write::Patch { subresource, .. } | Write::JsonPatch { subresource, .. } => {
+                subresource.as_deref()
+            }
+            _ => None,
         }
     }
 
     pub fn verb(&self) -> &'static str {
         match self {
-            Step::Patch { .. } => "patch",
-            Step::Finalizers { .. } => "finalizers",
-            Step::Create { .. } => "create",
-            Step::Event { .. } => "event",
-            Step::Delete { .. } => "delete",
+            Write::Patch { .. } => "patch",
+            Write::JsonPatch { .. } => "jsonPatch",
+            Write::Finalizers { .. } => "finalizers",
+            Write::Create { .. } => "create",
+            Write::Event { .. } => "event",
+            Write::Delete { .. } => "delete",
         }
     }
 }
@@ -500,7 +537,7 @@ kinds:
         let lc = parse(FILE).unwrap();
         let kind = &lc.kinds[0];
         assert_eq!(kind.stages[0].steps.len(), 5);
-        assert_eq!(kind.stages[0].steps[4].of(), Some("peer"));
+        assert_eq!(kind.stages[0].steps[4].write.of(), Some("peer"));
         let obj = json!({"metadata": {"name": "a", "creationTimestamp": "1970-01-01T00:00:00Z"},
                          "spec": {"run": true}});
         let mut ctx = Ctx::new(kind, &obj, "now".into(), 2, Rng::new(1));

@@ -329,7 +329,7 @@ kinds:
           - {when: {doesNotExist: .metadata.uid}, code: 404}
           - {when: {equals: {path: ".metadata.labels['example.com/protected']", value: "true"}}, code: 403, message: "{{ .metadata.name }} is protected"}
         steps:
-          - merge: {patch: {spec: {runStrategy: Halted, running: null}}}
+          - patch: {merge: {spec: {runStrategy: Halted, running: null}}}
 "#,
     )
     .unwrap();
@@ -374,7 +374,7 @@ kinds:
         checks:
           - {when: {exists: .spec.notAField}, code: 409, message: "{{ bogus() }}"}
         steps:
-          - merge: {of: nothing, patch: {spec: {alsoNotAField: 1}}}
+          - patch: {of: nothing, merge: {spec: {alsoNotAField: 1}}}
 "#,
     )
     .unwrap();

@@ -26,7 +26,7 @@ fn replica_with(prefix: Option<String>, log: &Path, args: &[&str]) -> TestServer
         etcd_prefix: prefix,
         stderr: Some(log.to_owned()),
         args: args.iter().map(|a| a.to_string()).collect(),
-        env: vec![("RUST_LOG".into(), "warn,virt_apiserver::runtime::leading=info".into())],
+        env: vec![("RUST_LOG".into(), "warn,virt_apiserver::controllers::leading=info".into())],
         ..Default::default()
     })
 }
