@@ -22,30 +22,3 @@ pub trait Admission: Debug + Send + Sync {
     /// sent on as `Warning` headers after decoding's.
     fn warnings(&self, res: &ResourceInfo, part: Part, obj: &Value) -> Vec<String>;
 }
-
-impl super::Registry {
-    /// The webhooks' mutation of a new object, if any are registered.
-    pub(crate) fn mutate_on_create(
-        &self,
-        res: &ResourceInfo,
-        obj: &mut Value,
-    ) -> Result<(), ApiError> {
-        match &self.admission {
-            Some(a) => a.mutate_on_create(res, obj),
-            None => Ok(()),
-        }
-    }
-
-    /// The webhooks' warnings on a write, if any are registered.
-    pub(crate) fn admission_warnings(
-        &self,
-        res: &ResourceInfo,
-        part: Part,
-        obj: &Value,
-    ) -> Vec<String> {
-        match &self.admission {
-            Some(a) => a.warnings(res, part, obj),
-            None => Vec::new(),
-        }
-    }
-}

@@ -1,6 +1,6 @@
-//! The typed options of the verbs (kube's `ListOptions`, `DeleteOptions` and the continue
-//! token of a paged list), as the HTTP layer parses them from a request and as background work
-//! builds them itself.
+//! The typed options of the verbs (kube's `ListOptions`, `DeleteOptions`, the options every
+//! create, update and patch takes, and the continue token of a paged list), as the HTTP layer
+//! parses them from a request and as background work builds them itself.
 
 use std::time::Duration;
 
@@ -9,6 +9,17 @@ use serde_json::Value;
 
 use crate::object::error::ApiError;
 use crate::object::selector::{FieldSelector, LabelSelector};
+use crate::object::validation::FieldValidation;
+
+/// The options of every create, update and patch (kube's `CreateOptions`, `UpdateOptions`,
+/// `PatchOptions` less apply's `force`).
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    pub field_validation: FieldValidation,
+    /// The field manager the write's managedFields entry is recorded for.
+    pub manager: String,
+}
 
 /// `resourceVersionMatch`.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -59,9 +59,7 @@ pub struct EtcdPrefix {
 
 impl EtcdPrefix {
     pub fn new() -> EtcdPrefix {
-        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        // A failed test poisons the lock; the next one starts afresh anyway.
-        let guard = ONE.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = crate::store::etcd::harness::one_at_a_time();
         let prefix = crate::store::etcd::harness::TestEtcd::shared().unique_prefix();
         EtcdPrefix { prefix, _one_at_a_time: guard }
     }

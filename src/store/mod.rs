@@ -11,8 +11,10 @@
 //! memory, serving reads at the current revision without the backend), `hub` (the fan-out of
 //! committed events), the revision waiters, and an `Arc<dyn Backend>`. `backend` is the storage
 //! contract, `feed` where a backend reports its commits, `sqlite` the SQLite revision log,
-//! `retention` the history retention policy, `contract_tests` the suite every backend passes.
-//! The store knows nothing of HTTP: callers map `StoreError` to a `Status` once.
+//! `etcd` the etcd backend, `records` the lists, events and written objects they all pass
+//! around (re-exported here), `retention` the history retention policy, `contract_tests` the
+//! suite every backend passes. The store knows nothing of HTTP: callers map `StoreError` to a
+//! `Status` once.
 
 pub mod backend;
 mod cache;
@@ -22,6 +24,7 @@ mod error;
 pub mod etcd;
 mod feed;
 mod hub;
+mod records;
 mod retention;
 mod served;
 pub mod sqlite;
@@ -44,6 +47,7 @@ use etcd::EtcdBackend;
 pub use etcd::EtcdConfig;
 use hub::{Hub, Lag};
 pub use hub::{HubStats, QueueLimits, Subscription};
+pub use records::{Event, EventType, ListRequest, ListResult, Prev, RawList, Written};
 pub use retention::RetentionConfig;
 /// The scanner served bytes are spliced with, for the HTTP layer's splices into the same bytes.
 pub use served::value_end as json_value_end;
@@ -71,114 +75,6 @@ impl StoreConfig {
             retention: RetentionConfig::default(),
             watch_queue: QueueLimits::default(),
         }
-    }
-}
-
-/// One page of a list.
-#[derive(Debug, Clone, Default)]
-pub struct ListRequest {
-    /// Collection prefix, e.g. `"<group>/<plural>/"` or `"<group>/<plural>/<ns>/"`.
-    pub prefix: String,
-    /// Read the state at this revision; `None` reads the current state.
-    pub revision: Option<u64>,
-    /// Continue after this full key (exclusive).
-    pub start_after: Option<String>,
-    /// At most this many items; `None` or `Some(0)` means all.
-    pub limit: Option<usize>,
-}
-
-/// A page of objects in bytewise key order.
-#[derive(Debug, Clone)]
-pub struct ListResult {
-    /// The revision the page was read at (the list's `metadata.resourceVersion`).
-    pub revision: u64,
-    /// `(key, object)` pairs.
-    pub items: Vec<(String, Arc<Value>)>,
-    /// Whether another item exists after the last one (a continue token is due).
-    pub more: bool,
-}
-
-/// A page as served: `(key, JSON bytes)` pairs, resourceVersion set, shared with the cache when
-/// read from it.
-#[derive(Debug, Clone)]
-pub struct RawList {
-    pub revision: u64,
-    pub items: Vec<(String, Bytes)>,
-    pub more: bool,
-}
-
-/// What a committed write did to its key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    Added,
-    Modified,
-    Deleted,
-}
-
-/// One committed write, published in revision order.
-#[derive(Debug, Clone)]
-pub struct Event {
-    /// The write's revision.
-    pub rev: u64,
-    pub key: String,
-    pub kind: EventType,
-    /// The new state; for `Deleted`, the last state with the delete's revision.
-    pub object: Arc<Value>,
-    /// `object` as served (its resourceVersion set): watches send these bytes rather than
-    /// encoding `object` again each.
-    pub value: Bytes,
-    /// The state before the write (`None` for `Added`), as served, for selector transitions.
-    pub prev: Option<Prev>,
-    /// Served bytes of `object` and `prev`: what a queued event costs, for queue limits.
-    pub size: usize,
-}
-
-impl Event {
-    /// The state before the write, decoded on first use.
-    pub fn prev(&self) -> Option<&Value> {
-        self.prev.as_ref().map(Prev::value)
-    }
-}
-
-/// An event's previous state as served, decoded only when asked (a watcher with a selector
-/// judging a transition) and then once for every watcher: the committing thread never decodes
-/// it.
-#[derive(Debug, Clone)]
-pub struct Prev {
-    bytes: Bytes,
-    decoded: Arc<std::sync::OnceLock<Value>>,
-}
-
-impl Prev {
-    pub fn new(bytes: Bytes) -> Prev {
-        Prev { bytes, decoded: Arc::default() }
-    }
-
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    pub fn value(&self) -> &Value {
-        // The store wrote these bytes from a Value; should they not decode, nothing matches.
-        self.decoded.get_or_init(|| serde_json::from_slice(&self.bytes).unwrap_or(Value::Null))
-    }
-}
-
-/// What a write left in the store: the object and its served bytes, resourceVersion set (a
-/// JSON answer can send them as they are, as a get does).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Written {
-    pub object: Arc<Value>,
-    pub value: Bytes,
-}
-
-// Tests read a written object's fields directly; the server goes through `object`.
-#[cfg(test)]
-impl std::ops::Deref for Written {
-    type Target = Value;
-
-    fn deref(&self) -> &Value {
-        &self.object
     }
 }
 

@@ -444,7 +444,7 @@ mod tests {
     #[test]
     fn a_dead_member_is_left_for_the_next() {
         // With the contract suite's etcd tests, one at a time: they count revisions.
-        let _one_at_a_time = crate::store::contract_tests::EtcdPrefix::new();
+        let _one_at_a_time = super::super::harness::one_at_a_time();
         let live = super::super::harness::TestEtcd::shared().url.clone();
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(async {

@@ -11,9 +11,9 @@
 //! on another member within that deadline: the lease is the cluster's, not the member's.
 //!
 //! **Fencing.** The leadership's `Fence` is the key and its create revision. A fenced write's
-//! transaction also compares `CreateRevision(key) == rev`: a deposed leader's key is deleted (its
-//! lease revoked or expired), so its writes fail whatever it believes, and a new key of the same
-//! lease would have another revision.
+//! transaction also compares `CreateRevision(key) == rev` (`messages::fence_compare`): a deposed
+//! leader's key is deleted (its lease revoked or expired), so its writes fail whatever it
+//! believes, and a new key of the same lease would have another revision.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -24,14 +24,14 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{timeout_at, Instant};
 
 use super::client::{store_error, Retry};
-use super::pb::compare::{CompareResult, CompareTarget, TargetUnion};
+use super::engine::Shared;
+use super::keys;
+use super::messages::{first_kv, header_revision, if_absent, WatchEnd};
 use super::pb::request_op::Request;
-use super::pb::response_op::Response;
 use super::pb::{
-    Compare, LeaseGrantRequest, LeaseKeepAliveRequest, LeaseRevokeRequest, PutRequest,
-    RangeRequest, RequestOp, TxnResponse,
+    LeaseGrantRequest, LeaseKeepAliveRequest, LeaseRevokeRequest, PutRequest, RangeRequest,
+    RequestOp,
 };
-use super::{first_kv, header_revision, if_absent, keys, Shared, WatchEnd};
 use crate::store::backend::Fence;
 use crate::store::StoreError;
 
@@ -84,33 +84,12 @@ impl Election {
     }
 }
 
-/// The comparison a fenced write's transaction adds.
-pub fn fence_compare(fence: &Fence) -> Compare {
-    Compare {
-        result: CompareResult::Equal as i32,
-        target: CompareTarget::Create as i32,
-        key: fence.key.as_bytes().to_vec(),
-        target_union: Some(TargetUnion::CreateRevision(fence.rev as i64)),
-        ..Default::default()
-    }
-}
-
-/// Whether a failed fenced transaction failed for its fence: its Else branch's second Get (of
-/// the fence's key) finds no key of the fence's revision.
-pub fn fenced_out(resp: &TxnResponse, fence: &Fence) -> bool {
-    let kv = match resp.responses.get(1).and_then(|r| r.response.as_ref()) {
-        Some(Response::ResponseRange(r)) => r.kvs.first(),
-        _ => None,
-    };
-    kv.is_none_or(|kv| kv.create_revision as u64 != fence.rev)
-}
-
-/// The campaign, for as long as the backend runs: a term, then after it ends another.
-pub async fn campaign(shared: Arc<Shared>) {
+/// `election`'s campaign, for as long as the backend runs: a term, then after it ends another.
+pub async fn campaign(shared: Arc<Shared>, election: Arc<Election>) {
     loop {
-        let ended = term(&shared).await;
-        let was_leading = shared.election.leader.borrow().is_some();
-        shared.election.set(None);
+        let ended = term(&shared, &election).await;
+        let was_leading = election.leader.borrow().is_some();
+        election.set(None);
         let closed = shared.closed.load(Ordering::Acquire);
         match ended {
             // A closed backend (`close` resigned) runs no other term.
@@ -119,7 +98,7 @@ pub async fn campaign(shared: Arc<Shared>) {
             Err(e) => log::warn!("leader election: {e}; campaigning again"),
             Ok(()) => {}
         }
-        let lease = shared.election.lease.swap(0, Ordering::AcqRel);
+        let lease = election.lease.swap(0, Ordering::AcqRel);
         if lease != 0 {
             revoke(&shared, lease).await;
         }
@@ -135,8 +114,7 @@ pub async fn campaign(shared: Arc<Shared>) {
 /// The keepalive stream and the leader watch live on one etcd member each; when that member
 /// goes away they are opened again on another (the lease and the key are the cluster's), as
 /// long as the lease is surely still alive: every wait is bounded by the renewal deadline.
-async fn term(shared: &Shared) -> Result<(), String> {
-    let election = &shared.election;
+async fn term(shared: &Shared, election: &Election) -> Result<(), String> {
     let client = &shared.client;
     let grant = LeaseGrantRequest { ttl: LEASE_TTL.as_secs() as i64, id: 0 };
     let asked = Instant::now();
@@ -262,47 +240,5 @@ async fn revoke(shared: &Shared, lease: i64) {
     if let Ok(Err(e)) = tokio::time::timeout(REVOKE_TIMEOUT, shared.client.lease_revoke(req)).await
     {
         log::debug!("revoking lease {lease:x}: {}", e.message());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::super::client::Client;
-    use super::super::harness::TestEtcd;
-    use super::*;
-    use crate::store::contract_tests::{Backing, EtcdPrefix};
-    use crate::store::{EtcdConfig, Store};
-
-    async fn leading(store: &Store, not: Option<&Fence>) -> Fence {
-        let mut leadership = store.leadership();
-        let led = leadership.wait_for(|l| l.is_some() && l.as_ref() != not);
-        let held = tokio::time::timeout(Duration::from_secs(60), led).await.unwrap().unwrap();
-        held.clone().unwrap()
-    }
-
-    /// A leader whose lease ends under it (etcd expired it: the process was paused, say) is
-    /// fenced at once, before it notices; then it stops leading, and campaigns again.
-    #[tokio::test]
-    async fn a_lost_lease_fences_at_once_and_ends_the_term() {
-        // With the contract suite's etcd tests, one at a time: they count revisions.
-        let backing = EtcdPrefix::new();
-        let store = backing.store();
-        let fence = leading(&store, None).await;
-        let lease = i64::from_str_radix(fence.key.rsplit('/').next().unwrap(), 16).unwrap();
-        let servers = vec![TestEtcd::shared().url.clone()];
-        let client = Client::new(&EtcdConfig { servers, ..Default::default() }).unwrap();
-        client.lease_revoke(LeaseRevokeRequest { id: lease }).await.unwrap();
-
-        let thing = json!({"kind": "Thing", "metadata": {"name": "a"}});
-        let stale = store.fenced(fence.clone()).create("g/things/ns/a", thing.clone()).await;
-        assert_eq!(stale, Err(StoreError::NotLeader));
-        let mut leadership = store.leadership();
-        let ended = leadership.wait_for(|l| l.as_ref() != Some(&fence));
-        tokio::time::timeout(Duration::from_secs(30), ended).await.unwrap().unwrap();
-        let again = leading(&store, Some(&fence)).await;
-        store.fenced(again).create("g/things/ns/a", thing).await.unwrap();
-        store.close().await.unwrap();
     }
 }

@@ -10,13 +10,16 @@
 //! (that one may have read etcd before the caller's writes were acknowledged), so one call
 //! serves everyone who asked while the previous one ran.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{stopped, store_error, PutRequest, Shared};
+use super::client::store_error;
+use super::engine::{stopped, Shared};
+use super::messages::header_revision;
+use super::pb::PutRequest;
 use crate::store::StoreError;
 
 /// How long a consistent read waits for the feed to reach R before it writes a barrier: longer
@@ -26,12 +29,9 @@ const GRACE: Duration = Duration::from_millis(10);
 /// How long `/readyz` gives the feed to show it has caught up.
 const READY_DEADLINE: Duration = Duration::from_secs(1);
 
-/// The feed's progress, and the coalesced round trips of consistent reads.
+/// The coalesced round trips of consistent reads; the feed's progress they wait on is the
+/// engine's (`Shared::progress`).
 pub(super) struct Freshness {
-    /// The newest revision of the root the feed has applied (sent once the cache holds it).
-    applied: watch::Sender<u64>,
-    /// The feed's etcd watch is open.
-    up: AtomicBool,
     revision: Coalesced,
     barrier: Coalesced,
     /// This process's barrier key (`_virt/replicas/<id>`).
@@ -44,10 +44,8 @@ pub(super) struct Freshness {
 }
 
 impl Freshness {
-    pub(super) fn new(at: u64, key: String, runtime: tokio::runtime::Handle) -> Freshness {
+    pub(super) fn new(key: String, runtime: tokio::runtime::Handle) -> Freshness {
         Freshness {
-            applied: watch::channel(at).0,
-            up: AtomicBool::new(false),
             revision: Coalesced::default(),
             barrier: Coalesced::default(),
             key: key.into_bytes(),
@@ -55,20 +53,6 @@ impl Freshness {
             revision_reads: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
         }
-    }
-
-    /// The feed has applied every revision up to `rev` (the cache holds them).
-    pub(super) fn applied(&self, rev: u64) {
-        self.applied.send_if_modified(|at| {
-            let newer = rev > *at;
-            *at = (*at).max(rev);
-            newer
-        });
-    }
-
-    /// The feed's watch opened (`true`) or failed (`false`).
-    pub(super) fn set_up(&self, up: bool) {
-        self.up.store(up, Ordering::Release);
     }
 }
 
@@ -101,16 +85,17 @@ struct Round {
     next: Option<watch::Sender<Outcome>>,
 }
 
-impl Shared {
-    /// Resolves once the feed has applied every revision etcd had committed when it was called.
-    pub(super) async fn fresh(self: Arc<Self>) -> Result<(), StoreError> {
-        let mut applied = self.fresh.applied.subscribe();
-        let target = self.coalesced(Call::Revision).await?;
+impl Freshness {
+    /// Resolves once `shared`'s feed has applied every revision etcd had committed when it was
+    /// called.
+    pub(super) async fn fresh(self: Arc<Self>, shared: Arc<Shared>) -> Result<(), StoreError> {
+        let mut applied = shared.progress.applied.subscribe();
+        let target = self.coalesced(&shared, Call::Revision).await?;
         let wait = applied.wait_for(|&at| at >= target);
         if tokio::time::timeout(GRACE, wait).await.is_ok_and(|reached| reached.is_ok()) {
             return Ok(());
         }
-        let barrier = self.coalesced(Call::Barrier).await?;
+        let barrier = self.coalesced(&shared, Call::Barrier).await?;
         let reached = applied.wait_for(|&at| at >= target.max(barrier)).await.is_ok();
         if reached {
             Ok(())
@@ -120,12 +105,12 @@ impl Shared {
     }
 
     /// `/readyz`'s feed check: the watch is open and catches up with etcd within a second.
-    pub(super) async fn feed_ready(self: Arc<Self>) -> Result<(), StoreError> {
-        if !self.fresh.up.load(Ordering::Acquire) {
+    pub(super) async fn feed_ready(self: Arc<Self>, shared: Arc<Shared>) -> Result<(), StoreError> {
+        if !shared.progress.up.load(Ordering::Acquire) {
             return Err(StoreError::Unavailable("the etcd watch is down".into()));
         }
-        let at = *self.fresh.applied.borrow();
-        match tokio::time::timeout(READY_DEADLINE, self.fresh()).await {
+        let at = *shared.progress.applied.borrow();
+        match tokio::time::timeout(READY_DEADLINE, self.fresh(shared)).await {
             Ok(done) => done,
             Err(_) => Err(StoreError::Unavailable(format!(
                 "the etcd feed is behind: at revision {at} after {READY_DEADLINE:?}"
@@ -136,11 +121,12 @@ impl Shared {
     /// Joins the next `call`; see the module documentation.
     fn coalesced(
         self: &Arc<Self>,
+        shared: &Arc<Shared>,
         call: Call,
     ) -> impl std::future::Future<Output = Result<u64, StoreError>> + Send + 'static {
         let coalesced = match call {
-            Call::Revision => &self.fresh.revision,
-            Call::Barrier => &self.fresh.barrier,
+            Call::Revision => &self.revision,
+            Call::Barrier => &self.barrier,
         };
         let mut answer = {
             let mut round = coalesced.round.lock().unwrap();
@@ -154,7 +140,7 @@ impl Shared {
             };
             if !round.running {
                 round.running = true;
-                self.fresh.runtime.spawn(self.clone().run(call));
+                self.runtime.spawn(self.clone().run(shared.clone(), call));
             }
             answer
         };
@@ -166,10 +152,10 @@ impl Shared {
     }
 
     /// Runs `call` for each round of callers until none is waiting.
-    async fn run(self: Arc<Self>, call: Call) {
+    async fn run(self: Arc<Self>, shared: Arc<Shared>, call: Call) {
         let coalesced = match call {
-            Call::Revision => &self.fresh.revision,
-            Call::Barrier => &self.fresh.barrier,
+            Call::Revision => &self.revision,
+            Call::Barrier => &self.barrier,
         };
         loop {
             let next = {
@@ -184,12 +170,12 @@ impl Shared {
             };
             let answer = match call {
                 Call::Revision => {
-                    self.fresh.revision_reads.fetch_add(1, Ordering::Relaxed);
-                    self.current_revision().await
+                    self.revision_reads.fetch_add(1, Ordering::Relaxed);
+                    shared.current_revision().await
                 }
                 Call::Barrier => {
-                    self.fresh.barriers.fetch_add(1, Ordering::Relaxed);
-                    self.put_barrier().await
+                    self.barriers.fetch_add(1, Ordering::Relaxed);
+                    self.put_barrier(&shared).await
                 }
             };
             next.send_replace(Some(answer));
@@ -197,65 +183,10 @@ impl Shared {
     }
 
     /// Writes this process's barrier key; answers its revision.
-    async fn put_barrier(&self) -> Result<u64, StoreError> {
-        let req = PutRequest {
-            key: self.fresh.key.clone(),
-            value: b"barrier".to_vec(),
-            ..Default::default()
-        };
-        let resp = self.client.put(req).await.map_err(|e| store_error(&e))?;
-        Ok(super::header_revision(resp.header.as_ref()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::super::{BARRIERS_TOTAL, REVISION_READS_TOTAL};
-    use crate::store::contract_tests::{Backing, EtcdPrefix};
-    use crate::store::etcd::harness::TestEtcd;
-    use crate::store::{EtcdConfig, Store, StoreConfig};
-
-    fn count(s: &Store, name: &str) -> u64 {
-        s.metrics().iter().find(|m| m.name == name).map_or(0, |m| m.value)
-    }
-
-    #[tokio::test]
-    async fn a_replica_syncs_past_foreign_revisions_in_coalesced_round_trips() {
-        let backing = EtcdPrefix::new();
-        let (a, b) = (backing.store(), backing.store());
-        let written = a.create("g/p/ns/x", json!({"metadata": {"name": "x"}})).await.unwrap();
-        // Another prefix's write: etcd's revision moves past anything under ours.
-        let etcd = TestEtcd::shared();
-        let other = Store::open(StoreConfig {
-            etcd: Some(EtcdConfig {
-                servers: vec![etcd.url.clone()],
-                prefix: etcd.unique_prefix(),
-                ..Default::default()
-            }),
-            ..StoreConfig::new("")
-        })
-        .unwrap();
-        other.create("g/p/ns/y", json!({"metadata": {"name": "y"}})).await.unwrap();
-
-        let callers = 20;
-        let synced = futures_util::future::join_all((0..callers).map(|_| b.sync())).await;
-        for rev in synced {
-            assert!(
-                rev.unwrap()
-                    >= written.object["metadata"]["resourceVersion"]
-                        .as_str()
-                        .unwrap()
-                        .parse()
-                        .unwrap()
-            );
-        }
-        assert_eq!(b.get_raw("g/p/ns/x").map(|e| e.value), Some(written.value));
-        let (reads, barriers) = (count(&b, REVISION_READS_TOTAL), count(&b, BARRIERS_TOTAL));
-        assert!((1..callers).contains(&reads), "{reads} revision reads for {callers} callers");
-        // The foreign revision is closed by a barrier, never left to time out; callers that ask
-        // while one is under way join the next, so a loaded machine may see a few rounds.
-        assert!((1..callers).contains(&barriers), "{barriers} barriers for {callers} callers");
+    async fn put_barrier(&self, shared: &Shared) -> Result<u64, StoreError> {
+        let req =
+            PutRequest { key: self.key.clone(), value: b"barrier".to_vec(), ..Default::default() };
+        let resp = shared.client.put(req).await.map_err(|e| store_error(&e))?;
+        Ok(header_revision(resp.header.as_ref()))
     }
 }

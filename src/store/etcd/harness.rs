@@ -3,7 +3,8 @@
 //! one: etcd 3.4 cannot skip fsync), one per test process, shared by every test through key
 //! prefixes of their own (`shared`); a test that needs another kind (TLS) starts its own, stopped
 //! when dropped. A missing `etcd` fails loudly: the tests never skip. Readiness is etcd's
-//! `/health` on a plain-HTTP metrics port, whatever the client port speaks.
+//! `/health` on a plain-HTTP metrics port, whatever the client port speaks. Tests that count the
+//! shared etcd's revisions take turns (`one_at_a_time`).
 //!
 //! etcd runs under a small shell that holds the read end of a pipe from this process: when the
 //! test process ends, however it ends, the pipe closes and the shell stops etcd and removes its
@@ -153,6 +154,15 @@ impl Drop for TestEtcd {
             let _ = child.wait();
         }
     }
+}
+
+/// Holds the shared etcd for a test that counts its revisions, which every write to it shares:
+/// such tests (the contract suite's on etcd among them) run one at a time. A failed test poisons
+/// the lock; the next one starts afresh anyway.
+#[cfg(test)]
+pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn free_port() -> u16 {

@@ -74,6 +74,19 @@ impl Keys {
     }
 }
 
+/// `_virt/health` (`Keys::meta`): the key probes write and etcd's current revision is read
+/// through (a count-only Range).
+pub const HEALTH: &str = "health";
+/// `_virt/compacted`: the compacted revision, kube's `compact_rev_key`.
+pub const COMPACTED: &str = "compacted";
+
+/// The first key after `key` (kube's `key + "\x00"`).
+pub fn after(key: &[u8]) -> Vec<u8> {
+    let mut next = key.to_vec();
+    next.push(0);
+    next
+}
+
 /// The end of the range of keys starting with `prefix` (etcd's `GetPrefixRangeEnd`): its last
 /// byte below 0xff incremented, the rest dropped; `\0` (to the end of the key space) if none.
 pub fn range_end(prefix: &[u8]) -> Vec<u8> {

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
 use super::conn::{begin, connect, meta_get};
-use super::{preflight, sql, Counters};
+use super::{preflight, sql};
 use crate::store::backend::{Change, Commit, Feed, KeyValue, Op, Range, Snapshot, Write};
 use crate::store::retention::{Retention, RetentionConfig};
 use crate::store::{served, EventType, ListRequest, StoreError};
@@ -151,6 +151,19 @@ impl Batch<'_> {
             },
         }
     }
+}
+
+/// What the engine thread counts for others to read without asking it.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Transactions that committed at least one write.
+    pub commits: AtomicU64,
+    /// Writes committed (each took one revision).
+    pub writes: AtomicU64,
+    /// The newest committed revision.
+    pub revision: AtomicU64,
+    /// The compacted revision.
+    pub compacted: AtomicU64,
 }
 
 pub struct Engine {

@@ -15,7 +15,7 @@ pub mod files;
 mod preflight;
 mod sql;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
@@ -27,7 +27,7 @@ use super::backend::{
 };
 use super::retention::RetentionConfig;
 use super::{ListRequest, StoreError};
-use engine::{Command, Engine, Reply};
+use engine::{Command, Counters, Engine, Reply};
 
 #[cfg(test)]
 pub use conn::MEMORY;
@@ -42,19 +42,6 @@ pub struct SqliteBackend {
     thread: Option<JoinHandle<()>>,
     /// Always leading (the file is this process's); kept so the channel never closes.
     leader: tokio::sync::watch::Sender<Option<Fence>>,
-}
-
-/// What the engine thread counts for others to read without asking it.
-#[derive(Debug, Default)]
-pub struct Counters {
-    /// Transactions that committed at least one write.
-    pub commits: AtomicU64,
-    /// Writes committed (each took one revision).
-    pub writes: AtomicU64,
-    /// The newest committed revision.
-    pub revision: AtomicU64,
-    /// The compacted revision.
-    pub compacted: AtomicU64,
 }
 
 impl SqliteBackend {

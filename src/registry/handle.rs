@@ -1,0 +1,80 @@
+//! The registry's handle: the store the verbs run over and what they are configured with (the
+//! webhooks admission calls, `--implicit-namespaces`, a leader's fence), and the calls into those
+//! webhooks. The verbs themselves are `impl Registry` blocks in their own files (`read`, `write`,
+//! `apply`, `delete`, `scale`, `update`, `namespaces`).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::admission::Admission;
+use crate::object::error::ApiError;
+use crate::object::subresource::Part;
+use crate::resource::ResourceInfo;
+use crate::store::{Fence, Store};
+
+/// The verbs over one store. Cheap to clone: it is a handle.
+#[derive(Clone, Debug)]
+pub struct Registry {
+    pub(super) store: Store,
+    /// `--implicit-namespaces`: namespaced objects need no Namespace (`namespaces`).
+    pub(super) implicit_namespaces: bool,
+    /// The webhooks admission calls on every write (none: kube's own admission only).
+    admission: Option<Arc<dyn Admission>>,
+}
+
+impl Registry {
+    /// The verbs over `store`, with kube's namespace lifecycle (when the document has a
+    /// namespace kind).
+    pub fn new(store: Store) -> Registry {
+        Registry { store, implicit_namespaces: false, admission: None }
+    }
+
+    /// These verbs with `admission`'s webhooks called on every write.
+    pub fn with_admission(mut self, admission: Arc<dyn Admission>) -> Registry {
+        self.admission = Some(admission);
+        self
+    }
+
+    /// These verbs with every write fenced by `fence` (`Store::fenced`): what singletons write
+    /// through, so their writes fail once this process no longer leads.
+    pub fn fenced(&self, fence: Fence) -> Registry {
+        Registry { store: self.store.fenced(fence), ..self.clone() }
+    }
+
+    /// `--implicit-namespaces`: any namespace name may hold objects, and none is checked.
+    pub fn with_implicit_namespaces(mut self, implicit: bool) -> Registry {
+        self.implicit_namespaces = implicit;
+        self
+    }
+
+    /// The store underneath, for what is not an object verb: watches, probes, metrics.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The webhooks' mutation of a new object, if any are registered.
+    pub(crate) fn mutate_on_create(
+        &self,
+        res: &ResourceInfo,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        match &self.admission {
+            Some(a) => a.mutate_on_create(res, obj),
+            None => Ok(()),
+        }
+    }
+
+    /// The webhooks' warnings on a write, if any are registered.
+    pub(crate) fn admission_warnings(
+        &self,
+        res: &ResourceInfo,
+        part: Part,
+        obj: &Value,
+    ) -> Vec<String> {
+        match &self.admission {
+            Some(a) => a.warnings(res, part, obj),
+            None => Vec::new(),
+        }
+    }
+}
