@@ -28,6 +28,7 @@ fn lifecycles(doc: &std::path::Path, out: &std::path::Path) {
     let file = doc.with_file_name("lifecycles.yaml");
     println!("cargo:rerun-if-changed={}", file.display());
     println!("cargo:rerun-if-changed=codegen/lifecycle/src");
+    println!("cargo:rerun-if-changed=codegen/openapi-ref/src");
     let text = std::fs::read_to_string(&file).unwrap_or_default();
     let parsed = lifecycle::parse(&text).map_err(|e| vec![e]);
     let checked = parsed.and_then(|lc| {
