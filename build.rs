@@ -27,6 +27,7 @@ fn main() {
 /// for `generated::{LIFECYCLES, ACTIONS}`.
 fn lifecycles(doc: &std::path::Path, out: &std::path::Path) {
     println!("cargo:rerun-if-changed=codegen/lifecycle/src");
+    println!("cargo:rerun-if-changed=codegen/openapi-ref/src");
     let files = ["lifecycles.yaml", "actions.yaml"].map(|name| doc.with_file_name(name));
     let mut texts = Vec::new();
     for file in &files {

@@ -411,7 +411,7 @@ pub struct Scale {
 }
 
 /// Prefix of references into `definitions`.
-pub const DEFINITIONS_REF: &str = "#/definitions/";
+pub use openapi_ref::DEFINITIONS_REF;
 /// Prefix of references into the shared `parameters`.
 pub const PARAMETERS_REF: &str = "#/parameters/";
 

@@ -9,8 +9,6 @@ use serde_json::Value;
 use crate::generated::OPENAPI_V2;
 use crate::resource::ResourceInfo;
 
-const DEFINITIONS_REF: &str = "#/definitions/";
-
 struct Parsed {
     doc: Value,
     /// `(group, version, kind)` → definition name.
@@ -54,21 +52,9 @@ pub fn kind_definition(res: &ResourceInfo) -> Option<&'static Value> {
 
 /// `schema` past its `$ref`s into the definitions and a one-element `allOf` (how kube's
 /// OpenAPI attaches a description to a reference); `None` when a reference leads nowhere.
-pub fn resolve(mut schema: &Value) -> Option<&Value> {
+pub fn resolve(schema: &Value) -> Option<&Value> {
     let defs = document().get("definitions");
-    // A reference chain is short; the bound only stops a cycle.
-    for _ in 0..32 {
-        if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
-            schema = defs?.get(r.strip_prefix(DEFINITIONS_REF)?)?;
-        } else if let Some([only]) =
-            schema.get("allOf").and_then(Value::as_array).map(Vec::as_slice)
-        {
-            schema = only;
-        } else {
-            return Some(schema);
-        }
-    }
-    None
+    openapi_ref::resolve(|name| defs?.get(name), schema)
 }
 
 #[cfg(test)]

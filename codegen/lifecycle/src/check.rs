@@ -48,17 +48,10 @@ impl<'a> Schemas<'a> {
         Some((name.as_str(), self.defs.get(name)?))
     }
 
-    fn resolve(&self, mut s: &'a Value) -> &'a Value {
-        for _ in 0..32 {
-            match s.get("$ref").and_then(Value::as_str) {
-                Some(r) => match self.defs.get(r.rsplit('/').next().unwrap_or("")) {
-                    Some(d) => s = d,
-                    None => return s,
-                },
-                None => return s,
-            }
-        }
-        s
+    fn resolve(&self, s: &'a Value) -> &'a Value {
+        // Where a reference leads nowhere, the schema itself: what it declares beside its `$ref`
+        // (usually nothing, so anything goes below it).
+        openapi_ref::resolve(|name| self.defs.get(name), s).unwrap_or(s)
     }
 
     /// The schema of `key` inside `s`: `Ok(None)` when anything goes there (unknown fields

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{KindDef, Lowering};
-use crate::swagger::{self, SelectableField, VirtResource, DEFINITIONS_REF};
+use crate::swagger::{self, SelectableField, VirtResource};
 
 /// Most selectable fields a kind may declare (a CRD version's limit).
 const MAX_SELECTABLE_FIELDS: usize = 8;
@@ -272,23 +272,15 @@ impl<'d> Lowering<'d> {
         self.schema_at(schema, segs)?.get("type")?.as_str()
     }
 
-    /// The schema of the field at `segs` below `schema`, past its `$ref`s.
+    /// The schema of the field at `segs` below `schema`, past its `$ref`s (and a one-element
+    /// `allOf`); `None` where a reference leads nowhere.
     pub(super) fn schema_at<'a>(
         &'a self,
         mut schema: &'a Value,
         segs: &[&str],
     ) -> Option<&'a Value> {
         let doc = self.doc;
-        let resolve = |mut s: &'a Value| {
-            // A reference chain is short; the bound only stops a cycle.
-            for _ in 0..32 {
-                match s.get("$ref").and_then(Value::as_str) {
-                    Some(r) => s = doc.definitions.get(r.strip_prefix(DEFINITIONS_REF)?)?,
-                    None => return Some(s),
-                }
-            }
-            None
-        };
+        let resolve = |s: &'a Value| openapi_ref::resolve(|name| doc.definitions.get(name), s);
         for seg in segs {
             schema = resolve(schema)?.get("properties")?.get(*seg)?;
         }
