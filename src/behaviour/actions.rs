@@ -144,13 +144,10 @@ impl Actions {
         let writer =
             Writer { registry: &self.registry, manager: MANAGER, recorder: &self.recorder };
         for step in &action.steps {
-            if step.when.as_ref().is_some_and(|w| !ctx.matches(w)) {
-                continue;
-            }
-            // Not there: nothing to do to it.
-            let Some(to) = write::target(kind, res, &obj, &step.write, &ctx) else { continue };
+            // Its `when` does not hold, or its object is not there: nothing to do.
+            let Some(planned) = write::plan(kind, res, &obj, step, &ctx) else { continue };
             // virt-api answers a failed `test` as a conflict, anything else as internal.
-            writer.write(&step.write, &ctx, to, guard).await.map_err(|e| match e {
+            writer.apply(&planned, guard).await.map_err(|e| match e {
                 ApiError::PatchRejected => {
                     refusal(409, JSONPATCH_TEST_ERR, (res, target.name()), false)
                 }

@@ -27,11 +27,10 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::related::{self, Indexes};
-use super::write::{self, Guard, Writer, Written};
+use super::write::{self, Applied, Guard, Planned, Writer};
 use crate::controllers::recorder::Recorder;
 use crate::object::meta::now_rfc3339;
-use crate::object::{meta_str, stored_revision};
-use crate::registry::keys::{self, collection_prefix, object_key};
+use crate::registry::keys::{self, collection_prefix};
 use crate::registry::Registry;
 use crate::resource::ResourceInfo;
 use crate::store::{Event, EventType, ListRequest};
@@ -329,7 +328,7 @@ impl Engine {
                 }
                 h.pending.contains_key(&id)
             });
-            if scheduled || !ctx.matches(&stage.selector) || superseded(kind, s, &ctx) {
+            if scheduled || !holds(kind, s, &ctx) {
                 continue;
             }
             let mut rng = self.rng(k, s, key, "delay");
@@ -397,7 +396,7 @@ impl Engine {
         ctx.named = self.related(kind, res, &obj).await;
         // Here only: lets and steps render once per firing (the checker keeps caCert() to them).
         ctx.ca_cert = Some(ca_cert);
-        if !ctx.matches(&stage.selector) || superseded(kind, s, &ctx) {
+        if !holds(kind, s, &ctx) {
             return;
         }
         // The time waited for moved later since the stage was scheduled: schedule it again.
@@ -406,34 +405,22 @@ impl Engine {
             return;
         }
         self.held(key, |h| *h.fired.entry(id).or_default() += 1);
-        ctx.bind(&stage.lets);
+        let plan = plan_stage(kind, res, s, &mut ctx);
         // The revision each written object must still be at: the one this plan read.
         let mut revisions: HashMap<String, u64> = HashMap::new();
         let recorder = self.recorder(&stage.manager);
         let writer =
             Writer { registry: &self.registry, manager: &stage.manager, recorder: &recorder };
-        for step in &stage.steps {
-            if step.when.as_ref().is_some_and(|w| !ctx.matches(w)) {
-                continue;
-            }
-            // Not there (any more): nothing to do to it.
-            let Some((target, target_res)) = write::target(kind, res, &obj, &step.write, &ctx)
-            else {
-                continue;
-            };
-            let target_key =
-                object_key(target_res, meta_str(target, "namespace"), meta_str(target, "name"));
-            let expected = *revisions.entry(target_key.clone()).or_insert(stored_revision(target));
-            match writer
-                .write(&step.write, &ctx, (target, target_res), Guard::Revision(expected))
-                .await
-            {
-                Ok(Written::Rev(rev)) => {
-                    revisions.insert(target_key, rev);
+        for planned in &plan {
+            let key_of = planned.key();
+            let expected = *revisions.entry(key_of.clone()).or_insert(planned.revision);
+            match writer.apply(planned, Guard::Revision(expected)).await {
+                Ok(Applied::Rev(rev)) => {
+                    revisions.insert(key_of, rev);
                 }
-                Ok(Written::Nothing) => {}
+                Ok(Applied::Nothing) => {}
                 // The state moved on: decide again from the new one.
-                Ok(Written::Stale) => {
+                Ok(Applied::Stale) => {
                     self.held(key, |h| h.again.insert(id));
                     return;
                 }
@@ -445,6 +432,27 @@ impl Engine {
             }
         }
     }
+}
+
+/// Whether stage `s` of `kind` fires for the object `ctx` reads (with its related objects): its
+/// selector holds, and no stage superseding it does. Pure.
+pub fn holds(kind: &Kind, s: usize, ctx: &Ctx<'_>) -> bool {
+    ctx.matches(&kind.stages[s].selector) && !superseded(kind, s, ctx)
+}
+
+/// What stage `s` of `kind` (served as `res`) writes when it fires for the object `ctx` reads:
+/// its `let`s bound in `ctx`, then its steps planned, in order. Pure, as KWOK's stages are:
+/// from objects to planned writes, which the engine then applies.
+pub fn plan_stage(
+    kind: &Kind,
+    res: &'static ResourceInfo,
+    s: usize,
+    ctx: &mut Ctx<'_>,
+) -> Vec<Planned> {
+    let stage = &kind.stages[s];
+    ctx.bind(&stage.lets);
+    let obj = ctx.object;
+    stage.steps.iter().filter_map(|step| write::plan(kind, res, obj, step, ctx)).collect()
 }
 
 /// How long until Unix second `at` (`None` once it has come). Times are written at seconds, so
@@ -502,11 +510,74 @@ mod tests {
     use tokio::task::LocalSet;
 
     use super::*;
+    use crate::behaviour::write::Edit;
+    use crate::object::subresource::Part;
     use crate::object::validation::{FieldValidation, Via};
+    use crate::registry::keys::object_key;
     use crate::registry::{DeleteOptions, ListOptions, Target, WriteOptions};
     use crate::store::{Store, StoreConfig};
 
     const NS: &str = "sim";
+
+    /// The built-in program's kind served as `plural`, and the index of its stage `stage`.
+    fn stage_of(lc: &Lifecycles, plural: &str, stage: &str) -> (usize, usize) {
+        let res = served(plural);
+        let k = lc
+            .kinds
+            .iter()
+            .position(|k| resource(&k.resource).is_some_and(|r| std::ptr::eq(r, res)));
+        let k = k.unwrap();
+        (k, lc.kinds[k].stages.iter().position(|s| s.name == stage).unwrap())
+    }
+
+    /// A stage as a pure function, as KWOK's stages are tested: objects in, planned writes out.
+    #[test]
+    fn a_stage_plans_its_writes_from_the_objects_it_reads() {
+        let lc = super::super::load(None).unwrap();
+        let vms = served("virtualmachines");
+        let vm = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+            "metadata": {"name": "vm1", "namespace": NS, "uid": "u-1", "generation": 3,
+                         "resourceVersion": "41"},
+            "spec": {"runStrategy": "Always", "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"domain": {"devices": {}}}}}});
+        let (k, init) = stage_of(&lc, "virtualmachines", "vm-initialize");
+        let kind = &lc.kinds[k];
+        let mut ctx = Ctx::new(kind, &vm, "2026-01-01T00:00:00Z".into(), 2, Rng::new(7));
+        assert!(holds(kind, init, &ctx));
+        let plan = plan_stage(kind, vms, init, &mut ctx);
+        let Edit::Finalizers { add, remove } = &plan[0].edit else { panic!("{plan:?}") };
+        assert_eq!(
+            (add.as_slice(), remove.len()),
+            (&["kubevirt.io/virtualMachineControllerFinalize".to_string()][..], 0)
+        );
+        assert_eq!((plan[0].name.as_str(), plan[0].revision), ("vm1", 41));
+        assert!(matches!(&plan[1].edit, Edit::Merge { part: Part::Main, .. }));
+
+        // Initialized and wanting a VMI, with none related: vm-start creates it, and says so.
+        let mut vm = vm.clone();
+        vm["metadata"]["finalizers"] = json!(["kubevirt.io/virtualMachineControllerFinalize"]);
+        let (_, start) = stage_of(&lc, "virtualmachines", "vm-start");
+        let mut ctx = Ctx::new(kind, &vm, "2026-01-01T00:00:00Z".into(), 2, Rng::new(7));
+        assert!(!holds(kind, init, &ctx));
+        assert!(holds(kind, start, &ctx));
+        let plan = plan_stage(kind, vms, start, &mut ctx);
+        let Edit::Create { res, object } = &plan[0].edit else { panic!("{plan:?}") };
+        assert_eq!(res.plural, "virtualmachineinstances");
+        assert_eq!(object["metadata"]["name"], "vm1");
+        assert_eq!(object["metadata"]["labels"], json!({"app": "web"}));
+        assert_eq!(object["metadata"]["annotations"]["kubevirt.io/vm-generation"], "3");
+        assert_eq!(object["metadata"]["ownerReferences"][0]["uid"], "u-1");
+        assert_eq!(object["status"]["phase"], "Pending");
+        let Edit::Event { reason, message, .. } = &plan[1].edit else { panic!("{plan:?}") };
+        assert_eq!(reason, "SuccessfulCreate");
+        assert!(message.ends_with("instance vm1"), "{message}");
+
+        // With its VMI there, vm-start does not fire.
+        let mut ctx = Ctx::new(kind, &vm, "2026-01-01T00:00:00Z".into(), 2, Rng::new(7));
+        ctx.named.insert("vmi".into(), json!({"metadata": {"name": "vm1"}}));
+        assert!(!holds(kind, start, &ctx));
+    }
 
     impl Engine {
         /// The objects it holds something of, and the keys in its reverse indexes.

@@ -1,17 +1,21 @@
 //! The one executor of the lifecycle file's writes (`lifecycle::Write`), shared by the
-//! simulated controllers' stages and virt-api's actions: it finds the object a write is to (the
-//! object's own, or the related object `of` names), renders the write and makes it through the
-//! registry's verbs as its field manager. The two callers differ only in how a write is guarded:
+//! simulated controllers' stages and virt-api's actions, in two halves:
 //!
+//! - `plan` is pure: from the object and what was read with it (a `Ctx`), a step's write
+//!   decided and rendered, with the object it is to (the object's own, or the related object
+//!   `of` names), as a `Planned` value a test can compare, the way KWOK tests its stages;
+//! - `Writer::apply` makes a planned write through the registry's verbs as its field manager.
+//!
+//! The two callers differ only in how a write is guarded:
 //! - a controller's (`Guard::Revision`) writes only while its target is still at the revision
-//!   its plan read (else `Written::Stale`: the plan is decided again), validates strictly and
+//!   its plan read (else `Applied::Stale`: the plan is decided again), validates strictly and
 //!   leaves an object that exists alone;
 //! - virt-api's (`Guard::Request`) writes as a client request: dry-run as asked, unknown fields
 //!   ignored, errors returned as they come (the action words them).
 
 use std::cell::Cell;
 
-use lifecycle::{Ctx, Kind, Write};
+use lifecycle::{Ctx, Kind, Step, Write};
 use serde_json::Value;
 
 use super::related::served;
@@ -26,37 +30,114 @@ use crate::registry::keys::object_key;
 use crate::registry::{Change, DeleteOptions, Registry, Target, WriteOptions};
 use crate::resource::ResourceInfo;
 
-/// How a write is guarded (see the module's doc).
-#[derive(Debug, Clone, Copy)]
-pub enum Guard {
-    /// A controller's: only while the target is at this revision.
-    Revision(u64),
-    /// virt-api's: as a request, a dry run or not.
-    Request { dry_run: bool },
+/// A write decided and rendered, not yet made.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The object written to (for a create: the object whose plan creates), its served kind
+    /// and the revision its plan read.
+    pub res: &'static ResourceInfo,
+    pub namespace: String,
+    pub name: String,
+    pub revision: u64,
+    pub edit: Edit,
 }
 
-/// What one write did to its target.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Written {
-    /// Wrote it: its new revision.
-    Rev(u64),
-    /// Nothing to write, or a write to another object (a create, an Event).
-    Nothing,
-    /// The target moved on since the plan read it.
-    Stale,
+/// What a planned write does.
+#[derive(Debug, Clone)]
+pub enum Edit {
+    /// A JSON merge patch of `part`.
+    Merge {
+        part: Part,
+        patch: Value,
+    },
+    /// A JSON patch (its operations) of `part`.
+    JsonPatch {
+        part: Part,
+        ops: Value,
+    },
+    Finalizers {
+        add: Vec<String>,
+        remove: Vec<String>,
+    },
+    /// A new object of `res`.
+    Create {
+        res: &'static ResourceInfo,
+        object: Value,
+    },
+    /// An Event about the object.
+    Event {
+        about: ObjectRef,
+        severity: Severity,
+        reason: String,
+        message: String,
+    },
+    /// A delete, on the condition that the object is still the one of `uid`.
+    Delete {
+        uid: String,
+    },
 }
 
-/// Who writes: the registry, as which field manager, recording Events with which recorder.
-pub struct Writer<'a> {
-    pub registry: &'a Registry,
-    pub manager: &'a str,
-    pub recorder: &'a Recorder,
+impl Planned {
+    /// The key of the object written to.
+    pub fn key(&self) -> String {
+        object_key(self.res, &self.namespace, &self.name)
+    }
 }
 
-/// The object `write` is to, of `kind` (served as `res`) whose object is `obj`, with its served
-/// kind: `obj` itself, or the related object `of` names (a list's first element); `None` when
-/// that is not there (nothing to do to it).
-pub fn target<'v>(
+/// `step` of `kind` (served as `res`) for `obj`, decided and rendered in `ctx` (whose object is
+/// `obj`); `None` when its `when` does not hold, or the object it is to is not there (nothing
+/// to do to it). Pure: it reads only its arguments.
+pub fn plan(
+    kind: &Kind,
+    res: &'static ResourceInfo,
+    obj: &Value,
+    step: &Step,
+    ctx: &Ctx<'_>,
+) -> Option<Planned> {
+    if step.when.as_ref().is_some_and(|w| !ctx.matches(w)) {
+        return None;
+    }
+    let (target, target_res) = target(kind, res, obj, &step.write, ctx)?;
+    let part = match step.write.subresource() {
+        Some("status") if target_res.status_subresource => Part::Status,
+        _ => Part::Main,
+    };
+    let edit = match &step.write {
+        Write::Patch { merge, .. } => Edit::Merge { part, patch: ctx.render(merge) },
+        Write::JsonPatch { ops, .. } => {
+            let mut ops = ctx.render(ops);
+            lifecycle::eval::strip_nulls(&mut ops);
+            Edit::JsonPatch { part, ops }
+        }
+        Write::Finalizers { add, remove, .. } => {
+            Edit::Finalizers { add: add.clone(), remove: remove.clone() }
+        }
+        Write::Create { resource, template } => {
+            let new_res = served(resource)?;
+            let mut object = ctx.render(template);
+            lifecycle::eval::strip_nulls(&mut object);
+            Edit::Create { res: new_res, object }
+        }
+        Write::Event { type_, reason, message, .. } => Edit::Event {
+            about: ObjectRef::to(target_res, target),
+            severity: if type_ == "Warning" { Severity::Warning } else { Severity::Normal },
+            reason: reason.clone(),
+            message: ctx.text(message),
+        },
+        Write::Delete { .. } => Edit::Delete { uid: meta_str(target, "uid").to_string() },
+    };
+    Some(Planned {
+        res: target_res,
+        namespace: meta_str(target, "namespace").to_string(),
+        name: meta_str(target, "name").to_string(),
+        revision: stored_revision(target),
+        edit,
+    })
+}
+
+/// The object `write` is to: `obj` itself, or the related object `of` names (a list's first
+/// element), with its served kind.
+fn target<'v>(
     kind: &Kind,
     res: &'static ResourceInfo,
     obj: &'v Value,
@@ -72,114 +153,121 @@ pub fn target<'v>(
     }
 }
 
+/// How a write is guarded (see the module's doc).
+#[derive(Debug, Clone, Copy)]
+pub enum Guard {
+    /// A controller's: only while the target is at this revision.
+    Revision(u64),
+    /// virt-api's: as a request, a dry run or not.
+    Request { dry_run: bool },
+}
+
+/// What one write did to its target.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// Wrote it: its new revision.
+    Rev(u64),
+    /// Nothing to write, or a write to another object (a create, an Event).
+    Nothing,
+    /// The target moved on since the plan read it.
+    Stale,
+}
+
+/// Who writes: the registry, as which field manager, recording Events with which recorder.
+pub struct Writer<'a> {
+    pub registry: &'a Registry,
+    pub manager: &'a str,
+    pub recorder: &'a Recorder,
+}
+
 impl Writer<'_> {
-    /// Makes `write` to `target` (of `res`; from `target()`), rendered in `ctx`.
-    pub async fn write(
-        &self,
-        write: &Write,
-        ctx: &Ctx<'_>,
-        (target, res): (&Value, &'static ResourceInfo),
-        guard: Guard,
-    ) -> Result<Written, ApiError> {
-        let (ns, name) = (meta_str(target, "namespace"), meta_str(target, "name"));
-        let part = match write.subresource() {
-            Some("status") if res.status_subresource => Part::Status,
-            _ => Part::Main,
+    /// Makes the planned write `p`.
+    pub async fn apply(&self, p: &Planned, guard: Guard) -> Result<Applied, ApiError> {
+        let (res, ns, name) = (p.res, p.namespace.as_str(), p.name.as_str());
+        let expected = match guard {
+            Guard::Revision(rev) => Some(rev),
+            Guard::Request { .. } => None,
         };
-        match write {
-            Write::Patch { merge, .. } => {
-                let patch = ctx.render(merge);
-                match guard {
-                    Guard::Revision(rev) => {
-                        self.update(res, (ns, name, part), rev, |obj| {
-                            json_patch::merge(obj, &patch)
-                        })
-                        .await
-                    }
-                    Guard::Request { .. } => {
-                        let bytes = to_vec(&patch)?;
-                        let patch = NonApplyPatch::Merge(patch);
-                        self.request(res, (ns, name, part), &patch, &bytes, guard).await
-                    }
+        match &p.edit {
+            Edit::Merge { part, patch } => match guard {
+                Guard::Revision(rev) => {
+                    self.update(res, (ns, name, *part), Some(rev), |obj| {
+                        json_patch::merge(obj, patch);
+                    })
+                    .await
                 }
-            }
-            Write::JsonPatch { ops, .. } => {
-                let mut ops = ctx.render(ops);
-                lifecycle::eval::strip_nulls(&mut ops);
-                let bytes = to_vec(&ops)?;
-                let patch: json_patch::Patch =
-                    serde_json::from_value(ops).map_err(|e| ApiError::Internal(e.to_string()))?;
+                Guard::Request { .. } => {
+                    let bytes = to_vec(patch)?;
+                    let patch = NonApplyPatch::Merge(patch.clone());
+                    self.request(res, (ns, name, *part), &patch, &bytes, guard).await
+                }
+            },
+            Edit::JsonPatch { part, ops } => {
+                let bytes = to_vec(ops)?;
+                let patch: json_patch::Patch = serde_json::from_value(ops.clone())
+                    .map_err(|e| ApiError::Internal(e.to_string()))?;
                 match guard {
                     Guard::Revision(rev) => {
                         let failed = Cell::new(false);
-                        let written = self
-                            .update(res, (ns, name, part), rev, |obj| {
+                        let applied = self
+                            .update(res, (ns, name, *part), Some(rev), |obj| {
                                 failed.set(json_patch::patch(obj, &patch).is_err());
                             })
                             .await?;
                         if failed.get() {
                             return Err(ApiError::PatchRejected);
                         }
-                        Ok(written)
+                        Ok(applied)
                     }
                     Guard::Request { .. } => {
                         let patch = NonApplyPatch::Json(patch);
-                        self.request(res, (ns, name, part), &patch, &bytes, guard).await
+                        self.request(res, (ns, name, *part), &patch, &bytes, guard).await
                     }
                 }
             }
-            Write::Finalizers { add, remove, .. } => {
-                let rev = match guard {
-                    Guard::Revision(rev) => Some(rev),
-                    Guard::Request { .. } => None,
-                };
-                self.update_at(res, (ns, name, Part::Main), rev, |obj| {
+            Edit::Finalizers { add, remove } => {
+                self.update(res, (ns, name, Part::Main), expected, |obj| {
                     if let Ok(meta) = metadata_mut(obj) {
                         meta::edit_finalizers(meta, add, remove);
                     }
                 })
                 .await
             }
-            Write::Create { resource, template } => {
-                let Some(new_res) = served(resource) else { return Ok(Written::Nothing) };
+            Edit::Create { res: new_res, object } => {
                 // A controller creates only while the object its plan read is still as read.
                 if let Guard::Revision(rev) = guard {
-                    let current = self.registry.store().get(&object_key(res, ns, name)).await?;
+                    let current = self.registry.store().get(&p.key()).await?;
                     if current.is_none_or(|c| stored_revision(&c) != rev) {
-                        return Ok(Written::Stale);
+                        return Ok(Applied::Stale);
                     }
                 }
-                let mut obj = ctx.render(template);
-                lifecycle::eval::strip_nulls(&mut obj);
-                let new_ns = meta_str(&obj, "namespace").to_string();
+                let new_ns = meta_str(object, "namespace").to_string();
                 let at = Target::new((!new_ns.is_empty()).then_some(new_ns), None);
                 let opts = self.options(guard);
-                match self.registry.create(new_res, &at, obj, Via::Body(&[]), &opts).await {
-                    Ok(_) => Ok(Written::Nothing),
-                    Err(ApiError::AlreadyExists { .. }) if matches!(guard, Guard::Revision(_)) => {
-                        Ok(Written::Nothing)
+                let created =
+                    self.registry.create(new_res, &at, object.clone(), Via::Body(&[]), &opts);
+                match created.await {
+                    Ok(_) => Ok(Applied::Nothing),
+                    Err(ApiError::AlreadyExists { .. }) if expected.is_some() => {
+                        Ok(Applied::Nothing)
                     }
                     Err(e) => Err(e),
                 }
             }
-            Write::Event { type_, reason, message, .. } => {
-                let message = ctx.text(message);
-                let severity =
-                    if type_ == "Warning" { Severity::Warning } else { Severity::Normal };
-                let about = ObjectRef::to(res, target);
-                if let Err(e) = self.recorder.record(&about, severity, reason, &message).await {
+            Edit::Event { about, severity, reason, message } => {
+                if let Err(e) = self.recorder.record(about, *severity, reason, message).await {
                     log::warn!("{}: recording {reason} failed: {e}", self.manager);
                 }
-                Ok(Written::Nothing)
+                Ok(Applied::Nothing)
             }
-            Write::Delete { .. } => {
+            Edit::Delete { uid } => {
                 let opts = DeleteOptions {
-                    precondition_uid: Some(meta_str(target, "uid").to_string()),
+                    precondition_uid: Some(uid.clone()),
                     ..DeleteOptions::default()
                 };
                 match self.registry.delete(res, ns, name, &opts).await {
-                    Ok(_) | Err(ApiError::NotFound { .. }) => Ok(Written::Nothing),
-                    Err(ApiError::Conflict { .. }) => Ok(Written::Stale),
+                    Ok(_) | Err(ApiError::NotFound { .. }) => Ok(Applied::Nothing),
+                    Err(ApiError::Conflict { .. }) => Ok(Applied::Stale),
                     Err(e) => Err(e),
                 }
             }
@@ -202,34 +290,23 @@ impl Writer<'_> {
         patch: &NonApplyPatch,
         bytes: &[u8],
         guard: Guard,
-    ) -> Result<Written, ApiError> {
+    ) -> Result<Applied, ApiError> {
         let target = Target { namespace: Some(ns.to_string()), name: Some(name.to_string()), part };
         let outcome = self.registry.patch(res, &target, patch, bytes, &self.options(guard)).await?;
         Ok(match outcome.change {
-            Change::Unchanged => Written::Nothing,
-            _ => Written::Rev(stored_revision(outcome.object.value())),
+            Change::Unchanged => Applied::Nothing,
+            _ => Applied::Rev(stored_revision(outcome.object.value())),
         })
     }
 
-    /// One update of `target`, only while it is at revision `expected`.
-    async fn update(
-        &self,
-        res: &'static ResourceInfo,
-        target: (&str, &str, Part),
-        expected: u64,
-        edit: impl FnMut(&mut Value),
-    ) -> Result<Written, ApiError> {
-        self.update_at(res, target, Some(expected), edit).await
-    }
-
     /// One update of `target` (only while it is at revision `expected`, if given).
-    async fn update_at(
+    async fn update(
         &self,
         res: &'static ResourceInfo,
         target: (&str, &str, Part),
         expected: Option<u64>,
         mut edit: impl FnMut(&mut Value),
-    ) -> Result<Written, ApiError> {
+    ) -> Result<Applied, ApiError> {
         let stale = Cell::new(false);
         let outcome = self
             .registry
@@ -244,10 +321,10 @@ impl Writer<'_> {
             })
             .await;
         match outcome {
-            _ if stale.get() => Ok(Written::Stale),
-            Ok(o) if o.change == Change::Unchanged => Ok(Written::Nothing),
-            Ok(o) => Ok(Written::Rev(stored_revision(o.object.value()))),
-            Err(ApiError::NotFound { .. }) if expected.is_some() => Ok(Written::Stale),
+            _ if stale.get() => Ok(Applied::Stale),
+            Ok(o) if o.change == Change::Unchanged => Ok(Applied::Nothing),
+            Ok(o) => Ok(Applied::Rev(stored_revision(o.object.value()))),
+            Err(ApiError::NotFound { .. }) if expected.is_some() => Ok(Applied::Stale),
             Err(e) => Err(e),
         }
     }
