@@ -9,9 +9,12 @@
 //!   always served;
 //! - `related`: the objects a kind relates to, found forward (from an object, for a stage or an
 //!   action) and in reverse (from a changed object, the objects relating to it);
-//! - `simulate`: KubeVirt's controllers under `--simulate`: the lifecycles' stages.
+//! - `simulate`: KubeVirt's controllers under `--simulate`: the lifecycles' stages;
+//! - `write`: the one executor of both's writes, and `procedures`, the patches a write `call`s
+//!   (virt-api's that are programs over the object's shape).
 
 pub mod actions;
+mod procedures;
 pub mod related;
 mod reverse;
 pub mod simulate;

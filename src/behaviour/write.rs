@@ -109,6 +109,13 @@ pub fn plan(
             lifecycle::eval::strip_nulls(&mut ops);
             Edit::JsonPatch { part, ops }
         }
+        Write::Call { procedure, with, .. } => {
+            // Go's omitempty: an argument's unset fields are left out.
+            let mut with = ctx.render(with);
+            lifecycle::eval::strip_nulls(&mut with);
+            let ops = super::procedures::call(*procedure, target, &with);
+            Edit::JsonPatch { part, ops }
+        }
         Write::Finalizers { add, remove, .. } => {
             Edit::Finalizers { add: add.clone(), remove: remove.clone() }
         }

@@ -472,6 +472,17 @@ fn check_step(scope: &Scope<'_, '_>, step: &Step, errors: &mut Vec<String>) {
             scope.text(message, errors);
         }
         Write::Delete { .. } => {}
+        Write::Call { procedure, with, .. } => {
+            scope.template(with, None, errors);
+            let given: Vec<&str> = match with.source.as_object() {
+                Some(m) => m.keys().map(String::as_str).collect(),
+                None => vec![],
+            };
+            let want = procedure.args();
+            if given.len() != want.len() || !want.iter().all(|a| given.contains(a)) {
+                errors.push(format!("{at}: {procedure:?} takes with: {{{}}}", want.join(", ")));
+            }
+        }
     }
 }
 
@@ -843,6 +854,7 @@ kinds:
           - {when: {exists: .spec.run}, jsonPatch: {ops: [{op: replace, path: /spec/run, value: true}]}}
           - patch: {of: peer, subresource: status, merge: {status: {phase: Running}}}
           - create: {resource: {group: g.io, kind: Peer}, template: {metadata: {name: p}}}
+          - call: {procedure: runningPatch, with: {running: "{{ $want }}"}}
       info:
         answer: {phase: "{{ .status.phase }}"}
 "#,
@@ -864,6 +876,7 @@ kinds:
           - jsonPatch: {ops: [{op: add, path: /spec/nope, value: 1}]}
           - patch: {subresource: scale, merge: {status: {phse: x}}}
           - create: {resource: {group: g.io, kind: Gone}, template: {}}
+          - call: {procedure: changeRequest, subresource: status, with: {requests: "{{ $none }}", more: 1}}
       info:
         code: 200
         answer: {}
@@ -882,6 +895,8 @@ kinds:
             "step 2 (patch): no subresource \"scale\" (only status)",
             ".status field \"phse\" is not declared",
             "step 3 (create): the document serves no kind g.io/Gone",
+            "step 4 (call): $none is neither a related object nor a variable",
+            "step 4 (call): ChangeRequest takes with: {requests}",
             "action info: a read (answer) has neither code nor steps",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");

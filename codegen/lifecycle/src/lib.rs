@@ -21,9 +21,11 @@
 //! One binding form, [`Let`] (a name and a value, or cases), for a kind, a stage and an action;
 //! a stage's and an action's are evaluated once, in order. One write vocabulary, [`Write`], for
 //! stages and actions alike, each step guarded by an optional `when`: `patch` (a JSON merge
-//! patch), `jsonPatch`, `finalizers`, `create` (from a template), `event`, `delete`, of the
-//! object or `of` a related one (a list's first element), its main resource or `status`; the
-//! server runs both with one executor, as the stage's or virt-api's field manager.
+//! patch), `jsonPatch`, `finalizers`, `create` (from a template), `event`, `delete`, and
+//! `call` (a JSON patch a named [`Procedure`] of the server computes, where a patch is a program
+//! over the object's shape: virt-api's state-change requests), of the object or `of` a related
+//! one (a list's first element), its main resource or `status`; the server runs both with one
+//! executor, as the stage's or virt-api's field manager.
 //!
 //! Besides: `supersedes` keeps named stages from firing while a stage holds (the failures on
 //! request, `simulate.virt-apiserver.io/fail`, supersede the normal step while the annotation
@@ -317,6 +319,42 @@ pub enum Write {
         #[serde(default)]
         of: Option<String>,
     },
+    /// A JSON patch a `procedure` of the behaviour layer computes from the object written to
+    /// and `with` (a template rendering to the procedure's arguments): for a patch whose
+    /// operations follow the object's shape as a program, which reads badly as a template.
+    #[serde(rename_all = "camelCase")]
+    Call {
+        #[serde(default)]
+        of: Option<String>,
+        #[serde(default)]
+        subresource: Option<String>,
+        procedure: Procedure,
+        with: Template,
+    },
+}
+
+/// The procedures a `call` names, implemented by the server's behaviour layer (each after the
+/// KubeVirt function it is named for): a name here is one the server runs, or the file does not
+/// parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Procedure {
+    /// virt-api's `getChangeRequestJson` (pkg/virt-api/rest/lifecycle.go): `requests` queued in
+    /// the object's `status.stateChangeRequests`, over what was read, a start failure dropped.
+    ChangeRequest,
+    /// virt-api's `getRunningPatch`: the run strategy (or the deprecated `spec.running`) set
+    /// for `running`, over what was read.
+    RunningPatch,
+}
+
+impl Procedure {
+    /// The arguments `with` gives, by name.
+    pub fn args(self) -> &'static [&'static str] {
+        match self {
+            Procedure::ChangeRequest => &["requests"],
+            Procedure::RunningPatch => &["running"],
+        }
+    }
 }
 
 impl Write {
@@ -326,6 +364,7 @@ impl Write {
             | Write::JsonPatch { of, .. }
             | Write::Finalizers { of, .. }
             | Write::Event { of, .. }
+            | Write::Call { of, .. }
             | Write::Delete { of } => of.as_deref(),
             Write::Create { .. } => None,
         }
@@ -333,9 +372,9 @@ impl Write {
 
     pub fn subresource(&self) -> Option<&str> {
         match self {
-            Write::Patch { subresource, .. } | Write::JsonPatch { subresource, .. } => {
-                subresource.as_deref()
-            }
+            Write::Patch { subresource, .. }
+            | Write::JsonPatch { subresource, .. }
+            | Write::Call { subresource, .. } => subresource.as_deref(),
             _ => None,
         }
     }
@@ -348,6 +387,7 @@ impl Write {
             Write::Create { .. } => "create",
             Write::Event { .. } => "event",
             Write::Delete { .. } => "delete",
+            Write::Call { .. } => "call",
         }
     }
 }
@@ -585,5 +625,11 @@ kinds:
         assert!(parse("kinds: [{resource: {group: g, kind: K}, stages: [{name: s}]}]").is_err());
         assert!(parse("bogus: 1").unwrap_err().contains("bogus"));
         assert!(parse("").unwrap().kinds.is_empty());
+        // A call names a procedure the server runs, or the file does not parse.
+        let call = |p: &str| {
+            parse(&format!("kinds: [{{resource: {{group: g, kind: K}}, stages: [{{name: s, manager: m, selector: {{deleting: true}}, steps: [{{call: {{procedure: {p}, with: {{}}}}}}]}}]}}]"))
+        };
+        assert!(call("runningPatch").is_ok());
+        assert!(call("formatDisk").unwrap_err().contains("unknown variant `formatDisk`"));
     }
 }
