@@ -2,6 +2,8 @@
 //! custom resources (after pruning, on create and update): a field its schema gives a default
 //! is set to it where the field is missing, in every object the value holds. kube's built-in
 //! kinds default some fields the same way (a Secret's `type` is `Opaque`, `SetDefaults_Secret`).
+//! A number where the schema has a `resource.Quantity` (`x-virt-proto-type: quantity`) is
+//! stored as its text, as kube's decoding of a Quantity serializes it (`cpu: 2` reads back "2").
 
 use serde_json::Value;
 
@@ -49,7 +51,29 @@ fn walk(v: &mut Value, schema: &Value, root: bool) {
                 }
             }
         }
+        Value::Number(n)
+            if schema.get("x-virt-proto-type").and_then(Value::as_str) == Some("quantity") =>
+        {
+            *v = Value::String(quantity_text(n));
+        }
         _ => {}
+    }
+}
+
+/// A JSON number as a Quantity's canonical text: whole numbers as they are, fractions in
+/// thousandths (`0.5` is `500m`) where exact (resource.Quantity's canonical form).
+fn quantity_text(n: &serde_json::Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    let milli = f * 1000.0;
+    if f.fract() == 0.0 && f.abs() < 9e15 {
+        format!("{}", f as i64)
+    } else if milli.fract() == 0.0 && milli.abs() < 9e15 {
+        format!("{}m", milli as i64)
+    } else {
+        n.to_string()
     }
 }
 
@@ -57,6 +81,18 @@ fn walk(v: &mut Value, schema: &Value, root: bool) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_number_in_a_quantity_is_stored_as_its_text() {
+        let schema = json!({"properties": {"spec": {"properties": {"requests": {
+            "additionalProperties": {"type": "string", "x-virt-proto-type": "quantity"}}}}}});
+        let obj = json!({"spec": {"requests": {"cpu": 2, "memory": "1Gi", "gpu": 0.5, "x": 1.0}}});
+        let out = defaulted(schema, obj);
+        assert_eq!(
+            out["spec"]["requests"],
+            json!({"cpu": "2", "memory": "1Gi", "gpu": "500m", "x": "1"})
+        );
+    }
 
     fn defaulted(schema: Value, mut obj: Value) -> Value {
         walk(&mut obj, &schema, true);

@@ -7,9 +7,12 @@
 //! `x-virt-proto-tag` (its number in kube's `generated.proto`), a kind speaks protobuf when its
 //! properties carry them, and a definition whose message is not its JSON shape says so with
 //! `x-virt-proto-type` (`time`, `micro-time`: seconds and nanos; `raw-json`: JSON bytes, as
-//! `FieldsV1`). Scalars take their wire type from the schema's `type` and `format`; an array is a
-//! repeated field, a map (`additionalProperties`) repeated key/value entries, a `$ref` a nested
-//! message. Fields the schema does not number are skipped, as gogo-protobuf skips unknown fields.
+//! `FieldsV1`; `quantity`: its text; `int-or-string`: its two forms), and a Go struct embedded
+//! in a kind's type travels as a message of its own, numbered by the definition's
+//! `x-virt-proto-embedded`. Scalars take their wire type from the schema's `type` and `format`;
+//! an array is a repeated field, a map (`additionalProperties`) repeated key/value entries, a
+//! `$ref` a nested message. Fields the schema does not number are skipped, as gogo-protobuf
+//! skips unknown fields.
 
 use base64::Engine;
 use serde_json::{Map, Value};
@@ -161,19 +164,76 @@ fn message(schema: &Value, buf: &[u8], depth: usize) -> Result<Value, String> {
             }
             return serde_json::from_slice(raw).map_err(|e| format!("raw JSON: {e}"));
         }
+        // resource.Quantity: its text.
+        Some("quantity") => {
+            let mut r = Reader::new(buf);
+            let mut text = String::new();
+            while let Some((tag, wire)) = r.key()? {
+                match (tag, wire) {
+                    (1, LEN) => text = r.string()?,
+                    _ => r.skip(wire)?,
+                }
+            }
+            return Ok(Value::String(text));
+        }
+        // intstr.IntOrString: `type` 0 an int32 (`intVal`), 1 a string (`strVal`).
+        Some("int-or-string") => {
+            let mut r = Reader::new(buf);
+            let (mut is_string, mut int, mut text) = (false, 0i32, String::new());
+            while let Some((tag, wire)) = r.key()? {
+                match (tag, wire) {
+                    (1, VARINT) => is_string = r.varint()? == 1,
+                    (2, VARINT) => int = r.varint()? as i64 as i32,
+                    (3, LEN) => text = r.string()?,
+                    _ => r.skip(wire)?,
+                }
+            }
+            return Ok(if is_string { Value::String(text) } else { Value::from(int) });
+        }
         Some(other) => return Err(format!("unknown x-virt-proto-type {other:?}")),
         None => {}
     }
     let props = schema.get("properties").and_then(Value::as_object);
-    let field_of = |tag: u64| {
+    let field_of = move |tag: u64| {
         props?.iter().find(|(_, p)| p.get("x-virt-proto-tag").and_then(Value::as_u64) == Some(tag))
     };
-    let required = schema.get("required").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let mut out = Map::new();
+    fields(schema, &field_of, buf, &mut out, depth)?;
+    Ok(Value::Object(out))
+}
+
+/// A property by its field number.
+type FieldOf<'s> = dyn Fn(u64) -> Option<(&'s String, &'s Value)> + 's;
+
+/// The fields of one message of `schema` into `out`, numbered as `field_of` says. A number it
+/// does not know may be one of the definition's `x-virt-proto-embedded` messages (Go's embedded
+/// structs: a message of their own, whose fields are the definition's properties, numbered as
+/// that message numbers them).
+fn fields<'s>(
+    schema: &'s Value,
+    field_of: &FieldOf<'s>,
+    buf: &[u8],
+    out: &mut Map<String, Value>,
+    depth: usize,
+) -> Result<(), String> {
+    let required = schema.get("required").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let mut r = Reader::new(buf);
     while let Some((tag, wire)) = r.key()? {
         let Some((name, prop)) = field_of(tag) else {
-            r.skip(wire)?;
+            match (embedded(schema, tag), wire) {
+                (Some(numbers), LEN) => {
+                    let props = schema.get("properties").and_then(Value::as_object);
+                    let inner = move |t: u64| {
+                        let (name, _) = numbers.iter().find(|(_, n)| n.as_u64() == Some(t))?;
+                        props?.get_key_value(name)
+                    };
+                    if depth > MAX_OBJECT_DEPTH {
+                        return Err("nested too deeply".into());
+                    }
+                    fields(schema, &inner, r.bytes()?, out, depth + 1)?;
+                }
+                _ => r.skip(wire)?,
+            }
             continue;
         };
         let prop = resolve(prop);
@@ -216,7 +276,14 @@ fn message(schema: &Value, buf: &[u8], depth: usize) -> Result<Value, String> {
             }
         }
     }
-    Ok(Value::Object(out))
+    Ok(())
+}
+
+/// The field numbers of `schema`'s embedded message `tag`, by property name.
+fn embedded(schema: &Value, tag: u64) -> Option<&Map<String, Value>> {
+    let all = schema.get("x-virt-proto-embedded")?.as_array()?;
+    let e = all.iter().find(|e| e.get("tag").and_then(Value::as_u64) == Some(tag))?;
+    e.get("properties")?.as_object()
 }
 
 /// A scalar's zero value ("", 0, false), or the zero time (null).
@@ -402,6 +469,42 @@ mod tests {
             json!({"name": "a", "count": -5, "big": 1u64 << 40, "on": true, "tags": ["x", "y"],
                    "labels": {"app": "web"}, "blobs": {"k": "AP8="}, "child": {"n": "inner"},
                    "when": "2023-11-14T22:13:20Z", "ports": [80, 443]})
+        );
+    }
+
+    /// kube's Volume: `name` its own, the volume source in an embedded `VolumeSource` message
+    /// (field 2) numbering its own fields; a Quantity and an IntOrString by their messages.
+    #[test]
+    fn embedded_structs_quantities_and_int_or_strings_decode_as_kube_marshals_them() {
+        let quantity = json!({"type": "string", "x-virt-proto-type": "quantity"});
+        let port = json!({"type": "string", "format": "int-or-string",
+                          "x-virt-proto-type": "int-or-string"});
+        let size_limit = json!({"x-virt-proto-tag": 2, "allOf": [quantity]});
+        let schema = json!({
+            "properties": {
+                "name": {"type": "string", "x-virt-proto-tag": 1},
+                "emptyDir": {"properties": {"sizeLimit": size_limit}},
+                "hostPath": {"properties": {"path": {"type": "string", "x-virt-proto-tag": 1}}},
+                "target": {"x-virt-proto-tag": 3, "allOf": [port.clone()]},
+                "named": {"x-virt-proto-tag": 4, "allOf": [port]},
+            },
+            "x-virt-proto-embedded": [{"tag": 2, "properties": {"hostPath": 1, "emptyDir": 2}}],
+        });
+        let size = Writer::default().string(1, "1Gi").done();
+        let empty_dir = Writer::default().bytes(2, &size).done();
+        let source = Writer::default().bytes(2, &empty_dir).done();
+        let number = Writer::default().int(1, 0).int(2, 8080).done();
+        let text = Writer::default().int(1, 1).string(3, "http").done();
+        let msg = Writer::default()
+            .string(1, "scratch")
+            .bytes(2, &source)
+            .bytes(3, &number)
+            .bytes(4, &text)
+            .done();
+        assert_eq!(
+            message(&schema, &msg, 0).unwrap(),
+            json!({"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"},
+                   "target": 8080, "named": "http"})
         );
     }
 

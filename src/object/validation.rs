@@ -299,6 +299,14 @@ fn is_integer(v: &Value) -> bool {
     v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0)
 }
 
+/// kube's two-form types, declared `string` in its document: an IntOrString's integer form
+/// (`format: int-or-string`) and a Quantity's number form (`x-virt-proto-type: quantity`).
+fn other_form(schema: &Value, v: &Value) -> bool {
+    let int_or_string = schema.get("format").and_then(Value::as_str) == Some("int-or-string");
+    let quantity = schema.get("x-virt-proto-type").and_then(Value::as_str) == Some("quantity");
+    (int_or_string && is_integer(v)) || (quantity && v.is_number())
+}
+
 fn type_matches(v: &Value, t: &str) -> bool {
     match t {
         "object" => v.is_object(),
@@ -345,7 +353,7 @@ fn go_repr(v: &Value) -> String {
 fn check_value(v: &Value, schema: &Value, path: &mut String, causes: &mut Vec<Cause>) {
     let schema = resolve(schema);
     match schema.get("type").and_then(Value::as_str) {
-        Some(t) if !type_matches(v, t) => {
+        Some(t) if !type_matches(v, t) && !other_form(schema, v) => {
             causes.push(type_invalid(path, t, v));
             return;
         }
@@ -460,8 +468,9 @@ mod tests {
         for res in RESOURCES {
             let schema = kind_schema(res).unwrap_or_else(|| panic!("{} {}", res.kind, res.version));
             let Some(spec) = schema.pointer("/properties/spec") else {
-                // kube's ConfigMap, Secret and Event keep their fields beside metadata.
-                assert!(res.group.is_empty(), "{} declares its spec", res.kind);
+                // kube's ConfigMap, Secret, Event, Endpoints, EndpointSlice and StorageClass
+                // keep their fields beside metadata.
+                assert!(res.strategic_merge_patch, "{} declares its spec", res.kind);
                 let fields = schema["properties"].as_object().map_or(0, |p| p.len());
                 assert!(fields > 3, "{} lists fields beside its type and metadata", res.kind);
                 continue;
@@ -541,6 +550,20 @@ mod tests {
                 "Invalid value: \"number\": spec.cpu.guest in body must be of type integer: \"number\"",
                 "Invalid value: \"boolean\": spec.memory.guest in body must be of type integer,string: \"boolean\"",
             ]
+        );
+        // kube's own IntOrString and Quantity, declared strings, take their other JSON form.
+        let svc = kind("", "v1", "Service");
+        let ports = json!({"spec": {"ports": [{"port": 80, "targetPort": 8080},
+                                              {"port": 81, "targetPort": "web"}]}});
+        assert!(check(svc, &ports).is_empty());
+        let bad = json!({"spec": {"ports": [{"port": 80, "targetPort": 1.5}]}});
+        assert_eq!(check(svc, &bad).len(), 1);
+        let pvc = kind("", "v1", "PersistentVolumeClaim");
+        let sized = json!({"spec": {"resources": {"requests": {"storage": 1024, "x": "1Gi"}}}});
+        assert!(check(pvc, &sized).is_empty());
+        assert_eq!(
+            check(pvc, &json!({"spec": {"resources": {"requests": {"storage": true}}}})).len(),
+            1
         );
     }
 

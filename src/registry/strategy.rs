@@ -239,9 +239,9 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
 /// kube decodes a built-in kind's create or update body with the URL's kind as the default, so
 /// a body without apiVersion or kind takes the URL's (the JSON serializer's gvkWithDefaults, as
 /// the Python client's typed models send them); custom resources, decoded as unstructured, must
-/// carry both. The legacy core group's kinds are built in.
+/// carry both. Built-in kinds are those taking strategic merge patches.
 pub fn default_type_meta(res: &ResourceInfo, obj: &mut Value) {
-    if !res.group.is_empty() {
+    if !res.strategic_merge_patch {
         return;
     }
     let Some(map) = obj.as_object_mut() else { return };

@@ -9,3 +9,4 @@ mod operations;
 mod simulation;
 mod storage;
 mod watches;
+mod world;

@@ -83,12 +83,12 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         short_names: &["enc"],
         categories: &[],
         verbs: &[
+            "create",
             "delete",
             "deletecollection",
             "get",
             "list",
             "patch",
-            "create",
             "update",
             "watch",
         ],

@@ -84,6 +84,13 @@ pub fn object(res: &ResourceInfo, ns: &str, name: &str) -> Value {
     if let Some((field, value)) = sample_content(res, 42) {
         obj[field] = value;
     }
+    // Fields the kind requires beside its content (a StorageClass's provisioner).
+    let schema = kind_schema(res);
+    for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+        let Some(r) = r.as_str().filter(|r| obj.get(*r).is_none()) else { continue };
+        let value = schema.pointer(&format!("/properties/{r}")).and_then(|s| sample_value(s, 42));
+        obj[r] = value.unwrap_or_else(|| panic!("no sample {r} for {}", res.kind));
+    }
     // kube's Event names the object it is about, in the Event's own namespace.
     if kind_schema(res).pointer("/properties/involvedObject").is_some() {
         obj["involvedObject"] = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -112,22 +119,23 @@ pub fn sample_spec(res: &ResourceInfo, n: i64) -> Value {
 
 /// The field a test writes to give an object of `res` content, and its value for `n`: `spec`
 /// where the kind has one a client writes; a ConfigMap's or Secret's `data`; an Event's
-/// `message`. None for the namespaces' kind, whose spec the server keeps (kube's namespace
-/// strategy ignores a client's spec.finalizers).
+/// `message`; the addresses of Endpoints and EndpointSlices; whether a StorageClass expands
+/// volumes (kube forbids changing its other fields). None for the namespaces' kind, whose spec
+/// the server keeps (kube's namespace strategy ignores a client's spec.finalizers).
 pub fn sample_content(res: &ResourceInfo, n: i64) -> Option<(&'static str, Value)> {
     if res.namespaces {
         return None;
     }
     let props = kind_schema(res).get("properties").and_then(Value::as_object);
     let props = props.unwrap_or_else(|| panic!("{} declares its properties", res.kind));
-    for field in ["spec", "data", "message"] {
+    for field in ["spec", "data", "message", "subsets", "endpoints", "allowVolumeExpansion"] {
         if let Some(schema) = props.get(field) {
             let value = sample_value(schema, n)
                 .unwrap_or_else(|| panic!("no sample {field} for {}", res.kind));
             return Some((field, value));
         }
     }
-    panic!("{} has none of spec, data and message: give it a sample", res.kind)
+    panic!("{} has no field sample_content knows: give it a sample", res.kind)
 }
 
 /// `res`'s resolved schema in the served document.
@@ -150,6 +158,8 @@ fn sample_value(schema: &Value, n: i64) -> Option<Value> {
             None => Value::String(format!("v{n}")),
         }),
         Some("integer") => Some(Value::from(n)),
+        // A list of one.
+        Some("array") => Some(Value::Array(vec![sample_value(schema.get("items")?, n)?])),
         Some("boolean") => Some(Value::Bool(n % 2 == 0)),
         Some("object") => {
             let props = schema.get("properties").and_then(Value::as_object);
@@ -178,6 +188,7 @@ fn sample_value(schema: &Value, n: i64) -> Option<Value> {
                     (Some("integer"), _) => 1,
                     (Some("string"), None) => 2,
                     (Some("string"), Some(_)) => 3,
+                    (Some("array"), _) => 5,
                     _ => 4,
                 };
                 let mut candidates: Vec<(&String, &Value)> = props.iter().collect();

@@ -10,6 +10,9 @@ use crate::common::*;
 
 /// A.8: groups in /apis order with their versions, preferred first.
 const GROUPS: &[(&str, &[&str])] = &[
+    // kube's own groups first, in kube-apiserver's order.
+    ("storage.k8s.io", &["v1"]),
+    ("discovery.k8s.io", &["v1"]),
     ("kubevirt.io", &["v1", "v1alpha3", "v1alpha2"]),
     ("snapshot.kubevirt.io", &["v1alpha1"]),
     ("clone.kubevirt.io", &["v1alpha1"]),
@@ -23,6 +26,9 @@ const GROUPS: &[(&str, &[&str])] = &[
 
 /// A.8: (group, kind, plural, namespaced, short names).
 const KINDS: &[(&str, &str, &str, bool, &[&str])] = &[
+    // kube's (api/discovery/apis__storage.k8s.io__v1.json, apis__discovery.k8s.io__v1.json).
+    ("storage.k8s.io", "StorageClass", "storageclasses", false, &["sc"]),
+    ("discovery.k8s.io", "EndpointSlice", "endpointslices", true, &[]),
     ("kubevirt.io", "VirtualMachine", "virtualmachines", true, &["vm", "vms"]),
     ("kubevirt.io", "VirtualMachineInstance", "virtualmachineinstances", true, &["vmi", "vmis"]),
     (
@@ -126,6 +132,10 @@ const KINDS: &[(&str, &str, &str, bool, &[&str])] = &[
     ("upload.cdi.kubevirt.io", "UploadTokenRequest", "uploadtokenrequests", true, &["utr", "utrs"]),
 ];
 
+/// kube's verbs for its own kinds, sorted.
+const BUILT_IN_VERBS: &[&str] =
+    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
 /// kube's verbs for a custom resource, in its order (B.7).
 const CR_VERBS: &[&str] =
     &["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"];
@@ -180,6 +190,22 @@ const CORE_KINDS: &[(&str, &str, bool, &[&str])] = &[
     ("configmaps", "ConfigMap", true, &["cm"]),
     ("secrets", "Secret", true, &[]),
     ("events", "Event", true, &["ev"]),
+    ("nodes", "Node", false, &["no"]),
+    ("pods", "Pod", true, &["po"]),
+    ("services", "Service", true, &["svc"]),
+    ("endpoints", "Endpoints", true, &["ep"]),
+    ("persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"]),
+    ("persistentvolumes", "PersistentVolume", false, &["pv"]),
+];
+
+/// The core kinds with a status subresource (kube's api/discovery/api__v1.json).
+const CORE_STATUS: &[&str] = &[
+    "namespaces/status",
+    "nodes/status",
+    "pods/status",
+    "services/status",
+    "persistentvolumeclaims/status",
+    "persistentvolumes/status",
 ];
 
 #[test]
@@ -231,7 +257,8 @@ fn core_api_lists_v1_and_its_kinds() {
         let served: BTreeSet<&str> =
             resources.iter().map(|r| r["name"].as_str().unwrap()).collect();
         let mut want: BTreeSet<&str> = CORE_KINDS.iter().map(|k| k.0).collect();
-        want.extend(["namespaces/status", "namespaces/finalize"]);
+        want.extend(CORE_STATUS);
+        want.insert("namespaces/finalize");
         assert_eq!(served, want, "{path}");
     }
     // The core group has no group document, and /apis leaves it out.
@@ -300,6 +327,11 @@ fn resource_lists_match_the_table() {
                     assert_eq!(shorts, json!(short), "{what}");
                     if *group == "upload.cdi.kubevirt.io" {
                         assert_eq!(r["verbs"], json!(["create"]), "{what}");
+                    } else if group.ends_with(".k8s.io") {
+                        // kube's own kinds list their verbs sorted.
+                        assert_eq!(r["verbs"], json!(BUILT_IN_VERBS), "{what}");
+                        let hash = storage_version_hash(group, versions[0], kind);
+                        assert_eq!(r["storageVersionHash"], hash, "{what}");
                     } else {
                         assert_eq!(r["verbs"], json!(CR_VERBS), "{what}");
                         let hash = storage_version_hash(group, versions[0], kind);
@@ -478,7 +510,8 @@ fn aggregated_discovery_matches_the_legacy_documents() {
             assert_eq!(v["resources"], json!(expected), "{group}/{version}");
         }
     }
-    let vm = &items[0]["versions"][0]["resources"][0];
+    let kubevirt = items.iter().position(|g| g["metadata"]["name"] == "kubevirt.io").unwrap();
+    let vm = &items[kubevirt]["versions"][0]["resources"][0];
     assert_eq!(vm["resource"], "virtualmachines");
     assert_eq!(vm["shortNames"], json!(["vm", "vms"]));
     assert_eq!(vm["subresources"][0]["subresource"], "status");

@@ -277,8 +277,9 @@ fn patch_operations_declare_field_validation_and_strategic_merge_for_built_in_ki
                 if let Some(body) = op.get("requestBody") {
                     let body = resolve(&doc, body);
                     if let Some(content) = body["content"].as_object() {
-                        // Only the built-in (core) kinds' PATCHes take it, as kube's (B.3).
-                        let built_in = *m == "patch" && gv.starts_with("api/");
+                        // Only kube's own kinds' PATCHes take it, as kube's (B.3).
+                        let own = gv.starts_with("api/") || gv.contains(".k8s.io/");
+                        let built_in = *m == "patch" && own;
                         let offers = content.contains_key(SMP);
                         assert_eq!(offers, built_in, "{gv} {m} {path}: offers {SMP}: {offers}");
                     }
@@ -321,7 +322,8 @@ fn patch_operations_declare_field_validation_and_strategic_merge_for_built_in_ki
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (m, op) in item.as_object().unwrap() {
             let offers = op["consumes"].as_array().is_some_and(|c| c.iter().any(|t| t == SMP));
-            let built_in = m == "patch" && path.starts_with("/api/");
+            let own = path.starts_with("/api/") || path.contains(".k8s.io/");
+            let built_in = m == "patch" && own;
             assert_eq!(offers, built_in, "v2 {m} {path}: offers {SMP}: {offers}");
         }
         if let Some(op) = item.get("patch") {

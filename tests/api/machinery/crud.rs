@@ -685,7 +685,7 @@ fn unknown_paths_are_plain_404() {
         "/apis/kubevirt.io/v9/virtualmachines",
         "/apis/kubevirt.io/v1/namespaces/ns/nothings",
         "/apis/kubevirt.io/v1/namespaces/ns/virtualmachines/a/b/c",
-        "/api/v1/pods",
+        "/api/v1/replicationcontrollers",
         // Namespaced kinds have no item path outside a namespace.
         "/apis/kubevirt.io/v1/virtualmachines/x",
         "/apis/kubevirt.io/v1/watch/virtualmachines/x",

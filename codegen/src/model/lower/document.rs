@@ -8,6 +8,9 @@ use serde_json::Value;
 use super::{op_ctx, Lowering};
 use crate::swagger::{self, Parameter, ParameterOrRef, DEFINITIONS_REF};
 
+/// The messages the server decodes by name rather than by their fields.
+const PROTO_TYPES: [&str; 5] = ["time", "micro-time", "raw-json", "quantity", "int-or-string"];
+
 impl<'d> Lowering<'d> {
     pub(super) fn check_document(&mut self) {
         let doc = self.doc;
@@ -37,15 +40,34 @@ impl<'d> Lowering<'d> {
             let ctx = format!("definition {name}");
             match def.get("x-virt-proto-type") {
                 None => {}
-                Some(Value::String(t))
-                    if ["time", "micro-time", "raw-json"].contains(&t.as_str()) => {}
+                Some(Value::String(t)) if PROTO_TYPES.contains(&t.as_str()) => {}
                 Some(other) => self.problem(
                     &ctx,
-                    format!("x-virt-proto-type {other} is not one of time, micro-time, raw-json"),
+                    format!("x-virt-proto-type {other} is not one of {}", PROTO_TYPES.join(", ")),
                 ),
             }
             let Some(props) = def.get("properties").and_then(Value::as_object) else { continue };
             let mut numbers = HashSet::new();
+            // Go's embedded structs: a field number of the definition's own, and the numbers
+            // of the properties inside it.
+            for e in
+                def.get("x-virt-proto-embedded").and_then(Value::as_array).into_iter().flatten()
+            {
+                let tag = e.get("tag").and_then(Value::as_u64);
+                let inner = e.get("properties").and_then(Value::as_object);
+                match (tag, inner) {
+                    (Some(n), Some(inner)) if numbers.insert(n) => {
+                        for p in inner.keys().filter(|p| !props.contains_key(*p)) {
+                            let msg = format!("x-virt-proto-embedded {n}: no property {p}");
+                            self.problem(&ctx, msg);
+                        }
+                    }
+                    _ => {
+                        let msg = "is not {tag, properties} with a tag of its own";
+                        self.problem(&ctx, format!("x-virt-proto-embedded entry {e} {msg}"));
+                    }
+                }
+            }
             for (field, prop) in props {
                 let Some(tag) = prop.get("x-virt-proto-tag") else { continue };
                 match tag.as_u64().filter(|&n| (1..1 << 29).contains(&n)) {

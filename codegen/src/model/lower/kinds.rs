@@ -74,9 +74,9 @@ impl<'d> Lowering<'d> {
                 });
             if let Some(r) = &resource {
                 self.check_virt_resource(&ctx, r);
-                // Built-in kinds (the core group) select by as many fields as kube's own
-                // strategies; the CRD limit holds for the rest.
-                let builtin = gvks.iter().all(|g| g.group.is_empty());
+                // Built-in kinds (those taking strategic merge patches) select by as many
+                // fields as kube's own strategies; the CRD limit holds for the rest.
+                let builtin = r.strategic_merge_patch;
                 self.check_selectable_fields(&ctx, def, &r.selectable_fields, builtin);
                 if r.events {
                     self.check_event_fields(&ctx, def, r.namespaced);

@@ -127,8 +127,9 @@ impl<'d> Lowering<'d> {
                         .filter(|verb| acts.iter().any(|a| a.verb() == *verb))
                         .collect();
                     // kube lists a built-in kind's verbs sorted, a custom resource's in
-                    // apiextensions' order.
-                    if g.name.is_empty() {
+                    // apiextensions' order (built-in kinds are those taking strategic merge
+                    // patches).
+                    if r.strategic_merge_patch {
                         verbs.sort_unstable();
                     }
                     index.insert(i, resources.len());
@@ -296,12 +297,26 @@ mod tests {
         d.kind("", "v1", "Namespace", "namespaces", false);
         d.status("", "v1", "Namespace");
         d.kind("a.io", "v1", "Thing", "things", true);
-        let api = lower_json(d.build()).unwrap();
+        // kube's own kinds take strategic merge patches.
+        let mut doc = d.build();
+        for (def, path) in [
+            ("io.k8s.api.core.v1.ConfigMap", "/api/v1/namespaces/{namespace}/configmaps/{name}"),
+            ("io.k8s.api.core.v1.Namespace", "/api/v1/namespaces/{name}"),
+            ("io.k8s.api.core.v1.Namespace", "/api/v1/namespaces/{name}/status"),
+        ] {
+            doc["definitions"][def]["x-virt-resource"]["strategicMergePatch"] =
+                serde_json::json!(true);
+            doc["paths"][path]["patch"]["consumes"] = serde_json::json!([
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json"
+            ]);
+        }
+        let api = lower_json(doc).unwrap();
         let r: Vec<_> =
             api.resources.iter().map(|r| (r.group.as_str(), r.plural.as_str())).collect();
         assert_eq!(r, [("", "configmaps"), ("", "namespaces"), ("a.io", "things")]);
         assert!(api.resources[1].status_subresource);
-        // Built-in kinds list their verbs sorted, as kube's discovery does.
+        // kube's own kinds list their verbs sorted, as its discovery does.
         let verbs =
             ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
         assert_eq!(api.resources[0].verbs, verbs);

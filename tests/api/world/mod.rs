@@ -1,0 +1,5 @@
+//! The world around a VM: kube's own kinds a cluster has beside KubeVirt's (nodes, pods,
+//! services, endpoints, volumes and their claims, storage classes, endpoint slices), served
+//! as kube-apiserver serves them.
+
+mod kinds;
