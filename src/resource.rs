@@ -174,8 +174,10 @@ pub enum Cell {
     /// The value at a JSONPath, as `jsonPath` columns read it.
     Path(&'static str),
     Int(i64),
+    Bool(bool),
     Str(&'static str),
-    /// The first value that is set: not null, missing, "", 0 or empty.
+    /// The first value that is set (not null, missing, "", 0, false or empty), else the last
+    /// one's value as it is (a literal default).
     FirstOf(&'static [Cell]),
     /// How many entries the maps and lists hold, together (missing ones hold none).
     Count(&'static [Cell]),
@@ -186,6 +188,36 @@ pub enum Cell {
     /// A timestamp as the age kube's printers show (`translateTimestampSince`: `<unknown>` when
     /// unset).
     Age(&'static Cell),
+    /// One of kube's printers' cells that is a program over the object (`object::printers`).
+    Printer(Printer),
+}
+
+/// kube's printers.go cells that read several fields by rules (K8S
+/// pkg/printers/internalversion/printers.go), each named for what it prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Printer {
+    PodReady,
+    PodStatus,
+    PodRestarts,
+    PodReadinessGates,
+    NodeStatus,
+    NodeRoles,
+    ServiceExternalIP,
+    ServicePorts,
+    ServiceSelector,
+    Endpoints,
+    /// A volume's or claim's phase, `Terminating` while it is deleted.
+    TerminatingPhase,
+    ClaimCapacity,
+    ClaimAccessModes,
+    ClaimStorageClass,
+    VolumeAccessModes,
+    VolumeClaim,
+    VolumeStorageClass,
+    /// A storage class's name, ` (default)` after the default's.
+    StorageClassName,
+    EndpointSlicePorts,
+    EndpointSliceEndpoints,
 }
 
 /// One API group, as `/apis` lists it.

@@ -20,7 +20,7 @@
 //! `openapi_v3_document`, ...).
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::quote;
+use quote::{format_ident, quote};
 
 use crate::model::{Action, Api, Handler, Operation, OperationKind, Resource, Route, Subresource};
 use crate::swagger::Method;
@@ -274,6 +274,7 @@ fn cell_tokens(cell: &crate::model::Cell) -> TokenStream {
             quote!(self::rt::Cell::Int(#n))
         }
         Cell::Str(s) => quote!(self::rt::Cell::Str(#s)),
+        Cell::Bool(b) => quote!(self::rt::Cell::Bool(#b)),
         Cell::FirstOf(cells) => {
             let l = list(cells);
             quote!(self::rt::Cell::FirstOf(#l))
@@ -293,6 +294,12 @@ fn cell_tokens(cell: &crate::model::Cell) -> TokenStream {
         Cell::Age(inner) => {
             let inner = cell_tokens(inner);
             quote!(self::rt::Cell::Age(&#inner))
+        }
+        Cell::Printer(name) => {
+            let mut chars = name.chars();
+            let first = chars.next().map(|c| c.to_ascii_uppercase()).into_iter();
+            let variant = format_ident!("{}", first.chain(chars).collect::<String>());
+            quote!(self::rt::Cell::Printer(self::rt::Printer::#variant))
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod limits;
 pub mod managed_fields;
 pub mod meta;
 pub mod patch;
+pub mod printers;
 pub mod protobuf;
 pub mod schema;
 pub mod selector;

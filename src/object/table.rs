@@ -179,9 +179,15 @@ fn compute<'a>(c: &Cell, obj: &'a Value, now: i64) -> Option<Cow<'a, Value>> {
         Cell::Path(p) => first_result(p, obj).map(Cow::Borrowed),
         Cell::Int(n) => Some(Cow::Owned(Value::from(*n))),
         Cell::Str(s) => Some(Cow::Owned(Value::from(*s))),
+        Cell::Bool(b) => Some(Cow::Owned(Value::Bool(*b))),
         Cell::FirstOf(options) => {
-            options.iter().filter_map(|o| compute(o, obj, now)).find(|v| is_set(v))
+            let (last, rest) = options.split_last()?;
+            rest.iter()
+                .filter_map(|o| compute(o, obj, now))
+                .find(|v| is_set(v))
+                .or_else(|| compute(last, obj, now))
         }
+        Cell::Printer(p) => Some(Cow::Owned(super::printers::cell(*p, obj, now))),
         Cell::Count(parts) => {
             let size = |v: &Value| match v {
                 Value::Object(m) => m.len(),

@@ -368,7 +368,7 @@ mod tests {
     fn built_in_kinds_take_the_urls_type_meta_and_custom_resources_must_carry_it() {
         let core = crate::generated::RESOURCES.iter().find(|r| r.group.is_empty() && r.is_stored());
         let custom =
-            crate::generated::RESOURCES.iter().find(|r| !r.group.is_empty() && r.is_stored());
+            crate::generated::RESOURCES.iter().find(|r| !r.strategic_merge_patch && r.is_stored());
         let (Some(core), Some(custom)) = (core, custom) else {
             panic!("the document serves a core kind and a custom resource")
         };

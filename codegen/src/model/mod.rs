@@ -188,13 +188,41 @@ pub struct PrinterColumn {
 pub enum Cell {
     Path(String),
     Int(i64),
+    Bool(bool),
     Str(String),
     FirstOf(Vec<Cell>),
     Count(Vec<Cell>),
     Lower(Box<Cell>),
     Join(String, Vec<Cell>),
     Age(Box<Cell>),
+    /// One of kube's printers of a built-in kind's cell (`rt::Printer`, by its camelCase name).
+    Printer(String),
 }
+
+/// The printers `{"printer": name}` names: kube's printers.go cells that are programs over the
+/// object (the server's `rt::Printer`, one variant each).
+pub const PRINTERS: &[&str] = &[
+    "podReady",
+    "podStatus",
+    "podRestarts",
+    "podReadinessGates",
+    "nodeStatus",
+    "nodeRoles",
+    "serviceExternalIP",
+    "servicePorts",
+    "serviceSelector",
+    "endpoints",
+    "terminatingPhase",
+    "claimCapacity",
+    "claimAccessModes",
+    "claimStorageClass",
+    "volumeAccessModes",
+    "volumeClaim",
+    "volumeStorageClass",
+    "storageClassName",
+    "endpointSlicePorts",
+    "endpointSliceEndpoints",
+];
 
 impl Cell {
     /// A cell's JSON form in the document, checked; `Err` says what is wrong.
@@ -212,6 +240,7 @@ impl Cell {
                 Ok(Cell::Path(s.clone()))
             }
             Value::String(s) => Ok(Cell::Str(s.clone())),
+            Value::Bool(b) => Ok(Cell::Bool(*b)),
             Value::Number(n) => {
                 n.as_i64().map(Cell::Int).ok_or_else(|| format!("{n} is not an integer"))
             }
@@ -231,8 +260,13 @@ impl Cell {
                             _ => Err("join: expects {\"separator\": .., \"parts\": [..]}".into()),
                         }
                     }
+                    "printer" => match arg.as_str() {
+                        Some(name) if PRINTERS.contains(&name) => Ok(Cell::Printer(name.into())),
+                        _ => Err(format!("printer: {arg} is none of {}", PRINTERS.join(", "))),
+                    },
                     other => Err(format!(
-                        "unknown cell function `{other}` (known: firstOf, count, lower, join, age)"
+                        "unknown cell function `{other}` (known: firstOf, count, lower, join, age, \
+                         printer)"
                     )),
                 }
             }

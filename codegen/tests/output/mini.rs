@@ -125,6 +125,33 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
                     ),
                 ),
             },
+            self::rt::PrinterColumn {
+                name: "Keepers",
+                type_: "string",
+                format: "",
+                description: "Who keeps it, as kube's printers list node roles.",
+                priority: 1,
+                json_path: "",
+                cell: ::std::option::Option::Some(
+                    &self::rt::Cell::Printer(self::rt::Printer::NodeRoles),
+                ),
+            },
+            self::rt::PrinterColumn {
+                name: "Open",
+                type_: "string",
+                format: "",
+                description: "Whether it is open (false unless said).",
+                priority: 1,
+                json_path: "",
+                cell: ::std::option::Option::Some(
+                    &self::rt::Cell::FirstOf(
+                        &[
+                            self::rt::Cell::Path(".spec.open"),
+                            self::rt::Cell::Bool(false),
+                        ],
+                    ),
+                ),
+            },
         ],
         token_field: ::std::option::Option::None,
         status_subresource: true,

@@ -183,3 +183,236 @@ fn status_is_a_subresource_of_pods_nodes_services_and_volumes() {
         assert_eq!(sub["status"], status["status"], "{path}");
     }
 }
+
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+/// The Table's header names and its first row's cells, as `kubectl get -o wide` shows them.
+fn table(s: &TestServer, path: &str) -> (Vec<String>, Vec<Value>) {
+    let r = s.request("GET", path, &[("Accept", TABLE)], None);
+    assert_eq!(r.status, 200, "{path}: {}", r.text());
+    let t = r.json();
+    let names = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    let cells = t["rows"][0]["cells"].as_array().unwrap().clone();
+    (names, cells)
+}
+
+/// kube's printers (K8S pkg/printers/internalversion/printers.go): every column and cell of
+/// each kind, wide, as kube-apiserver's Table has them.
+#[test]
+fn tables_print_the_world_kinds_as_kubes_printers_do() {
+    let (s, k) = world();
+    let status = |path: &str, status: Value| {
+        let r = s.patch(&format!("{path}/status"), MERGE, &json!({ "status": status }));
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+    };
+    status(
+        &format!("/api/v1/namespaces/{NS}/pods/web"),
+        json!({"phase": "Running", "podIP": "10.244.0.5", "podIPs": [{"ip": "10.244.0.5"}],
+               "conditions": [{"type": "Ready", "status": "True"}],
+               "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0, "image": "busybox",
+                                      "imageID": "", "state": {"running": {}}}]}),
+    );
+    status(
+        "/api/v1/nodes/node01",
+        json!({"conditions": [{"type": "Ready", "status": "True"}],
+               "addresses": [{"type": "InternalIP", "address": "192.168.66.101"},
+                             {"type": "Hostname", "address": "node01"}],
+               "nodeInfo": {"kubeletVersion": "v1.32.0", "osImage": "Debian GNU/Linux 12",
+                            "kernelVersion": "6.1.0", "containerRuntimeVersion": "containerd://1.7.24",
+                            "architecture": "amd64", "bootID": "b", "kubeProxyVersion": "v1.32.0",
+                            "machineID": "m", "operatingSystem": "linux", "systemUUID": "u"}}),
+    );
+    status(
+        &format!("/api/v1/namespaces/{NS}/persistentvolumeclaims/disk"),
+        json!({"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}),
+    );
+    k.ok(&["patch", "pvc", "disk", "-p", r#"{"spec": {"volumeName": "pv1"}}"#]);
+    k.ok(&["cordon", "node01"]);
+    k.ok(&["annotate", "sc", "local", "storageclass.kubernetes.io/is-default-class=true"]);
+    let age = |cells: &[Value], at: usize| {
+        assert!(cells[at].as_str().unwrap().ends_with('s'), "an age: {}", cells[at]);
+    };
+
+    let (names, cells) = table(&s, "/api/v1/nodes");
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Status",
+            "Roles",
+            "Age",
+            "Version",
+            "Internal-IP",
+            "External-IP",
+            "OS-Image",
+            "Kernel-Version",
+            "Container-Runtime"
+        ]
+    );
+    age(&cells, 3);
+    assert_eq!(cells[..3], [json!("node01"), json!("Ready,SchedulingDisabled"), json!("<none>")]);
+    assert_eq!(
+        cells[4..],
+        [
+            json!("v1.32.0"),
+            json!("192.168.66.101"),
+            json!("<none>"),
+            json!("Debian GNU/Linux 12"),
+            json!("6.1.0"),
+            json!("containerd://1.7.24")
+        ]
+    );
+
+    let (names, cells) = table(&s, &format!("/api/v1/namespaces/{NS}/pods"));
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Ready",
+            "Status",
+            "Restarts",
+            "Age",
+            "IP",
+            "Node",
+            "Nominated Node",
+            "Readiness Gates"
+        ]
+    );
+    assert_eq!(cells[..4], [json!("web"), json!("1/1"), json!("Running"), json!("0")]);
+    assert_eq!(
+        cells[5..],
+        [json!("10.244.0.5"), json!("node01"), json!("<none>"), json!("<none>")]
+    );
+
+    let (names, cells) = table(&s, &format!("/api/v1/namespaces/{NS}/services"));
+    assert_eq!(names, ["Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]);
+    // No defaults or addresses yet: the type and protocol are as the client wrote them.
+    assert_eq!(
+        cells[..5],
+        [json!("web"), json!(""), json!("<none>"), json!("<unknown>"), json!("80/,81/")]
+    );
+    assert_eq!(cells[6], "app=web");
+
+    let (names, cells) = table(&s, &format!("/api/v1/namespaces/{NS}/endpoints"));
+    assert_eq!(names, ["Name", "Endpoints", "Age"]);
+    assert_eq!(cells[..2], [json!("web"), json!("10.244.0.5:8080")]);
+
+    let (names, cells) =
+        table(&s, &format!("/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices"));
+    assert_eq!(names, ["Name", "AddressType", "Ports", "Endpoints", "Age"]);
+    assert_eq!(
+        cells[..4],
+        [json!("web-abc"), json!("IPv4"), json!("<unset>"), json!("10.244.0.5")]
+    );
+
+    let (names, cells) = table(&s, &format!("/api/v1/namespaces/{NS}/persistentvolumeclaims"));
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Status",
+            "Volume",
+            "Capacity",
+            "Access Modes",
+            "StorageClass",
+            "VolumeAttributesClass",
+            "Age",
+            "VolumeMode"
+        ]
+    );
+    assert_eq!(
+        cells[..7],
+        [
+            json!("disk"),
+            json!("Bound"),
+            json!("pv1"),
+            json!("1Gi"),
+            json!("RWO"),
+            json!(""),
+            json!("<unset>")
+        ]
+    );
+    assert_eq!(cells[8], "<unset>");
+
+    let (names, cells) = table(&s, "/api/v1/persistentvolumes");
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Capacity",
+            "Access Modes",
+            "Reclaim Policy",
+            "Status",
+            "Claim",
+            "StorageClass",
+            "VolumeAttributesClass",
+            "Reason",
+            "Age",
+            "VolumeMode"
+        ]
+    );
+    assert_eq!(
+        cells[..9],
+        [
+            json!("pv1"),
+            json!("1Gi"),
+            json!("RWO"),
+            json!(""),
+            json!(""),
+            json!(""),
+            json!(""),
+            json!("<unset>"),
+            json!("")
+        ]
+    );
+
+    let (names, cells) = table(&s, "/apis/storage.k8s.io/v1/storageclasses");
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Provisioner",
+            "ReclaimPolicy",
+            "VolumeBindingMode",
+            "AllowVolumeExpansion",
+            "Age"
+        ]
+    );
+    assert_eq!(
+        cells[..5],
+        [
+            json!("local (default)"),
+            json!("kubernetes.io/no-provisioner"),
+            json!("Delete"),
+            json!("Immediate"),
+            json!(false)
+        ]
+    );
+
+    // kubectl shows the wide columns with -o wide only.
+    let wide = k.ok(&["get", "nodes", "-o", "wide"]);
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "STATUS",
+            "ROLES",
+            "AGE",
+            "VERSION",
+            "INTERNAL-IP",
+            "EXTERNAL-IP",
+            "OS-IMAGE",
+            "KERNEL-VERSION",
+            "CONTAINER-RUNTIME"
+        ]
+    );
+    let narrow = k.ok(&["get", "pods"]);
+    let header: Vec<&str> = narrow.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+}

@@ -443,7 +443,10 @@ mod tests {
             cell(json!({"age": ".metadata.creationTimestamp"})),
             Ok(Cell::Age(Box::new(Cell::Path(".metadata.creationTimestamp".into()))))
         );
+        assert_eq!(cell(json!({"printer": "podStatus"})), Ok(Cell::Printer("podStatus".into())));
+        assert_eq!(cell(json!(false)), Ok(Cell::Bool(false)));
         for (bad, want) in [
+            (json!({"printer": "podColour"}), "printer: \"podColour\" is none of podReady"),
             (json!({"count": []}), "count: expects a non-empty list"),
             (json!({"sum": [".a"]}), "unknown cell function `sum`"),
             (json!({"join": {"parts": [".a"]}}), "join: expects"),
