@@ -142,3 +142,110 @@ def test_watch_follows_a_simulated_vm_to_running(simulating_server):
     got = custom.get_namespaced_custom_object("kubevirt.io", "v1", "sim", "virtualmachines", "runs")
     assert got["status"]["ready"] is True
     assert got["status"]["created"] is True
+
+
+def node_info():
+    """Every field the client's V1NodeSystemInfo requires, as a kubelet reports them."""
+    return client.V1NodeSystemInfo(
+        architecture="amd64",
+        boot_id="b0",
+        container_runtime_version="containerd://1.7.24",
+        kernel_version="6.1.0",
+        kube_proxy_version="v1.32.0",
+        kubelet_version="v1.32.0",
+        machine_id="m0",
+        operating_system="linux",
+        os_image="Debian GNU/Linux 12",
+        system_uuid="u0",
+    )
+
+
+def test_typed_clients_list_and_watch_the_world_kinds(server):
+    """CoreV1Api, StorageV1Api and DiscoveryV1Api on kube's own kinds, deserialized into the
+    client's models (which refuse a node without its nodeInfo fields)."""
+    create_namespace(server, NS)
+    core = client.CoreV1Api(api(server))
+    seen = []
+    done = threading.Event()
+
+    def consume():
+        w = watch.Watch()
+        for event in w.stream(core.list_node, timeout_seconds=10):
+            node = event["object"]
+            seen.append((event["type"], node.metadata.name, node.status and node.status.node_info))
+            if len(seen) == 2:
+                w.stop()
+        done.set()
+
+    t = threading.Thread(target=consume)
+    t.start()
+    core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name="node01")))
+    status = client.V1NodeStatus(
+        node_info=node_info(),
+        addresses=[client.V1NodeAddress(type="InternalIP", address="192.168.66.101")],
+        conditions=[client.V1NodeCondition(type="Ready", status="True")],
+    )
+    core.patch_node_status("node01", {"status": api(server).sanitize_for_serialization(status)})
+    assert done.wait(15), seen
+    t.join()
+    assert [(kind, name) for kind, name, _ in seen] == [("ADDED", "node01"), ("MODIFIED", "node01")]
+    assert seen[1][2].kubelet_version == "v1.32.0"
+    nodes = core.list_node()
+    assert [n.metadata.name for n in nodes.items] == ["node01"]
+    assert nodes.items[0].status.addresses[0].address == "192.168.66.101"
+
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="web", labels={"app": "web"}),
+        spec=client.V1PodSpec(
+            node_name="node01",
+            containers=[
+                client.V1Container(
+                    name="c",
+                    image="busybox",
+                    resources=client.V1ResourceRequirements(requests={"cpu": "1", "memory": "64Mi"}),
+                )
+            ],
+        ),
+    )
+    core.create_namespaced_pod(NS, pod)
+    pods = core.list_namespaced_pod(NS, field_selector="spec.nodeName=node01")
+    assert [p.metadata.name for p in pods.items] == ["web"]
+    assert pods.items[0].spec.containers[0].resources.requests == {"cpu": "1", "memory": "64Mi"}
+
+    svc = client.V1Service(
+        metadata=client.V1ObjectMeta(name="web"),
+        spec=client.V1ServiceSpec(
+            selector={"app": "web"}, ports=[client.V1ServicePort(port=80, target_port=8080)]
+        ),
+    )
+    core.create_namespaced_service(NS, svc)
+    assert core.read_namespaced_service("web", NS).spec.ports[0].target_port == 8080
+    assert [s.metadata.name for s in core.list_service_for_all_namespaces().items] == ["web"]
+
+    claim = client.V1PersistentVolumeClaim(
+        metadata=client.V1ObjectMeta(name="disk"),
+        spec=client.V1PersistentVolumeClaimSpec(
+            access_modes=["ReadWriteOnce"],
+            resources=client.V1VolumeResourceRequirements(requests={"storage": "1Gi"}),
+        ),
+    )
+    core.create_namespaced_persistent_volume_claim(NS, claim)
+    assert [c.metadata.name for c in core.list_namespaced_persistent_volume_claim(NS).items] == ["disk"]
+
+    storage = client.StorageV1Api(api(server))
+    storage.create_storage_class(
+        client.V1StorageClass(metadata=client.V1ObjectMeta(name="local"), provisioner="kubernetes.io/no-provisioner")
+    )
+    assert [c.provisioner for c in storage.list_storage_class().items] == ["kubernetes.io/no-provisioner"]
+
+    discovery = client.DiscoveryV1Api(api(server))
+    discovery.create_namespaced_endpoint_slice(
+        NS,
+        client.V1EndpointSlice(
+            metadata=client.V1ObjectMeta(name="web-abc", labels={"kubernetes.io/service-name": "web"}),
+            address_type="IPv4",
+            endpoints=[client.V1Endpoint(addresses=["10.244.0.5"])],
+        ),
+    )
+    slices = discovery.list_namespaced_endpoint_slice(NS, label_selector="kubernetes.io/service-name=web")
+    assert slices.items[0].endpoints[0].addresses == ["10.244.0.5"]

@@ -5,7 +5,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Discovery, Scope};
@@ -204,6 +205,68 @@ async fn runtime_watcher_follows_changes() {
         }
     }
     assert_eq!(seen, ["apply after 0", "apply after 1", "delete before"]);
+}
+
+/// kube's own kinds through their typed `Api`s: a node watched while it changes, pods selected
+/// by node, a service's IntOrString port, a storage class.
+#[tokio::test]
+async fn typed_apis_list_and_watch_the_world_kinds() {
+    let s = start().await;
+    let c = client(&s).await;
+    namespace(&c, "world").await;
+    let nodes: Api<Node> = Api::all(c.clone());
+    let mut events = watcher(nodes.clone(), watcher::Config::default()).boxed();
+    loop {
+        let ev = tokio::time::timeout(Duration::from_secs(10), events.try_next()).await;
+        if let Some(watcher::Event::InitDone) = ev.unwrap().unwrap() {
+            break;
+        }
+    }
+    let node: Node = serde_json::from_value(json!({"metadata": {"name": "node01"},
+                                                   "spec": {"podCIDR": "10.244.0.0/24"}}))
+    .unwrap();
+    nodes.create(&PostParams::default(), &node).await.unwrap();
+    let cordon = json!({"spec": {"unschedulable": true}});
+    nodes.patch("node01", &PatchParams::default(), &Patch::Strategic(&cordon)).await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let ev = tokio::time::timeout(Duration::from_secs(10), events.try_next()).await;
+        if let Some(watcher::Event::Apply(n)) = ev.unwrap().unwrap() {
+            seen.push(n.spec.and_then(|s| s.unschedulable).unwrap_or(false));
+        }
+    }
+    assert_eq!(seen, [false, true]);
+
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "world");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"nodeName": "node01", "containers": [{"name": "c", "image": "busybox"}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let on_node = pods.list(&ListParams::default().fields("spec.nodeName=node01")).await.unwrap();
+    let names: Vec<_> = on_node.items.iter().filter_map(|p| p.metadata.name.clone()).collect();
+    assert_eq!(names, ["web"]);
+
+    let services: Api<Service> = Api::namespaced(c.clone(), "world");
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}))
+    .unwrap();
+    services.create(&PostParams::default(), &svc).await.unwrap();
+    let got = services.get("web").await.unwrap();
+    let port = &got.spec.unwrap().ports.unwrap()[0];
+    assert_eq!(
+        port.target_port,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(8080))
+    );
+
+    let classes: Api<StorageClass> = Api::all(c);
+    let class: StorageClass = serde_json::from_value(json!({
+        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner"}))
+    .unwrap();
+    classes.create(&PostParams::default(), &class).await.unwrap();
+    let listed = classes.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items[0].provisioner, "kubernetes.io/no-provisioner");
 }
 
 #[tokio::test]
