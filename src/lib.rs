@@ -23,7 +23,7 @@ pub use http::{authn, authz, filters, kubeconfig, server, tls};
 /// Wire formats the fuzz targets drive.
 pub use http::{codec::decode_body, params::ContinueToken};
 /// Pure object semantics the tests and the fuzz targets drive directly.
-pub use object::{duration, limits, meta, patch, selector, strict_decoding, validation};
+pub use object::{defaults, duration, limits, meta, patch, selector, strict_decoding, validation};
 /// Create-only token requests' signed answers.
 pub use registry::token;
 /// The flags, the configuration they validate into, and a complete server run from it (the

@@ -27,7 +27,9 @@ fn walk(v: &mut Value, schema: &Value, root: bool) {
                         continue;
                     }
                     let missing = map.get(k).is_none_or(Value::is_null);
-                    if let Some(default) = resolve(prop).get("default").filter(|_| missing) {
+                    // A reference's own default (beside its `$ref`) comes first.
+                    let default = prop.get("default").or_else(|| resolve(prop).get("default"));
+                    if let Some(default) = default.filter(|_| missing) {
                         map.insert(k.clone(), default.clone());
                     }
                 }

@@ -229,6 +229,9 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     }
     set_storage_version(res, obj);
     subresource::prepare_create(res, obj, &name)?;
+    // kube defaults on every decode, the read back from storage too: a status the create
+    // dropped gets its defaults (a new claim is Pending).
+    defaults::apply(res, obj);
     // After the status subresource's rule: a new namespace's status is the strategy's own.
     if res.namespaces {
         super::namespaces::prepare_namespace(obj);

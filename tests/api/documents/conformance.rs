@@ -69,7 +69,7 @@ fn cycle(s: &TestServer, res: &'static ResourceInfo) {
     let generation = |n: i64| if res.generation { json!(n) } else { Value::Null };
     assert_eq!(created["metadata"]["generation"], generation(1), "{what}");
     let (content, sample) = sample_content(res, 42).expect("a kind with content");
-    assert_eq!(created[content], sample, "{what}");
+    assert_eq!(created[content], defaulted(res, content, &sample), "{what}");
     let rv0 = rv(&created);
 
     // get
@@ -147,7 +147,7 @@ fn cycle(s: &TestServer, res: &'static ResourceInfo) {
         generation(2),
         "{what}: a {content} change bumps generation"
     );
-    assert_eq!(v2[content], sample, "{what}");
+    assert_eq!(v2[content], defaulted(res, content, &sample), "{what}");
     assert_eq!(s.get_json(&path), v2, "{what}");
 
     // delete
@@ -255,4 +255,12 @@ fn v1alpha3_write_reads_as_v1() {
     assert_eq!(got["apiVersion"], "kubevirt.io/v1");
     assert_eq!(got["metadata"], created["metadata"]);
     assert_eq!(got["spec"], created["spec"]);
+}
+
+/// `value` of `field` as the server stores it: with the schema's defaults (kube's, for its own
+/// kinds).
+fn defaulted(res: &ResourceInfo, field: &str, value: &Value) -> Value {
+    let mut obj = json!({ field: value });
+    virt_apiserver::defaults::apply(res, &mut obj);
+    obj[field].take()
 }

@@ -291,10 +291,16 @@ fn tables_print_the_world_kinds_as_kubes_printers_do() {
 
     let (names, cells) = table(&s, &format!("/api/v1/namespaces/{NS}/services"));
     assert_eq!(names, ["Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]);
-    // No defaults or addresses yet: the type and protocol are as the client wrote them.
+    // No cluster IP is allocated yet.
     assert_eq!(
         cells[..5],
-        [json!("web"), json!(""), json!("<none>"), json!("<unknown>"), json!("80/,81/")]
+        [
+            json!("web"),
+            json!("ClusterIP"),
+            json!("<none>"),
+            json!("<none>"),
+            json!("80/TCP,81/TCP")
+        ]
     );
     assert_eq!(cells[6], "app=web");
 
@@ -337,7 +343,7 @@ fn tables_print_the_world_kinds_as_kubes_printers_do() {
             json!("<unset>")
         ]
     );
-    assert_eq!(cells[8], "<unset>");
+    assert_eq!(cells[8], "Filesystem");
 
     let (names, cells) = table(&s, "/api/v1/persistentvolumes");
     assert_eq!(
@@ -362,8 +368,8 @@ fn tables_print_the_world_kinds_as_kubes_printers_do() {
             json!("pv1"),
             json!("1Gi"),
             json!("RWO"),
-            json!(""),
-            json!(""),
+            json!("Retain"),
+            json!("Pending"),
             json!(""),
             json!(""),
             json!("<unset>"),
@@ -415,4 +421,43 @@ fn tables_print_the_world_kinds_as_kubes_printers_do() {
     let narrow = k.ok(&["get", "pods"]);
     let header: Vec<&str> = narrow.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+}
+
+/// kube's defaults (K8S pkg/apis/core/v1/defaults.go, storage/v1/defaults.go): what a client
+/// leaves out reads back as kube fills it, a new claim or volume is Pending.
+#[test]
+fn the_world_kinds_read_back_with_kubes_defaults() {
+    let (_s, k) = world();
+    let pod = json_of(&k, &["get", "pod", "web"]);
+    let spec = &pod["spec"];
+    for (field, want) in [
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("schedulerName", json!("default-scheduler")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("enableServiceLinks", json!(true)),
+        ("securityContext", json!({})),
+        ("restartPolicy", json!("Never")),
+    ] {
+        assert_eq!(spec[field], want, "spec.{field}");
+    }
+    let c = &spec["containers"][0];
+    assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(c["terminationMessagePolicy"], "File");
+    assert_eq!(c["ports"][0]["protocol"], "TCP");
+    let svc = json_of(&k, &["get", "svc", "web"]);
+    assert_eq!(
+        (&svc["spec"]["type"], &svc["spec"]["sessionAffinity"]),
+        (&json!("ClusterIP"), &json!("None"))
+    );
+    let claim = json_of(&k, &["get", "pvc", "disk"]);
+    assert_eq!(claim["status"], json!({"phase": "Pending"}));
+    assert_eq!(claim["spec"]["volumeMode"], "Filesystem");
+    let pv = json_of(&k, &["get", "pv", "pv1"]);
+    assert_eq!(pv["status"], json!({"phase": "Pending"}));
+    assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+    let sc = json_of(&k, &["get", "sc", "local"]);
+    assert_eq!(
+        (&sc["reclaimPolicy"], &sc["volumeBindingMode"]),
+        (&json!("Delete"), &json!("Immediate"))
+    );
 }

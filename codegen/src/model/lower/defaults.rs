@@ -10,8 +10,9 @@ impl Lowering<'_> {
     /// Every `default` in the definitions, against the `type` beside it.
     pub(super) fn check_defaults(&mut self) {
         let mut found = Vec::new();
-        for (name, def) in &self.doc.definitions {
-            defaults_in(def, name, &mut found);
+        let defs = &self.doc.definitions;
+        for (name, def) in defs {
+            defaults_in(def, name, &|r| defs.get(r), &mut found);
         }
         for (ctx, problem) in found {
             self.problem(&format!("definition {ctx}"), problem);
@@ -19,9 +20,19 @@ impl Lowering<'_> {
     }
 }
 
-fn defaults_in(schema: &Value, path: &str, out: &mut Vec<(String, String)>) {
+/// A definition by name.
+type Lookup<'a> = dyn Fn(&str) -> Option<&'a Value> + 'a;
+
+fn defaults_in<'a>(
+    schema: &'a Value,
+    path: &str,
+    lookup: &Lookup<'a>,
+    out: &mut Vec<(String, String)>,
+) {
     if let Some(default) = schema.get("default") {
-        let ty = schema.get("type").and_then(Value::as_str);
+        // A reference's default fits the type of what it refers to.
+        let target = openapi_ref::resolve(lookup, schema).unwrap_or(schema);
+        let ty = schema.get("type").or_else(|| target.get("type")).and_then(Value::as_str);
         let fits = match ty {
             Some("string") => default.is_string(),
             Some("integer") => default.is_i64() || default.is_u64(),
@@ -38,12 +49,12 @@ fn defaults_in(schema: &Value, path: &str, out: &mut Vec<(String, String)>) {
     }
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (k, v) in props {
-            defaults_in(v, &format!("{path}.{k}"), out);
+            defaults_in(v, &format!("{path}.{k}"), lookup, out);
         }
     }
     for key in ["items", "additionalProperties"] {
         if let Some(child) = schema.get(key).filter(|c| c.is_object()) {
-            defaults_in(child, &format!("{path}[]"), out);
+            defaults_in(child, &format!("{path}[]"), lookup, out);
         }
     }
 }
@@ -62,13 +73,17 @@ mod tests {
         let props = &mut doc["definitions"]["io.a.v1.Thing"]["properties"];
         props["type"] = json!({"type": "string", "default": "Opaque"});
         props["spec"]["properties"]["n"] = json!({"type": "integer", "default": 3});
+        // A reference's default fits what it refers to.
+        props["meta"] = json!({"$ref": "#/definitions/io.a.v1.ThingList", "default": {}});
         lower_json(doc.clone()).unwrap();
         let props = &mut doc["definitions"]["io.a.v1.Thing"]["properties"];
         props["spec"]["properties"]["n"]["default"] = json!("three");
         props["list"] = json!({"type": "array", "items": {"default": 1}});
+        props["meta"]["default"] = json!([]);
         let problems = lower_json(doc).unwrap_err();
         assert_problem(&problems, "io.a.v1.Thing.spec.n: default \"three\" does not fit integer");
         assert_problem(&problems, "io.a.v1.Thing.list[]: default 1 does not fit no type");
-        assert_eq!(problems.len(), 2, "{}", problems.join("\n"));
+        assert_problem(&problems, "io.a.v1.Thing.meta: default [] does not fit object");
+        assert_eq!(problems.len(), 3, "{}", problems.join("\n"));
     }
 }
