@@ -139,6 +139,8 @@ pub enum ValueFormat {
 pub struct SelectableField {
     pub name: &'static str,
     pub json_path: &'static str,
+    /// What the field reads as where an object lacks it (`false` for a built-in kind's boolean).
+    pub missing: &'static str,
 }
 
 /// A CRD's `subresources.scale`: simple JSON paths into the object, such as `.spec.replicas`.

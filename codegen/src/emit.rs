@@ -171,8 +171,8 @@ fn resource(r: &Resource) -> TokenStream {
         }
     }));
     let selectable = selectable_fields.iter().map(|f| {
-        let (name, json_path) = (&f.name, &f.json_path);
-        quote!(self::rt::SelectableField { name: #name, json_path: #json_path })
+        let (name, json_path, missing) = (&f.name, &f.json_path, &f.missing);
+        quote!(self::rt::SelectableField { name: #name, json_path: #json_path, missing: #missing })
     });
     let data_rules = option(data_rules.as_ref().map(|d| {
         let rules = data_rules_tokens(d);

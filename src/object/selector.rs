@@ -330,8 +330,9 @@ struct FieldTerm {
 enum FieldName {
     Name,
     Namespace,
-    /// A kind's selectable field, by its JSON pointer (`/spec/color`).
-    Selectable(String),
+    /// A kind's selectable field, by its JSON pointer (`/spec/color`), and what it reads as
+    /// where missing.
+    Selectable(String, &'static str),
 }
 
 /// A parsed `fieldSelector` over the fields custom resources support.
@@ -359,7 +360,7 @@ impl FieldSelector {
                 "metadata.name" => FieldName::Name,
                 "metadata.namespace" if namespaced => FieldName::Namespace,
                 other => match selectable.iter().find(|f| f.name == other) {
-                    Some(f) => FieldName::Selectable(f.json_path.replace('.', "/")),
+                    Some(f) => FieldName::Selectable(f.json_path.replace('.', "/"), f.missing),
                     None => return Err(format!("field label not supported: {other}")),
                 },
             };
@@ -379,12 +380,16 @@ impl FieldSelector {
 
     pub fn matches(&self, obj: &Value) -> bool {
         self.terms.iter().all(|t| {
-            let path = match &t.field {
-                FieldName::Name => "/metadata/name",
-                FieldName::Namespace => "/metadata/namespace",
-                FieldName::Selectable(pointer) => pointer,
+            let (path, missing) = match &t.field {
+                FieldName::Name => ("/metadata/name", ""),
+                FieldName::Namespace => ("/metadata/namespace", ""),
+                FieldName::Selectable(pointer, missing) => (pointer.as_str(), *missing),
             };
-            (field_text(obj.pointer(path)) == t.value) == t.equal
+            let text = match obj.pointer(path) {
+                None | Some(Value::Null) => missing.into(),
+                found => field_text(found),
+            };
+            (text == t.value) == t.equal
         })
     }
 }
@@ -531,10 +536,10 @@ mod tests {
     #[test]
     fn selectable_fields_compare_as_text() {
         let fields = [
-            SelectableField { name: "spec.color", json_path: ".spec.color" },
-            SelectableField { name: "source", json_path: ".source.component" },
-            SelectableField { name: "spec.size", json_path: ".spec.size" },
-            SelectableField { name: "spec.on", json_path: ".spec.on" },
+            SelectableField { name: "spec.color", json_path: ".spec.color", missing: "" },
+            SelectableField { name: "source", json_path: ".source.component", missing: "" },
+            SelectableField { name: "spec.size", json_path: ".spec.size", missing: "" },
+            SelectableField { name: "spec.on", json_path: ".spec.on", missing: "false" },
         ];
         let obj = json!({"metadata": {"name": "a"}, "source": {"component": "kubelet"},
                          "spec": {"color": "blue", "size": 3, "on": true}});
@@ -543,8 +548,10 @@ mod tests {
         assert!(sel("spec.size=3,spec.on=true").matches(&obj));
         assert!(!sel("spec.color!=blue").matches(&obj));
         assert!(!sel("source=scheduler").matches(&obj));
-        // A missing field is "".
+        // A missing field is "", or its kind's zero value (a built-in kind's false).
         assert!(sel("spec.color=").matches(&json!({"spec": {}})));
+        assert!(sel("spec.on=false").matches(&json!({"spec": {}})));
+        assert!(!sel("spec.on=").matches(&json!({"spec": {}})));
         assert!(sel("spec.color!=blue").matches(&json!({})));
         assert_eq!(
             FieldSelector::parse("spec.shape=x", true, &fields).unwrap_err(),

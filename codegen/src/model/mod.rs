@@ -161,6 +161,9 @@ pub struct SelectableField {
     pub name: String,
     /// The JSON path, e.g. `.spec.color`.
     pub json_path: String,
+    /// What the field reads as where an object lacks it: `false` for a built-in kind's boolean
+    /// (kube selects by its Go struct's zero value), otherwise "".
+    pub missing: String,
 }
 
 /// `x-virt-resource.scale`, validated: simple JSON paths such as `.spec.replicas`.

@@ -165,6 +165,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
             self::rt::SelectableField {
                 name: "spec.habitat",
                 json_path: ".spec.habitat",
+                missing: "",
             },
         ],
         namespaces: false,

@@ -143,6 +143,15 @@ fn pods_are_selected_by_kubes_field_labels() {
     assert_eq!(st["message"], "field label not supported: spec.containers");
     let all = s.get_json("/api/v1/pods?fieldSelector=metadata.name%3Dweb");
     assert_eq!(names(&all), ["web"]);
+    // A node that was never cordoned reads `spec.unschedulable=false`, as kube's Go struct does.
+    let schedulable =
+        ["get", "nodes", "--field-selector", "spec.unschedulable=false", "-o", "name"];
+    assert_eq!(k.ok(&schedulable).trim(), "node/node01");
+    k.ok(&["cordon", "node01"]);
+    assert_eq!(k.ok(&schedulable).trim(), "");
+    let cordoned =
+        k.ok(&["get", "nodes", "--field-selector", "spec.unschedulable=true", "-o", "name"]);
+    assert_eq!(cordoned.trim(), "node/node01");
 }
 
 #[test]

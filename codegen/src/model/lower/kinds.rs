@@ -266,6 +266,19 @@ impl<'d> Lowering<'d> {
         }
     }
 
+    /// What a selectable field at `json_path` reads as where an object lacks it: a built-in
+    /// kind's boolean is its Go zero value `false` (kube's `spec.unschedulable=false` selects an
+    /// uncordoned node), anything else "".
+    pub(super) fn missing_text(&self, def: &str, r: &VirtResource, json_path: &str) -> String {
+        let segs: Vec<&str> = json_path.trim_start_matches('.').split('.').collect();
+        let schema = self.doc.definitions.get(def);
+        let ty = schema.and_then(|s| self.schema_type_at(s, &segs));
+        match (r.strategic_merge_patch, ty) {
+            (true, Some("boolean")) => "false".into(),
+            _ => String::new(),
+        }
+    }
+
     /// The `type` the schema gives the field at `segs` below `schema`, following `$ref`s into
     /// the definitions.
     fn schema_type_at<'a>(&'a self, schema: &'a Value, segs: &[&str]) -> Option<&'a str> {

@@ -180,6 +180,7 @@ impl<'d> Lowering<'d> {
                             .map(|f| SelectableField {
                                 name: selectable_name(f),
                                 json_path: f.json_path.clone(),
+                                missing: self.missing_text(d.name, r, &f.json_path),
                             })
                             .collect(),
                         namespaces: r.namespaces,
