@@ -53,6 +53,8 @@ pub struct ResourceInfo {
     /// Whether names are RFC 1123 subdomains (dots allowed), as kube validates an Event's;
     /// otherwise they are the seed's labels (A.9).
     pub dns_subdomain_names: bool,
+    /// Whether names are RFC 1035 labels, as kube validates a Service's.
+    pub dns1035_label_names: bool,
     /// kube's validation of the kind's data maps (`x-virt-resource.dataRules`), enforced on
     /// every write by `object::data_rules`.
     pub data_rules: Option<&'static DataRules>,
@@ -265,6 +267,7 @@ impl ResourceInfo {
         namespaces: false,
         events: false,
         dns_subdomain_names: false,
+        dns1035_label_names: false,
         data_rules: None,
         generation: true,
         strategic_merge_patch: false,

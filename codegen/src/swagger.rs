@@ -268,6 +268,10 @@ pub struct VirtResource {
     /// most built-in kinds (an Event's `<object>.<nanos>`); otherwise the seed's labels (A.9).
     #[serde(default)]
     pub dns_subdomain_names: bool,
+    /// Names are RFC 1035 labels (a letter first, at most 63 long), as kube validates a
+    /// Service's (`ValidateServiceName`).
+    #[serde(default, rename = "dns1035LabelNames")]
+    pub dns1035_label_names: bool,
     /// kube's validation of the kind's data maps (ConfigMap, Secret), as rules.
     pub data_rules: Option<DataRules>,
     /// Whether objects carry `metadata.generation` (the default, as for custom resources);

@@ -12,6 +12,7 @@ pub const ORPHAN_FINALIZER: &str = "orphan";
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
 
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
@@ -122,6 +123,19 @@ pub fn name_errors(name: &str, max: usize) -> Vec<String> {
     errs
 }
 
+/// Problems with a name that kube validates as an RFC 1035 label (apimachinery
+/// `pkg/util/validation/validation.go`, `IsDNS1035Label`).
+fn dns1035_label_errors(name: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if name.len() > MAX_NAMESPACE_LEN {
+        errs.push(format!("must be no more than {MAX_NAMESPACE_LEN} characters"));
+    }
+    if !is_dns_label_chars(name) || !name.as_bytes()[0].is_ascii_lowercase() {
+        errs.push(DNS1035_LABEL_MSG.to_string());
+    }
+    errs
+}
+
 /// Problems with a name that kube validates as an RFC 1123 subdomain (`NameIsDNSSubdomain`).
 fn subdomain_name_errors(name: &str) -> Vec<String> {
     let mut errs = Vec::new();
@@ -195,6 +209,9 @@ pub enum Names {
     /// RFC 1123 labels, at most 63 long (`NameIsDNSLabel`): namespaces
     /// (apimachinery `pkg/api/validation/generic.go`, `ValidateNamespaceName`).
     Label,
+    /// RFC 1035 labels, a letter first (`NameIsDNS1035Label`): services (K8S
+    /// pkg/apis/core/validation/validation.go, `ValidateServiceName`).
+    Dns1035Label,
 }
 
 /// Validates `metadata` as kube's `ValidateObjectMeta` does for a custom resource.
@@ -209,6 +226,7 @@ pub fn validate(meta: &Map<String, Value>, namespaced: bool, names: Names) -> Ve
             Names::Seed => name_errors(name, MAX_NAME_LEN),
             Names::Subdomain => subdomain_name_errors(name),
             Names::Label => name_errors(name, MAX_NAMESPACE_LEN),
+            Names::Dns1035Label => dns1035_label_errors(name),
         };
         for e in errs {
             causes.push(Cause::invalid("metadata.name", &quote(name), &e));

@@ -343,6 +343,8 @@ pub fn check_size(obj: &Value) -> Result<(), ApiError> {
 fn names(res: &ResourceInfo) -> meta::Names {
     if res.namespaces {
         meta::Names::Label
+    } else if res.dns1035_label_names {
+        meta::Names::Dns1035Label
     } else if res.dns_subdomain_names {
         meta::Names::Subdomain
     } else {

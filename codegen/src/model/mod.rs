@@ -93,6 +93,8 @@ pub struct Resource {
     pub events: bool,
     /// Whether names are DNS subdomains (`x-virt-resource.dnsSubdomainNames`).
     pub dns_subdomain_names: bool,
+    /// Whether names are RFC 1035 labels (`x-virt-resource.dns1035LabelNames`).
+    pub dns1035_label_names: bool,
     /// `x-virt-resource.dataRules`, checked against the kind's schema.
     pub data_rules: Option<DataRules>,
     /// `x-virt-resource.generation`: whether objects carry `metadata.generation`.

@@ -67,6 +67,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         namespaces: false,
         events: false,
         dns_subdomain_names: false,
+        dns1035_label_names: false,
         data_rules: ::std::option::Option::None,
         generation: true,
         strategic_merge_patch: false,
@@ -171,6 +172,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         namespaces: false,
         events: false,
         dns_subdomain_names: false,
+        dns1035_label_names: false,
         data_rules: ::std::option::Option::Some(
             &self::rt::DataRules {
                 key_maps: &[
@@ -275,6 +277,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         namespaces: false,
         events: false,
         dns_subdomain_names: false,
+        dns1035_label_names: false,
         data_rules: ::std::option::Option::None,
         generation: true,
         strategic_merge_patch: false,
@@ -300,6 +303,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         namespaces: false,
         events: false,
         dns_subdomain_names: false,
+        dns1035_label_names: false,
         data_rules: ::std::option::Option::None,
         generation: false,
         strategic_merge_patch: false,

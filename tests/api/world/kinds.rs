@@ -470,3 +470,33 @@ fn the_world_kinds_read_back_with_kubes_defaults() {
         (&json!("Delete"), &json!("Immediate"))
     );
 }
+
+/// kube validates a Service's name as an RFC 1035 label (a letter first; K8S
+/// pkg/apis/core/validation/validation.go `ValidateServiceName`), other kinds' as subdomains.
+#[test]
+fn a_service_is_named_by_an_rfc_1035_label() {
+    let s = TestServer::start();
+    s.namespace(NS);
+    let svc = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+               "spec": {"ports": [{"port": 80}]}})
+    };
+    let r = s.post(&format!("/api/v1/namespaces/{NS}/services"), &svc("1web"));
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "Service \"1web\" is invalid: metadata.name: Invalid value: \"1web\": a DNS-1035 label must \
+         consist of lower case alphanumeric characters or '-', start with an alphabetic character, \
+         and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for \
+         validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+    );
+    let r = s.post(&format!("/api/v1/namespaces/{NS}/services"), &svc("web.a"));
+    assert_status(&r, 422, "Invalid");
+    let r = s.post(&format!("/api/v1/namespaces/{NS}/services"), &svc("web-1"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    // A pod's name is a subdomain: a digit first and dots are fine.
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "1web.a"},
+                     "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    let r = s.post(&format!("/api/v1/namespaces/{NS}/pods"), &pod);
+    assert_eq!(r.status, 201, "{}", r.text());
+}

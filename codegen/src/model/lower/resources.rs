@@ -186,6 +186,7 @@ impl<'d> Lowering<'d> {
                         namespaces: r.namespaces,
                         events: r.events,
                         dns_subdomain_names: r.dns_subdomain_names,
+                        dns1035_label_names: r.dns1035_label_names,
                         data_rules: d.data_rules.clone(),
                         generation: r.generation,
                         strategic_merge_patch: r.strategic_merge_patch,
@@ -238,6 +239,7 @@ impl<'d> Lowering<'d> {
                         || other.namespaces != r.namespaces
                         || other.events != r.events
                         || other.dns_subdomain_names != r.dns_subdomain_names
+                        || other.dns1035_label_names != r.dns1035_label_names
                         || other.generation != r.generation
                         || other.strategic_merge_patch != r.strategic_merge_patch
                         || other.data_rules != r.data_rules
