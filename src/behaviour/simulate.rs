@@ -130,6 +130,7 @@ async fn run(engine: Rc<Engine>, mut rx: mpsc::UnboundedReceiver<Msg>) {
         .store()
         .subscribe(move |ev| watched.iter().any(|p| ev.key.starts_with(p.as_str())));
     engine.rescan().await;
+    engine.register_cluster().await;
     loop {
         tokio::select! {
             ev = events.recv() => match ev {
@@ -182,6 +183,69 @@ impl Engine {
             tx,
         };
         (Rc::new(engine), rx)
+    }
+
+    /// The simulated cluster's own objects (`cluster.perNode`), each created unless it exists
+    /// and then its status written, as a kubelet registers its node and reports it.
+    async fn register_cluster(&self) {
+        let (now, nodes) = (now_rfc3339(), self.cfg.nodes);
+        for o in &self.cfg.lifecycles.cluster.per_node {
+            let Some(res) = resource(&o.resource) else { continue };
+            let kind = Kind { resource: o.resource.clone(), ..Kind::default() };
+            for i in 0..nodes {
+                let rng = Rng::derived(self.cfg.seed, &["cluster", &i.to_string()]);
+                let mut ctx = Ctx::new(&kind, &Value::Null, now.clone(), nodes, rng);
+                ctx.named.insert("node".into(), Value::String(lifecycle::expr::node_name(i)));
+                ctx.named.insert("nodeIP".into(), Value::String(lifecycle::node_ip(i)));
+                let mut object = ctx.render(&o.template);
+                lifecycle::eval::strip_nulls(&mut object);
+                if let Err(e) = self.register(res, object).await {
+                    log::warn!("registering the simulated cluster's {}: {e}", res.kind);
+                }
+            }
+        }
+    }
+
+    /// Creates `object` unless it exists, then writes its status through the status
+    /// subresource (which a create leaves out).
+    async fn register(
+        &self,
+        res: &'static ResourceInfo,
+        mut object: Value,
+    ) -> Result<(), crate::object::error::ApiError> {
+        use crate::object::error::ApiError;
+        use crate::object::subresource::Part;
+        use crate::object::validation::{FieldValidation, Via};
+        use crate::registry::{Target, WriteOptions};
+        // The field manager a node's own kubelet writes as.
+        let manager = "kubelet";
+        let status = match res.status_subresource {
+            true => object.as_object_mut().and_then(|m| m.remove("status")),
+            false => None,
+        };
+        let name = crate::object::meta_str(&object, "name").to_string();
+        let ns = crate::object::meta_str(&object, "namespace").to_string();
+        let opts = WriteOptions {
+            dry_run: false,
+            field_validation: FieldValidation::Strict,
+            manager: manager.to_string(),
+        };
+        let at = Target::new((!ns.is_empty()).then(|| ns.clone()), None);
+        match self.registry.create(res, &at, object, Via::Body(&[]), &opts).await {
+            Ok(_) => {}
+            // Registered in an earlier term: left as it is.
+            Err(ApiError::AlreadyExists { .. }) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        let Some(status) = status else { return Ok(()) };
+        let part = (ns.as_str(), name.as_str(), Part::Status);
+        self.registry
+            .update_with(res, part, manager, |obj| {
+                obj.as_object_mut()?.insert("status".into(), status.clone());
+                Some(())
+            })
+            .await
+            .map(drop)
     }
 
     fn kind(&self, k: usize) -> (&Kind, &'static ResourceInfo) {

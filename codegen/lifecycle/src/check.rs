@@ -605,6 +605,21 @@ pub fn check(doc: &Value, stored: &Stored, lc: &Lifecycles) -> Result<(), Vec<St
             scope.text(&w.message, &mut errors);
         }
     }
+    let vars: Vec<String> = crate::NODE_VARS.iter().map(|v| v.to_string()).collect();
+    for (i, o) in lc.cluster.per_node.iter().enumerate() {
+        let at = format!("cluster, per-node object {} ({})", i + 1, o.resource);
+        match schemas.kind(&o.resource) {
+            Some((_, s)) => {
+                let kind = Kind { resource: o.resource.clone(), ..Kind::default() };
+                scope(&schemas, lc, &kind, s, &vars, at).template(
+                    &o.template,
+                    Some(s),
+                    &mut errors,
+                );
+            }
+            None => errors.push(format!("{at}: the document serves no such kind")),
+        }
+    }
     if errors.is_empty() {
         Ok(())
     } else {
@@ -937,5 +952,24 @@ kinds:
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }
+    }
+
+    #[test]
+    fn the_clusters_per_node_objects_are_checked_against_their_kind() {
+        let good = crate::parse(
+            "cluster:\n  perNode:\n    - resource: {group: g.io, kind: Peer}\n      template: {metadata: {name: \"{{ $node }}-{{ $nodeIP }}\"}}\n",
+        )
+        .unwrap();
+        assert_eq!(check(&doc(), &stored(), &good), Ok(()));
+        let bad = crate::parse(
+            "cluster:\n  perNode:\n    - resource: {group: g.io, kind: Gone}\n      template: {}\n    - resource: {group: g.io, kind: Peer}\n      template: {metadata: {name: \"{{ $nodeName }}\"}}\n",
+        )
+        .unwrap();
+        let all = check(&doc(), &stored(), &bad).unwrap_err().join("\n");
+        assert!(
+            all.contains("per-node object 1 (g.io/Gone): the document serves no such kind"),
+            "{all}"
+        );
+        assert!(all.contains("$nodeName is neither a related object nor a variable"), "{all}");
     }
 }

@@ -68,6 +68,37 @@ pub struct Lifecycles {
     pub managers: BTreeMap<String, Manager>,
     #[serde(default)]
     pub kinds: Vec<Kind>,
+    /// The simulated cluster's own objects, there whatever the kinds' objects do.
+    #[serde(default)]
+    pub cluster: Cluster,
+}
+
+/// Objects the simulated cluster is made of, registered when the simulation starts (and again
+/// at each leadership term; one that exists is left alone).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Cluster {
+    /// One object of each entry per simulated node (`--simulate-nodes`): its template reads
+    /// `$node` (the node's name) and `$nodeIP` (its address).
+    #[serde(default)]
+    pub per_node: Vec<ClusterObject>,
+}
+
+/// One object of the simulated cluster: its kind and a template of it. Its `status`, which a
+/// status subresource would drop on create, is written after it, as its owner reports it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterObject {
+    pub resource: ResourceRef,
+    pub template: Template,
+}
+
+/// The variables a per-node object's template reads.
+pub const NODE_VARS: [&str; 2] = ["node", "nodeIP"];
+
+/// The address of the simulated node of index `i` (0-based), beside its name ([`expr::node_name`]).
+pub fn node_ip(i: usize) -> String {
+    format!("192.168.66.{}", 101 + i % 150)
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -85,7 +116,7 @@ pub struct Manager {
 }
 
 /// A kind by group (`""` for core) and kind name.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceRef {
     pub group: String,
@@ -103,7 +134,7 @@ impl std::fmt::Display for ResourceRef {
 }
 
 /// One kind's lifecycle.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Kind {
     pub resource: ResourceRef,
@@ -409,6 +440,9 @@ impl Lifecycles {
             return extra;
         }
         self.managers.extend(extra.managers);
+        if !extra.cluster.per_node.is_empty() {
+            self.cluster = extra.cluster;
+        }
         for kind in extra.kinds {
             match self.kinds.iter_mut().find(|k| k.resource == kind.resource) {
                 None => self.kinds.push(kind),

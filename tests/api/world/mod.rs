@@ -3,3 +3,4 @@
 //! as kube-apiserver serves them.
 
 mod kinds;
+mod nodes;
