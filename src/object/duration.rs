@@ -1,6 +1,7 @@
 //! Go's `time.ParseDuration`, which kube uses for its duration flags (`--request-timeout=1m0s`)
 //! and the `timeout` query parameter client-go sends (`?timeout=30s`): the same grammar and the
-//! same error messages, so a bad value is refused in the words kube would use.
+//! same error messages, so a bad value is refused in the words kube would use; and
+//! apimachinery's `duration.HumanDuration`, the ages kube's printers show.
 
 use std::time::Duration;
 
@@ -61,6 +62,56 @@ fn quote(s: &str) -> String {
     format!("{s:?}")
 }
 
+/// kube's `duration.HumanDuration` of `secs` seconds: `5s`, `3m2s`, `2d`; up to 1 s in the future
+/// counts as now (clock skew).
+pub fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".into();
+    }
+    if secs < 0 {
+        return "0s".into();
+    }
+    if secs < 120 {
+        return format!("{secs}s");
+    }
+    let minutes = secs / 60;
+    if minutes < 10 {
+        return match secs % 60 {
+            0 => format!("{minutes}m"),
+            s => format!("{minutes}m{s}s"),
+        };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = secs / 3600;
+    if hours < 8 {
+        return match minutes % 60 {
+            0 => format!("{hours}h"),
+            m => format!("{hours}h{m}m"),
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        return match hours % 24 {
+            0 => format!("{}d", hours / 24),
+            h => format!("{}d{h}h", hours / 24),
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        return match (hours / 24) % 365 {
+            0 => format!("{}y", hours / 24 / 365),
+            d => format!("{}y{d}d", hours / 24 / 365),
+        };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +146,34 @@ mod tests {
         assert_eq!(parse("30"), Err(r#"time: missing unit in duration "30""#.into()));
         assert_eq!(parse("3d"), Err(r#"time: unknown unit "d" in duration "3d""#.into()));
         assert_eq!(parse("9999999999h"), Err(r#"time: invalid duration "9999999999h""#.into()));
+    }
+
+    #[test]
+    fn human_durations_match_kube() {
+        let cases = [
+            (-2, "<invalid>"),
+            (-1, "0s"),
+            (0, "0s"),
+            (5, "5s"),
+            (119, "119s"),
+            (120, "2m"),
+            (182, "3m2s"),
+            (600, "10m"),
+            (179 * 60 + 59, "179m"),
+            (3 * 3600, "3h"),
+            (3 * 3600 + 25 * 60, "3h25m"),
+            (8 * 3600, "8h"),
+            (47 * 3600, "47h"),
+            (48 * 3600, "2d"),
+            (50 * 3600, "2d2h"),
+            (8 * 86400, "8d"),
+            (729 * 86400, "729d"),
+            (730 * 86400, "2y"),
+            (731 * 86400, "2y1d"),
+            (8 * 365 * 86400, "8y"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(human_duration(secs), want, "{secs}s");
+        }
     }
 }

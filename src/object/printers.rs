@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::object::duration::human_duration;
 use crate::object::meta::parse_rfc3339;
-use crate::object::table::human_duration;
 use crate::resource::Printer;
 
 /// The cell `p` prints for `obj`, ages measured from `now` (Unix seconds).

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use serde_json::{json, Map, Value};
 
+use crate::object::duration::human_duration;
 use crate::object::error::ApiError;
 use crate::resource::{Cell, PrinterColumn, ResourceInfo};
 
@@ -243,56 +244,6 @@ fn text(v: &Value) -> String {
     }
 }
 
-/// kube's `duration.HumanDuration` of `secs` seconds: `5s`, `3m2s`, `2d`; up to 1 s in the future
-/// counts as now (clock skew).
-pub fn human_duration(secs: i64) -> String {
-    if secs < -1 {
-        return "<invalid>".into();
-    }
-    if secs < 0 {
-        return "0s".into();
-    }
-    if secs < 120 {
-        return format!("{secs}s");
-    }
-    let minutes = secs / 60;
-    if minutes < 10 {
-        return match secs % 60 {
-            0 => format!("{minutes}m"),
-            s => format!("{minutes}m{s}s"),
-        };
-    }
-    if minutes < 180 {
-        return format!("{minutes}m");
-    }
-    let hours = secs / 3600;
-    if hours < 8 {
-        return match minutes % 60 {
-            0 => format!("{hours}h"),
-            m => format!("{hours}h{m}m"),
-        };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    if hours < 24 * 8 {
-        return match hours % 24 {
-            0 => format!("{}d", hours / 24),
-            h => format!("{}d{h}h", hours / 24),
-        };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
-    }
-    if hours < 24 * 365 * 8 {
-        return match (hours / 24) % 365 {
-            0 => format!("{}y", hours / 24 / 365),
-            d => format!("{}y{d}d", hours / 24 / 365),
-        };
-    }
-    format!("{}y", hours / 24 / 365)
-}
-
 /// One step of a simple JSONPath.
 #[derive(Debug, PartialEq)]
 enum Step {
@@ -426,35 +377,6 @@ pub fn list_metadata(list_metadata: &Map<String, Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn human_durations_match_kube() {
-        let cases = [
-            (-2, "<invalid>"),
-            (-1, "0s"),
-            (0, "0s"),
-            (5, "5s"),
-            (119, "119s"),
-            (120, "2m"),
-            (182, "3m2s"),
-            (600, "10m"),
-            (179 * 60 + 59, "179m"),
-            (3 * 3600, "3h"),
-            (3 * 3600 + 25 * 60, "3h25m"),
-            (8 * 3600, "8h"),
-            (47 * 3600, "47h"),
-            (48 * 3600, "2d"),
-            (50 * 3600, "2d2h"),
-            (8 * 86400, "8d"),
-            (729 * 86400, "729d"),
-            (730 * 86400, "2y"),
-            (731 * 86400, "2y1d"),
-            (8 * 365 * 86400, "8y"),
-        ];
-        for (secs, want) in cases {
-            assert_eq!(human_duration(secs), want, "{secs}s");
-        }
-    }
 
     #[test]
     fn simple_json_paths() {
