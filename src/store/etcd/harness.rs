@@ -104,7 +104,7 @@ impl TestEtcd {
             .map_or(0, |d| d.subsec_nanos());
         let dir = base.join(format!("virt-etcd-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("etcd's test directory");
-        let (client, peer, metrics) = (free_port(), free_port(), free_port());
+        let [client, peer, metrics] = free_ports();
         let url = format!("{scheme}://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
         let metrics_url = format!("http://127.0.0.1:{metrics}");
@@ -165,8 +165,12 @@ pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+/// Distinct free ports: each listener is held until all are chosen, or the system may hand out
+/// one port twice (etcd then fails to bind its peer and metrics listeners).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> =
+        (0..N).map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port")).collect();
+    std::array::from_fn(|i| listeners[i].local_addr().expect("a bound port").port())
 }
 
 /// etcd's `/health` on the client port says it has a leader and serves.
