@@ -9,8 +9,8 @@ use virt_apiserver::selector::{FieldSelector, LabelSelector};
 
 /// Selectable fields as a kind may declare them: a plain path and a renamed one.
 const SELECTABLE: &[SelectableField] = &[
-    SelectableField { name: "spec.color", json_path: ".spec.color" },
-    SelectableField { name: "source", json_path: ".source.component" },
+    SelectableField { name: "spec.color", json_path: ".spec.color", missing: "" },
+    SelectableField { name: "source", json_path: ".source.component", missing: "" },
 ];
 
 fuzz_target!(|data: &[u8]| {
