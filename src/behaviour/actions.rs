@@ -117,7 +117,7 @@ impl Actions {
         };
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), 1, Rng::new(rand_seed()));
         if named {
-            ctx.named = related(&self.registry, kind, res, &obj, &ctx).await;
+            ctx.named = related(&self.registry, (kind, None), res, &obj, &ctx).await;
         }
         ctx.named.insert("body".into(), body.clone());
         ctx.bind(&action.lets);

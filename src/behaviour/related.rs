@@ -27,10 +27,12 @@ pub fn served(r: &ResourceRef) -> Option<&'static ResourceInfo> {
 }
 
 /// Forward: the related objects of `obj` that exist, by name (a list relation always, maybe
-/// empty); `ctx` reads `field` paths, namespaces and `where` filters.
+/// empty); `ctx` reads `field` paths, namespaces and `where` filters. With the simulation's
+/// `indexes` (and the lifecycle kind's place in them), `owned` reads its index instead of
+/// scanning the namespace.
 pub async fn related(
     registry: &Registry,
-    kind: &Kind,
+    (kind, indexes): (&Kind, Option<(&Indexes, usize)>),
     res: &ResourceInfo,
     obj: &Value,
     ctx: &Ctx<'_>,
@@ -58,7 +60,26 @@ pub async fn related(
                 let mine = |item: &Value| {
                     controller_ref(item).and_then(|r| r.get("uid")?.as_str()) == Some(uid)
                 };
-                let items = scan(registry, rel_res, ns, uid, rel, ctx, mine).await;
+                let indexed = indexes.and_then(|(ix, k)| {
+                    ix.owned(k, name, uid, &collection_prefix(rel_res, Some(ns)))
+                });
+                let items = match indexed {
+                    Some(keys) => {
+                        let mut items = Vec::new();
+                        for key in keys {
+                            let Ok(Some(found)) = store.get(&key).await else { continue };
+                            // The index may trail the store: the stored object decides.
+                            let keep = rel.where_.as_ref();
+                            if mine(&found)
+                                && keep.is_none_or(|w| lifecycle::eval::matches(w, &found, ctx))
+                            {
+                                items.push((*found).clone());
+                            }
+                        }
+                        items
+                    }
+                    None => scan(registry, rel_res, ns, uid, rel, ctx, mine).await,
+                };
                 out.insert(name.clone(), Value::Array(items));
                 continue;
             }
@@ -139,13 +160,14 @@ pub struct Indexes {
     indexes: Vec<Index>,
 }
 
-/// One relation's reverse lookup.
+/// One relation's reverse lookup, or an `owned` relation's forward one.
 struct Index {
-    /// The kind (its place in the caller's list of kinds) and its collection's key prefix.
+    /// The kind (its place in the caller's list of kinds) and the key prefix of the collection
+    /// indexed: the kind's own, or for `owned` the related kind's, by controller.
     k: usize,
     prefix: String,
     rel: String,
-    /// `by: {field}`'s path; `None` for `by: controller`.
+    /// `by: {field}`'s path; `None` for `by: controller` and `owned`.
     field: Option<Path>,
     keys: RefCell<Reverse>,
 }
@@ -156,12 +178,16 @@ impl Indexes {
         let mut indexes = Vec::new();
         for (k, (i, res)) in kinds.iter().enumerate() {
             for (name, rel) in &program.kinds[*i].related {
-                let field = match &rel.by {
-                    By::Controller => None,
-                    By::Field(path) => Some(path.clone()),
-                    By::Name | By::Owned | By::Names(_) | By::Referencing(_) => continue,
+                let (field, prefix) = match &rel.by {
+                    By::Controller => (None, collection_prefix(res, None)),
+                    By::Field(path) => (Some(path.clone()), collection_prefix(res, None)),
+                    // The objects it controls, by their controller's uid.
+                    By::Owned => match served(&rel.resource) {
+                        Some(rel_res) => (None, collection_prefix(rel_res, None)),
+                        None => continue,
+                    },
+                    By::Name | By::Names(_) | By::Referencing(_) => continue,
                 };
-                let prefix = collection_prefix(res, None);
                 indexes.push(Index {
                     k,
                     prefix,
@@ -210,6 +236,13 @@ impl Indexes {
             });
             ix.keys.borrow_mut().set(key, value.as_deref());
         }
+    }
+
+    /// Forward, for lifecycle kind `k`'s `owned` relation `rel`: the keys under `prefix` of the
+    /// objects the owner of `uid` controls (`None`: no such index).
+    pub fn owned(&self, k: usize, rel: &str, uid: &str, prefix: &str) -> Option<Vec<String>> {
+        let ix = self.indexes.iter().find(|ix| ix.k == k && ix.rel == rel)?;
+        Some(ix.keys.borrow().keys(uid, prefix))
     }
 
     /// Reverse: the keys of the objects of lifecycle kind `k` (`kind`, served as `res`) whose

@@ -359,15 +359,11 @@ impl Engine {
     }
 
     /// The related objects of `obj` that exist (`related::related`).
-    async fn related(
-        &self,
-        kind: &Kind,
-        res: &ResourceInfo,
-        obj: &Value,
-    ) -> BTreeMap<String, Value> {
+    async fn related(&self, k: usize, obj: &Value) -> BTreeMap<String, Value> {
+        let (kind, res) = self.kind(k);
         // Reads `field` paths and `where` filters; no related objects in it.
         let ctx = Ctx::new(kind, obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
-        related::related(&self.registry, kind, res, obj, &ctx).await
+        related::related(&self.registry, (kind, Some((&self.indexes, k))), res, obj, &ctx).await
     }
 
     fn rng(&self, k: usize, s: usize, key: &str, purpose: &str) -> Rng {
@@ -380,10 +376,10 @@ impl Engine {
 
     /// Schedules every stage of object `key` whose selector holds and is not already scheduled.
     async fn evaluate(&self, k: usize, key: &str) {
-        let (kind, res) = self.kind(k);
+        let (kind, _) = self.kind(k);
         let Ok(Some(obj)) = self.registry.store().get(key).await else { return };
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
-        ctx.named = self.related(kind, res, &obj).await;
+        ctx.named = self.related(k, &obj).await;
         for (s, stage) in kind.stages.iter().enumerate() {
             let id = (k, s);
             let scheduled = self.held(key, |h| {
@@ -457,7 +453,7 @@ impl Engine {
         let Ok(Some(obj)) = self.registry.store().get(key).await else { return };
         let rng = self.rng(k, s, key, "values");
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, rng);
-        ctx.named = self.related(kind, res, &obj).await;
+        ctx.named = self.related(k, &obj).await;
         // Here only: lets and steps render once per firing (the checker keeps caCert() to them).
         ctx.ca_cert = Some(ca_cert);
         if !holds(kind, s, &ctx) {
@@ -483,9 +479,16 @@ impl Engine {
                     revisions.insert(key_of, rev);
                 }
                 Ok(Applied::Nothing) => {}
-                // The state moved on: decide again from the new one.
+                // The state moved on: decide again from the new one, drawing the same values (a
+                // stage that lost a race to a write beside it is the same decision retried, so
+                // a seed still repeats what it drew).
                 Ok(Applied::Stale) => {
-                    self.held(key, |h| h.again.insert(id));
+                    self.held(key, |h| {
+                        h.again.insert(id);
+                        if let Some(n) = h.fired.get_mut(&id) {
+                            *n = n.saturating_sub(1);
+                        }
+                    });
                     return;
                 }
                 // Not retried at once: the object's next change evaluates it again.

@@ -19,7 +19,13 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
     ("ip", 0, 0, "an address from the simulated pod network 10.244.0.0/16"),
     ("mac", 0, 0, "a locally administered MAC address"),
     ("uid", 0, 0, "a random UUID"),
-    ("name", 1, 1, "the prefix plus five random characters, as generateName"),
+    (
+        "name",
+        1,
+        2,
+        "the prefix plus five characters as generateName picks them: random, or derived from a \
+         seed (2nd), so a create tried again makes the same name and finds it made",
+    ),
     ("str", 1, 1, "the value as text (null stays null)"),
     ("int", 1, 1, "the value as an integer (null when it is not one)"),
     ("default", 1, 8, "the first argument that is not null"),
@@ -39,6 +45,8 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         "the list's items whose field (2nd; dotted: 'dataVolume.name') is not the value (3rd)",
     ),
     ("find", 3, 3, "the list's first item whose field (2nd, as without's) is the value (3rd)"),
+    ("indexOf", 3, 3, "the position of find's item in the list (null if none)"),
+    ("omitPrefixed", 2, 8, "the object's members whose names start with none of the prefixes"),
     ("pluck", 2, 2, "the list's items' field (2nd, as without's), those present and not null"),
     (
         "addDuration",
@@ -47,6 +55,14 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         "the time plus a Go duration (\"2h\", \"1m30s\"): RFC 3339 (null if either is bad)",
     ),
     ("token", 1, 1, "that many random letters and digits (an access token)"),
+    ("hex", 1, 1, "that many random hexadecimal digits (a container's id)"),
+    (
+        "digest",
+        1,
+        1,
+        "\"sha256:\" and 64 hexadecimal digits derived from the text: the same text, the same \
+         digest (an image's, as a registry would answer it; not a real hash of anything)",
+    ),
     ("get", 2, 2, "the member of an object named by the second argument (null if none)"),
     (
         "transitionTime",
@@ -55,6 +71,23 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         "the condition's lastTransitionTime if its status is the second argument, else now",
     ),
     ("sum", 1, 8, "the numbers added (null values count 0; null if one is not a number)"),
+    ("mul", 1, 8, "the numbers multiplied (null if one is not a number)"),
+    ("div", 2, 2, "the first number divided by the second, rounded down (null if either is bad)"),
+    (
+        "bytes",
+        1,
+        1,
+        "a resource.Quantity's value (\"128Mi\", \"64M\", \"1.5\") as a number, rounded up as \
+         Quantity.Value() does (null if it is not one)",
+    ),
+    (
+        "quantity",
+        2,
+        2,
+        "the number as a canonical resource.Quantity in the format of the quantity given (2nd): \
+         binary (\"405760Ki\") when that one is, else decimal (\"50M\", \"100m\"), as Quantity.Add \
+         keeps its receiver's format",
+    ),
     (
         "backoff",
         3,
@@ -371,6 +404,78 @@ fn text(v: &Value) -> Option<String> {
     }
 }
 
+/// A whole number as an integer, any other as a float.
+fn whole_or_float(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9e15 {
+        json!(v as i64)
+    } else {
+        json!(v)
+    }
+}
+
+/// A resource.Quantity's value (apimachinery pkg/api/resource/quantity.go ParseQuantity): a
+/// decimal number, an optional exponent, and a binary (`Ki`…`Ei`) or decimal (`n`…`E`) suffix.
+pub fn parse_quantity(q: &str) -> Option<f64> {
+    let q = q.trim();
+    let end = q
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(q.len());
+    let (num, suffix) = q.split_at(end);
+    let value: f64 = num.parse().ok()?;
+    let factor = match suffix {
+        "" => 1.0,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        s if s.starts_with(['e', 'E']) => 10f64.powi(s[1..].parse().ok()?),
+        _ => return None,
+    };
+    Some(value * factor)
+}
+
+/// A value as resource.Quantity's canonical text (quantity.go CanonicalizeBytes): binary
+/// suffixes for a whole number of bytes when asked for and at least 1024 (else decimal, as Go
+/// falls back), decimal suffixes at powers of 1000 otherwise, milli-units below one.
+pub fn format_quantity(v: f64, binary: bool) -> String {
+    let whole = v.fract() == 0.0;
+    if binary && whole && v.abs() >= 1024.0 {
+        let (mut n, mut exp) = (v as i64, 0);
+        while n % 1024 == 0 && exp < 6 {
+            n /= 1024;
+            exp += 1;
+        }
+        return format!("{n}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][exp]);
+    }
+    if !whole {
+        // Milli-units, rounded up as Quantity keeps them (a finer value is rare here), after
+        // float noise (3 × 0.1) is taken for the number meant.
+        let m = v * 1000.0;
+        let milli = if (m - m.round()).abs() < 1e-6 { m.round() } else { m.ceil() } as i64;
+        if milli % 1000 != 0 {
+            return format!("{milli}m");
+        }
+        return format_quantity((milli / 1000) as f64, false);
+    }
+    let (mut n, mut exp) = (v as i64, 0);
+    while n != 0 && n % 1000 == 0 && exp < 6 {
+        n /= 1000;
+        exp += 1;
+    }
+    format!("{n}{}", ["", "k", "M", "G", "T", "P", "E"][exp])
+}
+
 /// A number read from a value: numbers, and text such as `"12.5"` or `"12.5%"`.
 pub fn number(v: &Value) -> Option<f64> {
     match v {
@@ -523,8 +628,15 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
         "name" => {
             const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
             let mut out = text(&arg(0)).unwrap_or_default();
+            let seed = (n > 1).then(|| text(&arg(1)).unwrap_or_default());
+            let mut seeded = seed.map(|s| Rng::derived(0, &[&s]));
             for _ in 0..5 {
-                out.push(ALPHABET[env.rng().below(ALPHABET.len() as u64) as usize] as char);
+                let n = ALPHABET.len() as u64;
+                let i = match seeded.as_mut() {
+                    Some(r) => r.below(n),
+                    None => env.rng().below(n),
+                };
+                out.push(ALPHABET[i as usize] as char);
             }
             Value::String(out)
         }
@@ -569,6 +681,17 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             let mut rng = env.rng();
             let out = (0..n).map(|_| ALPHABET[rng.below(ALPHABET.len() as u64) as usize] as char);
             Value::String(out.collect())
+        }
+        "hex" => {
+            let n = number(&arg(0)).unwrap_or(0.0).clamp(0.0, 256.0) as usize;
+            let mut rng = env.rng();
+            let out = (0..n).map(|_| char::from_digit(rng.below(16) as u32, 16).unwrap_or('0'));
+            Value::String(out.collect())
+        }
+        "digest" => {
+            let mut rng = Rng::derived(0, &[&text(&arg(0)).unwrap_or_default()]);
+            let hex: String = (0..4).map(|_| format!("{:016x}", rng.next_u64())).collect();
+            Value::String(format!("sha256:{hex}"))
         }
         "get" => match (arg(0), text(&arg(1))) {
             (Value::Object(mut m), Some(k)) => m.remove(&k).unwrap_or(Value::Null),
@@ -618,6 +741,23 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             let Some(f) = field.as_str() else { return Value::Null };
             items.into_iter().find(|i| field_at(i, f) == Some(&value)).unwrap_or(Value::Null)
         }
+        "omitPrefixed" => match arg(0) {
+            Value::Object(m) => {
+                let prefixes: Vec<String> = (1..n).filter_map(|i| text(&arg(i))).collect();
+                let keep = |k: &String| !prefixes.iter().any(|p| k.starts_with(p.as_str()));
+                Value::Object(m.into_iter().filter(|(k, _)| keep(k)).collect())
+            }
+            _ => Value::Null,
+        },
+        "indexOf" => {
+            let (field, value) = (arg(1), arg(2));
+            let items = arg(0).as_array().cloned().unwrap_or_default();
+            let Some(f) = field.as_str() else { return Value::Null };
+            items
+                .iter()
+                .position(|i| field_at(i, f) == Some(&value))
+                .map_or(Value::Null, |p| json!(p))
+        }
         "transitionTime" => {
             let cond = arg(0);
             let same = cond.get("status").and_then(Value::as_str) == arg(1).as_str();
@@ -626,6 +766,32 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
                 _ => Value::String(env.now()),
             }
         }
+        "mul" => {
+            let mut total = 1.0;
+            for i in 0..n {
+                match number(&arg(i)) {
+                    Some(x) => total *= x,
+                    None => return Value::Null,
+                }
+            }
+            whole_or_float(total)
+        }
+        "div" => match (number(&arg(0)), number(&arg(1))) {
+            (Some(a), Some(b)) if b != 0.0 => whole_or_float((a / b).floor()),
+            _ => Value::Null,
+        },
+        "bytes" => match arg(0) {
+            Value::Number(n) => json!(n.as_f64().unwrap_or(0.0).ceil() as i64),
+            Value::String(q) => parse_quantity(&q).map_or(Value::Null, |v| json!(v.ceil() as i64)),
+            _ => Value::Null,
+        },
+        "quantity" => match number(&arg(0)) {
+            Some(v) => {
+                let binary = text(&arg(1)).is_some_and(|q| q.trim_end().ends_with('i'));
+                Value::String(format_quantity(v, binary))
+            }
+            None => Value::Null,
+        },
         "sum" => {
             let mut total = 0.0;
             for i in 0..n {
@@ -782,6 +948,44 @@ mod tests {
         assert_eq!(ev("mac()").as_str().unwrap().len(), 17);
         assert_eq!(ev("uid()").as_str().unwrap().len(), 36);
         assert_eq!(ev("name('p-')").as_str().unwrap().len(), 7);
+        // KubeVirt's launcher memory for 128Mi and one vCPU (renderresources.go): 405760Ki.
+        let overhead = "sum(div(mul(div(sum(bytes('128Mi'), 999), 1000), 1000), 512), bytes('220Mi'), bytes('8Mi'), bytes('8Mi'), bytes('32Mi'))";
+        assert_eq!(
+            ev(&format!("quantity(sum(bytes('128Mi'), {overhead}), '128Mi')")),
+            json!("405760Ki")
+        );
+        assert_eq!(ev("quantity(sum(bytes('2Gi'), bytes('280Mi')), '2Gi')"), json!("2328Mi"));
+        assert_eq!(ev("quantity(50000000, '50M')"), json!("50M"));
+        assert_eq!(ev("quantity(0.1, '1')"), json!("100m"));
+        assert_eq!(ev("quantity(mul(3, 0.1), '1')"), json!("300m"));
+        assert_eq!(ev("quantity(mul(15, 0.1), '1')"), json!("1500m"));
+        assert_eq!(ev("quantity(mul(10, 0.1), '1')"), json!("1"));
+        assert_eq!(ev("quantity(1500, '1Ki')"), json!("1500"));
+        assert_eq!(ev("bytes('1.5Gi')"), json!(1610612736));
+        assert_eq!(ev("bytes('64M')"), json!(64000000));
+        assert_eq!(ev("bytes('nope')"), json!(null));
+        assert_eq!(ev("mul(2, 3, 4)"), json!(24));
+        assert_eq!(ev("div(7, 2)"), json!(3));
+        assert_eq!(ev("indexOf(.status.conditions, 'type', 'Paused')"), json!(1));
+        assert_eq!(ev("indexOf(.status.conditions, 'type', 'Nope')"), json!(null));
+        assert_eq!(ev("omitPrefixed(.metadata.annotations, 'x.io/')"), json!({}));
+        assert_eq!(ev("omitPrefixed(.metadata.annotations, 'y.io/')"), ev(".metadata.annotations"));
+        let d = ev("digest('quay.io/a:1')");
+        assert_eq!(d, ev("digest('quay.io/a:1')"));
+        assert_eq!(d.as_str().unwrap().len(), 7 + 64);
+        assert_ne!(d, ev("digest('quay.io/a:2')"));
+        let h = ev("hex(64)");
+        assert!(
+            h.as_str().unwrap().len() == 64
+                && h.as_str().unwrap().bytes().all(|b| b.is_ascii_hexdigit())
+        );
+        // A seed makes the same name each time; another seed, another name.
+        let seeded = ev("name('p-', 'uid-1')");
+        assert_eq!(seeded, ev("name('p-', 'uid-1')"));
+        assert_ne!(seeded, ev("name('p-', 'uid-2')"));
+        assert!(seeded.as_str().unwrap()[2..]
+            .bytes()
+            .all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b)));
         assert_eq!(ev("len(.status.conditions)"), json!(2));
         assert_eq!(ev("len(.nope)"), json!(0));
         assert_eq!(ev("num('12.5%')"), json!(12.5));

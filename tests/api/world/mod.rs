@@ -3,4 +3,5 @@
 //! as kube-apiserver serves them.
 
 mod kinds;
+mod launchers;
 mod nodes;
