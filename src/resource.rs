@@ -55,6 +55,8 @@ pub struct ResourceInfo {
     pub dns_subdomain_names: bool,
     /// Whether names are RFC 1035 labels, as kube validates a Service's.
     pub dns1035_label_names: bool,
+    /// The kind's part in kube's endpoints controllers (`controllers::endpoints`).
+    pub endpoints_role: Option<EndpointsRole>,
     /// kube's validation of the kind's data maps (`x-virt-resource.dataRules`), enforced on
     /// every write by `object::data_rules`.
     pub data_rules: Option<&'static DataRules>,
@@ -64,6 +66,17 @@ pub struct ResourceInfo {
     /// Whether PATCH takes strategic merge patches (`object::strategic_patch`), as
     /// kube-apiserver does for its built-in kinds; custom resources answer 415 for them.
     pub strategic_merge_patch: bool,
+}
+
+/// The parts of kube's endpoints controllers (K8S pkg/controller/endpoint, endpointslice): the
+/// kind whose selector picks, the kind picked, the two kinds written, and the nodes pods run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointsRole {
+    Service,
+    Pod,
+    Endpoints,
+    EndpointSlices,
+    Node,
 }
 
 /// How a built-in kind's data maps are validated and written, as kube's ConfigMap and Secret
@@ -268,6 +281,7 @@ impl ResourceInfo {
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
+        endpoints_role: None,
         data_rules: None,
         generation: true,
         strategic_merge_patch: false,

@@ -272,6 +272,13 @@ pub struct VirtResource {
     /// Service's (`ValidateServiceName`).
     #[serde(default, rename = "dns1035LabelNames")]
     pub dns1035_label_names: bool,
+    /// The part the kind plays in kube's endpoints controllers, which the server runs
+    /// (`controllers::endpoints`, K8S pkg/controller/endpoint, endpointslice): `service` (its
+    /// objects' `spec.selector` picks `pod` objects), `pod` (objects with an address and
+    /// readiness), `node` (where a pod runs: its zone, and whether it exists), `endpoints` and
+    /// `endpointSlices` (what the controllers write).
+    #[serde(default)]
+    pub endpoints_role: Option<EndpointsRole>,
     /// kube's validation of the kind's data maps (ConfigMap, Secret), as rules.
     pub data_rules: Option<DataRules>,
     /// Whether objects carry `metadata.generation` (the default, as for custom resources);
@@ -287,6 +294,30 @@ pub struct VirtResource {
 
 fn yes() -> bool {
     true
+}
+
+/// `x-virt-resource.endpointsRole`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EndpointsRole {
+    Service,
+    Pod,
+    Endpoints,
+    EndpointSlices,
+    Node,
+}
+
+impl EndpointsRole {
+    /// The variant's name in `crate::resource::EndpointsRole`.
+    pub fn variant(self) -> &'static str {
+        match self {
+            EndpointsRole::Service => "Service",
+            EndpointsRole::Pod => "Pod",
+            EndpointsRole::Endpoints => "Endpoints",
+            EndpointsRole::EndpointSlices => "EndpointSlices",
+            EndpointsRole::Node => "Node",
+        }
+    }
 }
 
 /// `x-virt-resource.dataRules`. Fields are top-level properties of the kind; `requiredKeys[].map`

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::net::TcpListener;
 
 use crate::behaviour::{simulate, Behaviour};
-use crate::controllers::{event_ttl, gc, leading, namespaces};
+use crate::controllers::{endpoints, event_ttl, gc, leading, namespaces};
 use crate::http::server::{self, AppState, ShutdownSignals};
 use crate::shell::config::Config;
 use crate::store::Store;
@@ -82,7 +82,7 @@ pub fn run(config: Config) -> Result<(), Error> {
         drop(out);
         // Background work starts only once the server is listening. Compaction elects itself
         // on every backend (etcd: kube's compare-and-swap on the compaction key). The
-        // collector, the namespace controller, the events' expiry and the simulated runtime
+        // collector, the namespace and endpoints controllers, the events' expiry and the simulated runtime
         // are singletons: they run while this process leads (always on SQLite; on etcd, while
         // it holds the election's lease), writing fenced by that leadership.
         state.store.start_compaction();
@@ -92,6 +92,7 @@ pub fn run(config: Config) -> Result<(), Error> {
         let term = leading::while_leading(state.registry.clone(), move |r| {
             event_ttl::spawn_expiry(r.clone(), ttl);
             namespaces::spawn(r.clone(), interval);
+            endpoints::spawn(r.clone());
             if let Some(cfg) = simulation.clone() {
                 simulate::spawn(r.clone(), cfg);
             }

@@ -187,6 +187,7 @@ impl<'d> Lowering<'d> {
                         events: r.events,
                         dns_subdomain_names: r.dns_subdomain_names,
                         dns1035_label_names: r.dns1035_label_names,
+                        endpoints_role: r.endpoints_role,
                         data_rules: d.data_rules.clone(),
                         generation: r.generation,
                         strategic_merge_patch: r.strategic_merge_patch,
@@ -205,7 +206,7 @@ impl<'d> Lowering<'d> {
         &mut self,
         resources: &[Resource],
         marker: &str,
-        marks: fn(&Resource) -> bool,
+        marks: impl Fn(&Resource) -> bool,
     ) {
         let mut kinds: Vec<String> = resources
             .iter()
@@ -226,6 +227,16 @@ impl<'d> Lowering<'d> {
         // One kind (in any of its versions) is the namespaces, one the events.
         self.at_most_one_kind(resources, "namespaces", |r| r.namespaces);
         self.at_most_one_kind(resources, "events", |r| r.events);
+        for role in [
+            crate::swagger::EndpointsRole::Service,
+            crate::swagger::EndpointsRole::Pod,
+            crate::swagger::EndpointsRole::Endpoints,
+            crate::swagger::EndpointsRole::EndpointSlices,
+            crate::swagger::EndpointsRole::Node,
+        ] {
+            let what = format!("endpointsRole {}", role.variant());
+            self.at_most_one_kind(resources, &what, |r| r.endpoints_role == Some(role));
+        }
         for (i, r) in resources.iter().enumerate() {
             let ctx = format!("definition {}", r.definition);
             // Storage is shared by the versions of a group and keyed by group and plural.
@@ -240,6 +251,7 @@ impl<'d> Lowering<'d> {
                         || other.events != r.events
                         || other.dns_subdomain_names != r.dns_subdomain_names
                         || other.dns1035_label_names != r.dns1035_label_names
+                        || other.endpoints_role != r.endpoints_role
                         || other.generation != r.generation
                         || other.strategic_merge_patch != r.strategic_merge_patch
                         || other.data_rules != r.data_rules
