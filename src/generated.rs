@@ -16,7 +16,7 @@ pub const ACTIONS: &str = include_str!(concat!(env!("OUT_DIR"), "/actions.yaml")
 /// codegen emits (`codegen/tests/typecheck.rs` holds it to that).
 mod rt {
     pub(super) use crate::resource::{
-        Cell, DataMap, DataRules, EndpointsRole, GroupInfo, ImmutableFlag, OpenApiV3Doc, Printer,
+        Cell, DataMap, DataRules, GroupInfo, ImmutableFlag, KubeRole, OpenApiV3Doc, Printer,
         PrinterColumn, RequiredKeys, ResourceInfo, ScaleInfo, SelectableField, SizeLimit,
         ValueFormat, WriteOnly,
     };

@@ -55,8 +55,8 @@ pub struct ResourceInfo {
     pub dns_subdomain_names: bool,
     /// Whether names are RFC 1035 labels, as kube validates a Service's.
     pub dns1035_label_names: bool,
-    /// The kind's part in kube's endpoints controllers (`controllers::endpoints`).
-    pub endpoints_role: Option<EndpointsRole>,
+    /// The kind's part in kube's own controllers (`x-virt-resource.kubeRole`).
+    pub kube_role: Option<KubeRole>,
     /// kube's validation of the kind's data maps (`x-virt-resource.dataRules`), enforced on
     /// every write by `object::data_rules`.
     pub data_rules: Option<&'static DataRules>,
@@ -68,10 +68,11 @@ pub struct ResourceInfo {
     pub strategic_merge_patch: bool,
 }
 
-/// The parts of kube's endpoints controllers (K8S pkg/controller/endpoint, endpointslice): the
-/// kind whose selector picks, the kind picked, the two kinds written, and the nodes pods run on.
+/// The parts kinds play in kube's own controllers: the endpoints controllers' (K8S
+/// pkg/controller/endpoint, endpointslice) service whose selector picks pods, the pods and the
+/// nodes they run on, and the two kinds written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EndpointsRole {
+pub enum KubeRole {
     Service,
     Pod,
     Endpoints,
@@ -281,7 +282,7 @@ impl ResourceInfo {
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
-        endpoints_role: None,
+        kube_role: None,
         data_rules: None,
         generation: true,
         strategic_merge_patch: false,

@@ -129,15 +129,15 @@ fn resource(r: &Resource) -> TokenStream {
         events,
         dns_subdomain_names,
         dns1035_label_names,
-        endpoints_role,
+        kube_role,
         data_rules,
         generation,
         strategic_merge_patch,
         definition: _,
     } = r;
-    let endpoints_role = option(endpoints_role.map(|r| {
+    let kube_role = option(kube_role.map(|r| {
         let variant = format_ident!("{}", r.variant());
-        quote!(self::rt::EndpointsRole::#variant)
+        quote!(self::rt::KubeRole::#variant)
     }));
     let columns = printer_columns.iter().map(|c| {
         let (name, type_, format, description, priority, json_path) = (
@@ -207,7 +207,7 @@ fn resource(r: &Resource) -> TokenStream {
             events: #events,
             dns_subdomain_names: #dns_subdomain_names,
             dns1035_label_names: #dns1035_label_names,
-            endpoints_role: #endpoints_role,
+            kube_role: #kube_role,
             data_rules: #data_rules,
             generation: #generation,
             strategic_merge_patch: #strategic_merge_patch,

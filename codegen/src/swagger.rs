@@ -272,13 +272,13 @@ pub struct VirtResource {
     /// Service's (`ValidateServiceName`).
     #[serde(default, rename = "dns1035LabelNames")]
     pub dns1035_label_names: bool,
-    /// The part the kind plays in kube's endpoints controllers, which the server runs
-    /// (`controllers::endpoints`, K8S pkg/controller/endpoint, endpointslice): `service` (its
-    /// objects' `spec.selector` picks `pod` objects), `pod` (objects with an address and
-    /// readiness), `node` (where a pod runs: its zone, and whether it exists), `endpoints` and
-    /// `endpointSlices` (what the controllers write).
+    /// The part the kind plays in kube's own controllers, which the server runs (one kind a
+    /// role): `service` (its objects' `spec.selector` picks `pod` objects), `pod` (objects
+    /// with an address and readiness, placed on a `node`), `node`, and `endpoints` and
+    /// `endpointSlices` (what the endpoints controllers write: `controllers::endpoints`, K8S
+    /// pkg/controller/endpoint, endpointslice).
     #[serde(default)]
-    pub endpoints_role: Option<EndpointsRole>,
+    pub kube_role: Option<KubeRole>,
     /// kube's validation of the kind's data maps (ConfigMap, Secret), as rules.
     pub data_rules: Option<DataRules>,
     /// Whether objects carry `metadata.generation` (the default, as for custom resources);
@@ -296,10 +296,10 @@ fn yes() -> bool {
     true
 }
 
-/// `x-virt-resource.endpointsRole`.
+/// `x-virt-resource.kubeRole`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum EndpointsRole {
+pub enum KubeRole {
     Service,
     Pod,
     Endpoints,
@@ -307,15 +307,15 @@ pub enum EndpointsRole {
     Node,
 }
 
-impl EndpointsRole {
-    /// The variant's name in `crate::resource::EndpointsRole`.
+impl KubeRole {
+    /// The variant's name in `crate::resource::KubeRole`.
     pub fn variant(self) -> &'static str {
         match self {
-            EndpointsRole::Service => "Service",
-            EndpointsRole::Pod => "Pod",
-            EndpointsRole::Endpoints => "Endpoints",
-            EndpointsRole::EndpointSlices => "EndpointSlices",
-            EndpointsRole::Node => "Node",
+            KubeRole::Service => "Service",
+            KubeRole::Pod => "Pod",
+            KubeRole::Endpoints => "Endpoints",
+            KubeRole::EndpointSlices => "EndpointSlices",
+            KubeRole::Node => "Node",
         }
     }
 }

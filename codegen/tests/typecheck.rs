@@ -35,7 +35,7 @@ mod routes {
 /// `facades_match_the_main_crate` holds them to the names each module uses.
 mod rt {
     pub use crate::resource::{
-        Cell, DataMap, DataRules, EndpointsRole, GroupInfo, ImmutableFlag, OpenApiV3Doc, Printer,
+        Cell, DataMap, DataRules, GroupInfo, ImmutableFlag, KubeRole, OpenApiV3Doc, Printer,
         PrinterColumn, RequiredKeys, ResourceInfo, ScaleInfo, SelectableField, SizeLimit,
         ValueFormat, WriteOnly,
     };

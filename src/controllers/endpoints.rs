@@ -1,5 +1,5 @@
 //! kube-controller-manager's endpoints and endpoint-slice controllers: for every object of the
-//! kind whose `endpointsRole` is `service` with a selector, the addresses of the `pod` objects
+//! kind whose `kubeRole` is `service` with a selector, the addresses of the `pod` objects
 //! it selects, written as an `endpoints` object of the service's name (K8S
 //! pkg/controller/endpoint/endpoints_controller.go syncService) and as `endpointSlices` the
 //! service controls (K8S staging/src/k8s.io/endpointslice/reconciler.go, utils.go). A service
@@ -23,7 +23,7 @@ use crate::object::subresource::Part;
 use crate::object::validation::{FieldValidation, Via};
 use crate::registry::keys::{collection_prefix, split};
 use crate::registry::{DeleteOptions, ListOptions, Registry, Target, WriteOptions};
-use crate::resource::{EndpointsRole, ResourceInfo};
+use crate::resource::{KubeRole, ResourceInfo};
 
 /// The field manager of both controllers' writes, as kube-controller-manager's.
 const MANAGER: &str = "kube-controller-manager";
@@ -52,14 +52,14 @@ struct Kinds {
 
 fn kinds() -> Option<Kinds> {
     let find = |role| {
-        RESOURCES.iter().find(|r| r.endpoints_role == Some(role) && r.version == r.storage_version)
+        RESOURCES.iter().find(|r| r.kube_role == Some(role) && r.version == r.storage_version)
     };
     Some(Kinds {
-        service: find(EndpointsRole::Service)?,
-        pod: find(EndpointsRole::Pod)?,
-        endpoints: find(EndpointsRole::Endpoints)?,
-        slices: find(EndpointsRole::EndpointSlices)?,
-        node: find(EndpointsRole::Node),
+        service: find(KubeRole::Service)?,
+        pod: find(KubeRole::Pod)?,
+        endpoints: find(KubeRole::Endpoints)?,
+        slices: find(KubeRole::EndpointSlices)?,
+        node: find(KubeRole::Node),
     })
 }
 

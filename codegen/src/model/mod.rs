@@ -95,8 +95,8 @@ pub struct Resource {
     pub dns_subdomain_names: bool,
     /// Whether names are RFC 1035 labels (`x-virt-resource.dns1035LabelNames`).
     pub dns1035_label_names: bool,
-    /// `x-virt-resource.endpointsRole`: the kind's part in kube's endpoints controllers.
-    pub endpoints_role: Option<crate::swagger::EndpointsRole>,
+    /// `x-virt-resource.kubeRole`: the kind's part in kube's own controllers.
+    pub kube_role: Option<crate::swagger::KubeRole>,
     /// `x-virt-resource.dataRules`, checked against the kind's schema.
     pub data_rules: Option<DataRules>,
     /// `x-virt-resource.generation`: whether objects carry `metadata.generation`.

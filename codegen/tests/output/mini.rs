@@ -68,7 +68,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
-        endpoints_role: ::std::option::Option::None,
+        kube_role: ::std::option::Option::None,
         data_rules: ::std::option::Option::None,
         generation: true,
         strategic_merge_patch: false,
@@ -174,7 +174,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
-        endpoints_role: ::std::option::Option::Some(self::rt::EndpointsRole::Service),
+        kube_role: ::std::option::Option::Some(self::rt::KubeRole::Service),
         data_rules: ::std::option::Option::Some(
             &self::rt::DataRules {
                 key_maps: &[
@@ -280,7 +280,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
-        endpoints_role: ::std::option::Option::None,
+        kube_role: ::std::option::Option::None,
         data_rules: ::std::option::Option::None,
         generation: true,
         strategic_merge_patch: false,
@@ -307,7 +307,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
-        endpoints_role: ::std::option::Option::None,
+        kube_role: ::std::option::Option::None,
         data_rules: ::std::option::Option::None,
         generation: false,
         strategic_merge_patch: false,

@@ -187,7 +187,7 @@ impl<'d> Lowering<'d> {
                         events: r.events,
                         dns_subdomain_names: r.dns_subdomain_names,
                         dns1035_label_names: r.dns1035_label_names,
-                        endpoints_role: r.endpoints_role,
+                        kube_role: r.kube_role,
                         data_rules: d.data_rules.clone(),
                         generation: r.generation,
                         strategic_merge_patch: r.strategic_merge_patch,
@@ -228,14 +228,14 @@ impl<'d> Lowering<'d> {
         self.at_most_one_kind(resources, "namespaces", |r| r.namespaces);
         self.at_most_one_kind(resources, "events", |r| r.events);
         for role in [
-            crate::swagger::EndpointsRole::Service,
-            crate::swagger::EndpointsRole::Pod,
-            crate::swagger::EndpointsRole::Endpoints,
-            crate::swagger::EndpointsRole::EndpointSlices,
-            crate::swagger::EndpointsRole::Node,
+            crate::swagger::KubeRole::Service,
+            crate::swagger::KubeRole::Pod,
+            crate::swagger::KubeRole::Endpoints,
+            crate::swagger::KubeRole::EndpointSlices,
+            crate::swagger::KubeRole::Node,
         ] {
-            let what = format!("endpointsRole {}", role.variant());
-            self.at_most_one_kind(resources, &what, |r| r.endpoints_role == Some(role));
+            let what = format!("kubeRole {}", role.variant());
+            self.at_most_one_kind(resources, &what, |r| r.kube_role == Some(role));
         }
         for (i, r) in resources.iter().enumerate() {
             let ctx = format!("definition {}", r.definition);
@@ -251,7 +251,7 @@ impl<'d> Lowering<'d> {
                         || other.events != r.events
                         || other.dns_subdomain_names != r.dns_subdomain_names
                         || other.dns1035_label_names != r.dns1035_label_names
-                        || other.endpoints_role != r.endpoints_role
+                        || other.kube_role != r.kube_role
                         || other.generation != r.generation
                         || other.strategic_merge_patch != r.strategic_merge_patch
                         || other.data_rules != r.data_rules
