@@ -55,6 +55,9 @@ pub struct ResourceInfo {
     pub dns_subdomain_names: bool,
     /// Whether names are RFC 1035 labels, as kube validates a Service's.
     pub dns1035_label_names: bool,
+    /// Whether objects get cluster IPs and node ports from the server's ranges, as kube's
+    /// registry gives a Service's (`registry::addresses`).
+    pub service_addresses: bool,
     /// kube's validation of the kind's data maps (`x-virt-resource.dataRules`), enforced on
     /// every write by `object::data_rules`.
     pub data_rules: Option<&'static DataRules>,
@@ -268,6 +271,7 @@ impl ResourceInfo {
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
+        service_addresses: false,
         data_rules: None,
         generation: true,
         strategic_merge_patch: false,

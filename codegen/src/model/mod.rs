@@ -95,6 +95,9 @@ pub struct Resource {
     pub dns_subdomain_names: bool,
     /// Whether names are RFC 1035 labels (`x-virt-resource.dns1035LabelNames`).
     pub dns1035_label_names: bool,
+    /// Whether the kind's objects get cluster IPs and node ports
+    /// (`x-virt-resource.serviceAddresses`).
+    pub service_addresses: bool,
     /// `x-virt-resource.dataRules`, checked against the kind's schema.
     pub data_rules: Option<DataRules>,
     /// `x-virt-resource.generation`: whether objects carry `metadata.generation`.

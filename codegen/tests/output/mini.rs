@@ -68,6 +68,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
+        service_addresses: false,
         data_rules: ::std::option::Option::None,
         generation: true,
         strategic_merge_patch: false,
@@ -173,6 +174,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
+        service_addresses: false,
         data_rules: ::std::option::Option::Some(
             &self::rt::DataRules {
                 key_maps: &[
@@ -278,6 +280,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
+        service_addresses: false,
         data_rules: ::std::option::Option::None,
         generation: true,
         strategic_merge_patch: false,
@@ -304,6 +307,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         events: false,
         dns_subdomain_names: false,
         dns1035_label_names: false,
+        service_addresses: false,
         data_rules: ::std::option::Option::None,
         generation: false,
         strategic_merge_patch: false,

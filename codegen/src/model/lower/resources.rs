@@ -187,6 +187,7 @@ impl<'d> Lowering<'d> {
                         events: r.events,
                         dns_subdomain_names: r.dns_subdomain_names,
                         dns1035_label_names: r.dns1035_label_names,
+                        service_addresses: r.service_addresses,
                         data_rules: d.data_rules.clone(),
                         generation: r.generation,
                         strategic_merge_patch: r.strategic_merge_patch,
@@ -240,6 +241,7 @@ impl<'d> Lowering<'d> {
                         || other.events != r.events
                         || other.dns_subdomain_names != r.dns_subdomain_names
                         || other.dns1035_label_names != r.dns1035_label_names
+                        || other.service_addresses != r.service_addresses
                         || other.generation != r.generation
                         || other.strategic_merge_patch != r.strategic_merge_patch
                         || other.data_rules != r.data_rules
