@@ -2,14 +2,14 @@
 //! pkg/controlplane/controller/kubernetesservice/controller.go,
 //! `CreateOrUpdateMasterServiceIfNeeded`): the first address of the cluster IP range, port 443
 //! named `https` to the port the server listens on. Made at start when the document serves a
-//! kind with service addresses; one whose port or type differs is reset, as kube's reconcile
-//! does. Kube's Endpoints for it are not kept.
+//! kind with service addresses and it is missing. kube also resets one whose port or type
+//! differs; here a restart writes nothing (a restart on another port keeps the first port),
+//! and kube's Endpoints for it are not kept.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::generated::RESOURCES;
 use crate::object::error::ApiError;
-use crate::object::subresource::Part;
 use crate::object::validation::{FieldValidation, Via};
 use crate::registry::{Registry, Target, WriteOptions};
 
@@ -18,7 +18,7 @@ const NAME: &str = "kubernetes";
 /// The field manager kube-apiserver's own client writes as.
 const MANAGER: &str = "kube-apiserver";
 
-/// Creates or resets the server's own Service; `target_port` is the port the server listens on.
+/// Creates the server's own Service unless it exists; `target_port` is the port the server listens on.
 pub async fn ensure(registry: &Registry, target_port: u16) -> Result<(), ApiError> {
     let stored = |r: &&crate::resource::ResourceInfo| r.service_addresses && r.is_stored();
     let Some(res) = RESOURCES.iter().filter(stored).find(|r| r.version == r.storage_version) else {
@@ -27,23 +27,7 @@ pub async fn ensure(registry: &Registry, target_port: u16) -> Result<(), ApiErro
     let ports =
         json!([{"name": "https", "port": 443, "protocol": "TCP", "targetPort": target_port}]);
     match registry.get(res, NAMESPACE, NAME).await {
-        Ok(svc) => {
-            let formatted = svc.pointer("/spec/ports") == Some(&ports)
-                && svc.pointer("/spec/type") == Some(&json!("ClusterIP"));
-            if formatted {
-                return Ok(());
-            }
-            let target = (NAMESPACE, NAME, Part::Main);
-            let reset = registry.update_with(res, target, MANAGER, |svc: &mut Value| {
-                svc["spec"]["ports"] = ports.clone();
-                svc["spec"]["type"] = json!("ClusterIP");
-                Some(())
-            });
-            match reset.await {
-                Ok(_) | Err(ApiError::Conflict { .. }) => Ok(()),
-                Err(e) => Err(e),
-            }
-        }
+        Ok(_) => Ok(()),
         Err(ApiError::NotFound { .. }) => {
             let ip = registry.address_ranges().cluster_ips.first().to_string();
             let svc = json!({

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::net::Ipv4Addr;
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::object::error::{ApiError, Cause};
 use crate::resource::ResourceInfo;
@@ -399,8 +399,21 @@ impl<'a> Allocation<'a> {
 /// unconditional ones are the schema's.
 pub fn default_fields(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
-    if spec.get("sessionAffinity").and_then(Value::as_str).unwrap_or("None") == "None" {
-        spec.remove("sessionAffinityConfig");
+    match spec.get("sessionAffinity").and_then(Value::as_str).unwrap_or("None") {
+        "None" => {
+            spec.remove("sessionAffinityConfig");
+        }
+        "ClientIP"
+            if spec
+                .get("sessionAffinityConfig")
+                .and_then(|c| c.pointer("/clientIP/timeoutSeconds"))
+                .is_none_or(Value::is_null) =>
+        {
+            // `DefaultClientIPServiceAffinitySeconds`, three hours.
+            let config = json!({"clientIP": {"timeoutSeconds": 10800}});
+            spec.insert("sessionAffinityConfig".into(), config);
+        }
+        _ => {}
     }
     if let Some(Value::Array(ports)) = spec.get_mut("ports") {
         for port in ports.iter_mut().filter_map(Value::as_object_mut) {
@@ -1254,9 +1267,13 @@ mod tests {
             (&json!("Cluster"), &json!("Cluster"))
         );
         assert_eq!(spec.get("sessionAffinityConfig"), None);
-        let mut obj = json!({"spec": {"type": "ClusterIP"}});
+        let mut obj = json!({"spec": {"type": "ClusterIP", "sessionAffinity": "ClientIP"}});
         default_fields(&mut obj);
         assert_eq!(obj["spec"].get("externalTrafficPolicy"), None);
+        assert_eq!(
+            obj["spec"]["sessionAffinityConfig"],
+            json!({"clientIP": {"timeoutSeconds": 10800}})
+        );
         let mut obj = json!({"spec": {"type": "ExternalName", "externalName": "x.example"}});
         default_fields(&mut obj);
         assert_eq!(obj["spec"].get("internalTrafficPolicy"), None);
