@@ -349,3 +349,22 @@ fn the_server_has_its_own_kubernetes_service() {
     let row: Vec<&str> = listed.lines().nth(1).unwrap_or_default().split_whitespace().collect();
     assert_eq!(row[..5], ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"], "{listed}");
 }
+
+/// `kubectl expose` (what `virtctl expose` does for a VM) selects the pod's labels; the Service
+/// it sends gets its addresses as any other, and `targetPort` its port (SetDefaults_Service).
+#[test]
+fn kubectl_expose_makes_a_node_port_service() {
+    let s = TestServer::start();
+    s.namespace(NS);
+    let k = Kubectl::in_namespace(&s, NS);
+    k.ok(&["run", "vm", "--image=busybox", "--labels=vm.kubevirt.io/name=vm", "--restart=Never"]);
+    k.ok(&["expose", "pod", "vm", "--name=vm-ssh", "--port=22", "--type=NodePort"]);
+    let svc = json_of(&k, &["get", "svc", "vm-ssh"]);
+    assert_eq!(svc["spec"]["selector"], json!({"vm.kubevirt.io/name": "vm"}));
+    ip_of(&svc);
+    let np = node_ports(&svc)[0];
+    assert!((30086..=32767).contains(&np), "{np}");
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 22);
+    let listed = k.ok(&["get", "svc", "vm-ssh"]);
+    assert!(listed.contains(&format!("22:{np}/TCP")), "{listed}");
+}
