@@ -368,3 +368,40 @@ fn kubectl_expose_makes_a_node_port_service() {
     let listed = k.ok(&["get", "svc", "vm-ssh"]);
     assert!(listed.contains(&format!("22:{np}/TCP")), "{listed}");
 }
+
+/// One IPv4 range is a single-stack cluster: what asks for a second family is refused in
+/// alloc.go's `initIPFamilyFields` words, a malformed address in validation.go's
+/// `ValidateServiceClusterIPsRelatedFields` words.
+#[test]
+fn a_single_stack_cluster_refuses_what_needs_another_family() {
+    let s = TestServer::start();
+    s.namespace(NS);
+    let refused = |name: &str, spec: Value| {
+        let r = s.post(&services(NS), &svc(name, spec));
+        assert_status(&r, 422, "Invalid")["message"].as_str().unwrap().to_string()
+    };
+    let ports = json!([{"port": 80}]);
+    assert_eq!(
+        refused("d", json!({"ipFamilyPolicy": "RequireDualStack", "selector": {"a": "b"}, "ports": ports})),
+        "Service \"d\" is invalid: spec.ipFamilyPolicy: Invalid value: \"RequireDualStack\": this cluster is not configured for dual-stack services"
+    );
+    assert_eq!(
+        refused("v6", json!({"clusterIP": "fd00::10", "ports": ports})),
+        "Service \"v6\" is invalid: spec.clusterIPs[0]: Invalid value: []string{\"fd00::10\"}: IPv6 is not configured on this cluster"
+    );
+    assert_eq!(
+        refused("bad", json!({"clusterIP": "10.96.0.300", "ports": ports})),
+        "Service \"bad\" is invalid: spec.clusterIPs[0]: Invalid value: \"10.96.0.300\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+    );
+    // PreferDualStack settles for the one family there is.
+    let r = s.post(
+        &services(NS),
+        &svc("p", json!({"ipFamilyPolicy": "PreferDualStack", "ports": ports})),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let p = r.json();
+    assert_eq!(
+        (&p["spec"]["ipFamilies"], &p["spec"]["ipFamilyPolicy"]),
+        (&json!(["IPv4"]), &json!("PreferDualStack"))
+    );
+}
