@@ -57,6 +57,9 @@ pub struct ResourceInfo {
     pub dns1035_label_names: bool,
     /// The kind's part in kube's own controllers (`x-virt-resource.kubeRole`).
     pub kube_role: Option<KubeRole>,
+    /// Whether objects get cluster IPs and node ports from the server's ranges, as kube's
+    /// registry gives a Service's (`registry::addresses`).
+    pub service_addresses: bool,
     /// kube's validation of the kind's data maps (`x-virt-resource.dataRules`), enforced on
     /// every write by `object::data_rules`.
     pub data_rules: Option<&'static DataRules>,
@@ -283,6 +286,7 @@ impl ResourceInfo {
         dns_subdomain_names: false,
         dns1035_label_names: false,
         kube_role: None,
+        service_addresses: false,
         data_rules: None,
         generation: true,
         strategic_merge_patch: false,

@@ -279,6 +279,12 @@ pub struct VirtResource {
     /// pkg/controller/endpoint, endpointslice).
     #[serde(default)]
     pub kube_role: Option<KubeRole>,
+    /// Marks the kind whose objects kube-apiserver's own registry gives cluster addresses
+    /// (kube's core/v1 Service): a `spec.clusterIP` from `--service-cluster-ip-range` and a
+    /// `nodePort` per port from `--service-node-port-range`, held while the object holds them
+    /// (K8S pkg/registry/core/service/storage/alloc.go).
+    #[serde(default)]
+    pub service_addresses: bool,
     /// kube's validation of the kind's data maps (ConfigMap, Secret), as rules.
     pub data_rules: Option<DataRules>,
     /// Whether objects carry `metadata.generation` (the default, as for custom resources);

@@ -1,9 +1,11 @@
 //! kube's own background work inside the server, as kube-controller-manager and client-go do it:
 //! the garbage collector, the namespace controller, the endpoints and endpoint-slice
-//! controllers, the events' recorder and expiry, and `leading` (the singletons of each
-//! leadership term). It writes through the registry like any
-//! client, so every change it makes is an ordinary write with a revision and a watch event.
+//! controllers, the events' recorder and expiry, the server's own `default/kubernetes` Service
+//! (`apiserver_service`), and `leading` (the singletons of each leadership term). It writes
+//! through the registry like any client, so every change it makes is an ordinary write with a
+//! revision and a watch event.
 
+pub mod apiserver_service;
 pub mod endpoints;
 pub mod event_ttl;
 pub mod gc;

@@ -16,9 +16,11 @@ pub const OPTIMISTIC_LOCK_MSG: &str =
 pub const PATCH_REJECTED_MSG: &str =
     "the server rejected our request due to an error in our request";
 
-/// One field error: `StatusCause` on the wire, where the type goes under `reason`.
+/// One field error: `StatusCause` on the wire, where the type goes under `reason` (omitted when
+/// empty, as an internal error's one cause has none: apimachinery `NewInternalError`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cause {
+    #[serde(skip_serializing_if = "str::is_empty")]
     pub reason: &'static str,
     pub message: String,
     #[serde(skip_serializing_if = "String::is_empty")]

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::addresses::{Addresses, Ranges};
 use super::admission::Admission;
 use crate::object::error::ApiError;
 use crate::object::subresource::Part;
@@ -21,13 +22,32 @@ pub struct Registry {
     pub(super) implicit_namespaces: bool,
     /// The webhooks admission calls on every write (none: kube's own admission only).
     admission: Option<Arc<dyn Admission>>,
+    /// The service address ranges, and the lock allocating writes hold (`allocating`).
+    pub(super) addresses: Arc<Addresses>,
 }
 
 impl Registry {
     /// The verbs over `store`, with kube's namespace lifecycle (when the document has a
     /// namespace kind).
     pub fn new(store: Store) -> Registry {
-        Registry { store, implicit_namespaces: false, admission: None }
+        Registry {
+            store,
+            implicit_namespaces: false,
+            admission: None,
+            addresses: Arc::new(Addresses::default()),
+        }
+    }
+
+    /// These verbs with service addresses from `ranges` (`--service-cluster-ip-range`,
+    /// `--service-node-port-range`) instead of kube's defaults.
+    pub fn with_address_ranges(mut self, ranges: Ranges) -> Registry {
+        self.addresses = Arc::new(Addresses::new(ranges));
+        self
+    }
+
+    /// The service address ranges served.
+    pub fn address_ranges(&self) -> Ranges {
+        self.addresses.ranges
     }
 
     /// These verbs with `admission`'s webhooks called on every write.

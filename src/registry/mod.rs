@@ -6,7 +6,9 @@
 //! its action API, its controllers) is the behaviour layer's, above: it reaches the verbs only
 //! as a client does, and admission through the `Admission` it hands in.
 
+pub mod addresses;
 pub mod admission;
+mod allocating;
 mod apply;
 mod delete;
 mod errors;

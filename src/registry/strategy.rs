@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::addresses;
 use super::update::Next;
 use super::Target;
 use crate::object::error::{ApiError, Cause};
@@ -62,6 +63,9 @@ pub(crate) fn prepare_update(
     let mut new = subresource::confine(res, part, current, new);
     data_rules::normalize(res, &mut new)?;
     defaults::apply(res, &mut new);
+    if res.service_addresses {
+        addresses::default_fields(&mut new);
+    }
     let name = meta_str(current, "name").to_string();
     let no_meta = Map::new();
     let old_meta = metadata(current).unwrap_or(&no_meta);
@@ -195,6 +199,9 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     // Decoding and defaulting come before validation, as in kube's create path.
     data_rules::normalize(res, obj)?;
     defaults::apply(res, obj);
+    if res.service_addresses {
+        addresses::default_fields(obj);
+    }
     // Validated as it will be stored: without the status a status subresource owns (a copy
     // only when there is such a status to leave out).
     let schema_causes = if res.status_subresource && obj.get("status").is_some() {

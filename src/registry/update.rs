@@ -97,10 +97,21 @@ impl Registry {
         // known to be current, as kube re-reads etcd when the cached state it decided on was
         // not current. A write needs no such care: its compare-and-swap tells.
         let mut current_known = !self.store.facts().external_commits;
+        // An allocating kind decides with the addresses in use read under the lock, held until
+        // the decision is committed (`registry::allocating`).
+        let held = self.hold_addresses(res).await;
         for _ in 0..RETRIES {
             let current = self.store.get(key).await?;
             let rev = current.as_deref().map_or(0, stored_revision);
-            let next = match decide(current.as_ref()) {
+            let in_use = match &held {
+                Some(_) => Some(self.addresses_in_use(res, Some(key)).await?),
+                None => None,
+            };
+            let decided = decide(current.as_ref()).and_then(|next| match &in_use {
+                Some(in_use) => self.allocate_next(res, current.as_deref(), next, in_use, dry_run),
+                None => Ok(next),
+            });
+            let next = match decided {
                 Ok(next) => next,
                 Err(e) if current_known => return Err(e),
                 Err(e) => {

@@ -60,6 +60,13 @@ impl Registry {
         init_new_object(res, &mut obj)?;
         warnings.extend(self.admission_warnings(res, Part::Main, &obj));
         managed_fields::record_update(res, None, &mut obj, &opts.manager, "");
+        // kube's service storage allocates after the field manager has recorded the request
+        // (`beginCreate`), holding what it took until the write is answered.
+        let held = self.hold_addresses(res).await;
+        if held.is_some() {
+            let in_use = self.addresses_in_use(res, None).await?;
+            self.allocate_create(res, &mut obj, &in_use, opts.dry_run)?;
+        }
         check_size(&obj)?;
         if opts.dry_run {
             return Ok(Outcome {

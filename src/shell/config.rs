@@ -12,6 +12,7 @@ use crate::http::filters::{self, Filters};
 use crate::http::server::{ServeOptions, ShutdownOptions, WatchConfig};
 use crate::http::tls::{self, TlsFiles};
 use crate::object::duration;
+use crate::registry::addresses::{Cidr, PortRange, Ranges};
 use crate::shell::commands::Command;
 use crate::store::{EtcdConfig, QueueLimits, RetentionConfig, StoreConfig};
 
@@ -50,6 +51,14 @@ pub struct Options {
     /// Seconds between garbage-collection passes when no write asks for one.
     #[arg(long, default_value_t = 30)]
     gc_interval: u64,
+    /// The CIDR Services' cluster IPs are allocated from (kube-apiserver's flag; one IPv4
+    /// range). Its first address is the `default/kubernetes` Service's.
+    #[arg(long, default_value = "10.96.0.0/12")]
+    service_cluster_ip_range: String,
+    /// The ports NodePort and LoadBalancer Services' node ports are allocated from
+    /// (kube-apiserver's flag): `30000-32767`, or `30000+2768`.
+    #[arg(long, default_value = "30000-32767")]
+    service_node_port_range: String,
     /// Let namespaced objects live in any namespace, with no Namespace object and no
     /// namespace lifecycle (the behaviour before the document served Namespaces).
     #[arg(long)]
@@ -161,6 +170,8 @@ pub struct Config {
     pub serve: ServeOptions,
     pub watch: WatchConfig,
     pub implicit_namespaces: bool,
+    /// `--service-cluster-ip-range` and `--service-node-port-range`.
+    pub service_ranges: Ranges,
     /// `--simulate`: the checked lifecycles (they also replace the actions) and the engine's knobs.
     pub simulation: Option<simulate::Config>,
     pub garbage_collector: bool,
@@ -184,6 +195,12 @@ impl Options {
             noted(p, unauthenticated_listener(&addr, authenticates, insecure));
         }
         let tls = self.tls().and_then(|r| noted(p, r));
+        let cluster_ips = noted(p, cluster_ip_range(&self.service_cluster_ip_range));
+        let node_ports = noted(
+            p,
+            PortRange::parse(&self.service_node_port_range)
+                .map_err(|e| format!("--service-node-port-range: {e}")),
+        );
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -233,6 +250,10 @@ impl Options {
             },
             watch: WatchConfig { bookmark_interval: self.bookmark_interval },
             implicit_namespaces: self.implicit_namespaces,
+            service_ranges: Ranges {
+                cluster_ips: cluster_ips.unwrap_or(Ranges::default().cluster_ips),
+                node_ports: node_ports.unwrap_or(Ranges::default().node_ports),
+            },
             simulation,
             garbage_collector: self.enable_garbage_collector,
             gc_interval: Duration::from_secs(self.gc_interval.max(1)),
@@ -301,6 +322,20 @@ impl Config {
             self.insecure_allow_unauthenticated_remote,
         )
     }
+}
+
+/// `--service-cluster-ip-range`, checked as kube-apiserver's `validateClusterIPFlags` checks it
+/// (K8S pkg/controlplane/apiserver/options/validation.go: at most 20 host bits).
+fn cluster_ip_range(text: &str) -> Result<Cidr, String> {
+    let flag = "--service-cluster-ip-range";
+    let cidr = Cidr::parse(text)
+        .map_err(|e| format!("{flag} must contain at least one valid cidr: {e}"))?;
+    if cidr.host_bits() > 20 {
+        return Err(format!(
+            "specified {flag} is too large; for 32-bit addresses, the mask must be >= 12"
+        ));
+    }
+    Ok(cidr)
 }
 
 /// `r`'s value, or `None` with its error noted.
@@ -410,6 +445,41 @@ mod tests {
         assert!(problems[1].contains("tokens.csv"), "{problems:#?}");
         assert_eq!(problems[2], "--authorization-mode=ABAC needs --authorization-policy-file");
         assert!(problems[3].contains("tls.crt"), "{problems:#?}");
+    }
+
+    #[test]
+    fn service_ranges_are_checked_with_the_other_flags() {
+        let Ok(c) = config(&[]) else { panic!("the defaults are refused") };
+        assert_eq!(c.service_ranges, Ranges::default());
+        let given =
+            ["--service-cluster-ip-range=10.0.0.0/24", "--service-node-port-range=31000+10"];
+        let Ok(c) = config(&given) else { panic!("valid ranges are refused") };
+        assert_eq!(
+            (c.service_ranges.cluster_ips.to_string(), c.service_ranges.node_ports.to_string()),
+            ("10.0.0.0/24".into(), "31000-31009".into())
+        );
+        let problems = config(&[
+            "--service-cluster-ip-range=10.0.0.0/8",
+            "--service-node-port-range=32767-30000",
+            "--authorization-mode=RBAC",
+        ])
+        .err()
+        .expect("refused");
+        assert_eq!(
+            problems,
+            [
+                "unknown --authorization-mode \"RBAC\": use AlwaysAllow or ABAC",
+                "specified --service-cluster-ip-range is too large; for 32-bit addresses, the mask \
+                 must be >= 12",
+                "--service-node-port-range: invalid port range: \"32767-30000\"",
+            ]
+        );
+        let problems = config(&["--service-cluster-ip-range=fd00::/112"]).err().expect("refused");
+        assert_eq!(
+            problems,
+            ["--service-cluster-ip-range must contain at least one valid cidr: invalid CIDR \
+              address: fd00::/112"]
+        );
     }
 
     #[test]

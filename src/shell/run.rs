@@ -6,7 +6,7 @@ use std::io::Write;
 use std::net::TcpListener;
 
 use crate::behaviour::{simulate, Behaviour};
-use crate::controllers::{endpoints, event_ttl, gc, leading, namespaces};
+use crate::controllers::{apiserver_service, endpoints, event_ttl, gc, leading, namespaces};
 use crate::http::server::{self, AppState, ShutdownSignals};
 use crate::shell::config::Config;
 use crate::store::Store;
@@ -65,12 +65,17 @@ pub fn run(config: Config) -> Result<(), Error> {
             None => Behaviour::builtin(),
         };
         let registry = crate::registry::Registry::new(store.clone())
-            .with_implicit_namespaces(config.implicit_namespaces);
+            .with_implicit_namespaces(config.implicit_namespaces)
+            .with_address_ranges(config.service_ranges);
         let state = AppState { watch, ..AppState::new(store, &behaviour, registry) };
         // kube-apiserver's system namespaces, and those objects already live in, exist before
         // the first request is served.
         if let Err(e) = state.registry.ensure_namespaces().await {
             return Err(Error::Start(format!("cannot create the namespaces: {e}")));
+        }
+        // kube-apiserver's own Service holds the range's first address before anyone asks.
+        if let Err(e) = apiserver_service::ensure(&state.registry, addr.port()).await {
+            log::warn!("cannot create the default/kubernetes service: {e}");
         }
         let shutdown = serve.shutdown;
         let signals = ShutdownSignals::install()?;
@@ -82,9 +87,10 @@ pub fn run(config: Config) -> Result<(), Error> {
         drop(out);
         // Background work starts only once the server is listening. Compaction elects itself
         // on every backend (etcd: kube's compare-and-swap on the compaction key). The
-        // collector, the namespace and endpoints controllers, the events' expiry and the simulated runtime
-        // are singletons: they run while this process leads (always on SQLite; on etcd, while
-        // it holds the election's lease), writing fenced by that leadership.
+        // collector, the namespace and endpoints controllers, the events' expiry and the
+        // simulated runtime are singletons: they run while this process leads (always on
+        // SQLite; on etcd, while it holds the election's lease), writing fenced by that
+        // leadership.
         state.store.start_compaction();
         let facts = state.store.facts();
         let (ttl, collect, interval) =

@@ -97,6 +97,9 @@ pub struct Resource {
     pub dns1035_label_names: bool,
     /// `x-virt-resource.kubeRole`: the kind's part in kube's own controllers.
     pub kube_role: Option<crate::swagger::KubeRole>,
+    /// Whether the kind's objects get cluster IPs and node ports
+    /// (`x-virt-resource.serviceAddresses`).
+    pub service_addresses: bool,
     /// `x-virt-resource.dataRules`, checked against the kind's schema.
     pub data_rules: Option<DataRules>,
     /// `x-virt-resource.generation`: whether objects carry `metadata.generation`.

@@ -69,6 +69,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         dns_subdomain_names: false,
         dns1035_label_names: false,
         kube_role: ::std::option::Option::None,
+        service_addresses: false,
         data_rules: ::std::option::Option::None,
         generation: true,
         strategic_merge_patch: false,
@@ -175,6 +176,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         dns_subdomain_names: false,
         dns1035_label_names: false,
         kube_role: ::std::option::Option::Some(self::rt::KubeRole::Service),
+        service_addresses: false,
         data_rules: ::std::option::Option::Some(
             &self::rt::DataRules {
                 key_maps: &[
@@ -281,6 +283,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         dns_subdomain_names: false,
         dns1035_label_names: false,
         kube_role: ::std::option::Option::None,
+        service_addresses: false,
         data_rules: ::std::option::Option::None,
         generation: true,
         strategic_merge_patch: false,
@@ -308,6 +311,7 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         dns_subdomain_names: false,
         dns1035_label_names: false,
         kube_role: ::std::option::Option::None,
+        service_addresses: false,
         data_rules: ::std::option::Option::None,
         generation: false,
         strategic_merge_patch: false,

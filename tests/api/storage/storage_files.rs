@@ -243,10 +243,11 @@ fn check_reports_a_sound_database_with_its_version_and_revision() {
     let (_dir, db) = sample_database();
     let out = check(&db);
     assert!(out.status.success(), "{}", stderr(&out));
-    // The namespaces the server makes at start, `keep`, and two ConfigMaps.
+    // The namespaces and the `default/kubernetes` Service the server makes at start, `keep`,
+    // and two ConfigMaps.
     assert_eq!(
         stdout(&out).trim(),
-        format!("{}: ok (schema version 2, revision 7, compacted 0)", db.display())
+        format!("{}: ok (schema version 2, revision 8, compacted 0)", db.display())
     );
 }
 
@@ -273,8 +274,9 @@ fn a_database_of_this_release_opens_with_its_objects() {
     assert_status(&s.get("/api/v1/namespaces/fixture/configmaps/gone"), 404, "NotFound");
     let ns = s.get_json("/api/v1/namespaces/fixture");
     assert_eq!(ns["metadata"]["uid"], "8b45a62f-dc51-4c50-876b-16df0d897fd2");
-    // Revisions continue after the fixture's last (the delete, 9).
-    assert_eq!(rv(&s.post("/api/v1/namespaces/fixture/configmaps", &cm("new", "x")).json()), 10);
+    // Revisions continue after the fixture's last (the delete, 9), past the `default/kubernetes`
+    // Service the start made (10): the fixture predates it.
+    assert_eq!(rv(&s.post("/api/v1/namespaces/fixture/configmaps", &cm("new", "x")).json()), 11);
     drop(s);
     assert!(stdout(&check(&db)).contains("schema version 2"), "{:?}", check(&db));
 }
@@ -391,7 +393,7 @@ fn restore_into_a_new_file_and_with_a_bump() {
     let s = TestServer::start_with(ServerOptions { db: Some(db), ..Default::default() });
     let (items, list_rv) = items(&s);
     assert_eq!(items.len(), 2);
-    assert_eq!(list_rv, 7 + 1 + 1000);
+    assert_eq!(list_rv, 8 + 1 + 1000);
 }
 
 /// A backup taken while writers run is the database at one commit: every writer's objects

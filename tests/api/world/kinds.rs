@@ -300,16 +300,13 @@ fn tables_print_the_world_kinds_as_kubes_printers_do() {
 
     let (names, cells) = table(&s, &format!("/api/v1/namespaces/{NS}/services"));
     assert_eq!(names, ["Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]);
-    // No cluster IP is allocated yet.
+    // The cluster IP the registry allocated (world/services.rs has the rules).
+    let ip =
+        s.get_json(&format!("/api/v1/namespaces/{NS}/services/web"))["spec"]["clusterIP"].clone();
+    assert!(ip.as_str().is_some_and(|ip| ip.starts_with("10.")), "{ip}");
     assert_eq!(
         cells[..5],
-        [
-            json!("web"),
-            json!("ClusterIP"),
-            json!("<none>"),
-            json!("<none>"),
-            json!("80/TCP,81/TCP")
-        ]
+        [json!("web"), json!("ClusterIP"), ip, json!("<none>"), json!("80/TCP,81/TCP")]
     );
     assert_eq!(cells[6], "<none>");
 

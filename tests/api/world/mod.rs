@@ -6,3 +6,4 @@ mod endpoints;
 mod kinds;
 mod launchers;
 mod nodes;
+mod services;

@@ -188,6 +188,7 @@ impl<'d> Lowering<'d> {
                         dns_subdomain_names: r.dns_subdomain_names,
                         dns1035_label_names: r.dns1035_label_names,
                         kube_role: r.kube_role,
+                        service_addresses: r.service_addresses,
                         data_rules: d.data_rules.clone(),
                         generation: r.generation,
                         strategic_merge_patch: r.strategic_merge_patch,
@@ -252,6 +253,7 @@ impl<'d> Lowering<'d> {
                         || other.dns_subdomain_names != r.dns_subdomain_names
                         || other.dns1035_label_names != r.dns1035_label_names
                         || other.kube_role != r.kube_role
+                        || other.service_addresses != r.service_addresses
                         || other.generation != r.generation
                         || other.strategic_merge_patch != r.strategic_merge_patch
                         || other.data_rules != r.data_rules
