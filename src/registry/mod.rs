@@ -8,6 +8,7 @@
 
 pub mod admission;
 mod apply;
+mod default_class;
 mod delete;
 mod errors;
 mod handle;

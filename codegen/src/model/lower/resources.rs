@@ -190,6 +190,8 @@ impl<'d> Lowering<'d> {
                         data_rules: d.data_rules.clone(),
                         generation: r.generation,
                         strategic_merge_patch: r.strategic_merge_patch,
+                        update_rules: d.update_rules.clone(),
+                        default_class: d.default_class.clone(),
                         definition: d.name.to_string(),
                     });
                 }
@@ -226,6 +228,7 @@ impl<'d> Lowering<'d> {
         // One kind (in any of its versions) is the namespaces, one the events.
         self.at_most_one_kind(resources, "namespaces", |r| r.namespaces);
         self.at_most_one_kind(resources, "events", |r| r.events);
+        self.check_default_classes(resources);
         for (i, r) in resources.iter().enumerate() {
             let ctx = format!("definition {}", r.definition);
             // Storage is shared by the versions of a group and keyed by group and plural.
