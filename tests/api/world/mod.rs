@@ -4,3 +4,4 @@
 
 mod kinds;
 mod nodes;
+mod update_rules;
