@@ -16,8 +16,8 @@ pub const ACTIONS: &str = include_str!(concat!(env!("OUT_DIR"), "/actions.yaml")
 /// codegen emits (`codegen/tests/typecheck.rs` holds it to that).
 mod rt {
     pub(super) use crate::resource::{
-        Cell, DataMap, DataRules, GroupInfo, ImmutableFlag, KubeRole, OpenApiV3Doc, Printer,
-        PrinterColumn, RequiredKeys, ResourceInfo, ScaleInfo, SelectableField, SizeLimit,
-        ValueFormat, WriteOnly,
+        Allowed, Cell, DataMap, DataRules, DefaultClass, Exception, GroupInfo, ImmutableFlag,
+        KubeRole, OpenApiV3Doc, Printer, PrinterColumn, RequiredKeys, ResourceInfo, ScaleInfo,
+        SelectableField, SizeLimit, UpdateRule, ValueFormat, WriteOnly,
     };
 }

@@ -69,6 +69,88 @@ pub struct ResourceInfo {
     /// Whether PATCH takes strategic merge patches (`object::strategic_patch`), as
     /// kube-apiserver does for its built-in kinds; custom resources answer 415 for them.
     pub strategic_merge_patch: bool,
+    /// kube's update validation of a built-in kind (`x-virt-resource.updateRules`, in kube's
+    /// order), enforced on writes through the main endpoint by `object::update_rules`.
+    pub update_rules: &'static [UpdateRule],
+    /// Set on the claims' kind: the DefaultStorageClass admission plugin fills this field of a
+    /// new object from the class marked default (`x-virt-resource.defaultClass`).
+    pub default_class: Option<DefaultClass>,
+}
+
+/// One of kube's update checks, over dotted paths (`spec.containers`; `[*]` is every item).
+/// `field` is the path kube's cause names.
+#[derive(Debug)]
+pub enum UpdateRule {
+    /// The value may not change: a Forbidden cause with `message`, or (`invalid`) an Invalid
+    /// one showing the new value (`ValidateImmutableField`); with `once`, an unset old value
+    /// may be set.
+    Immutable {
+        at: &'static str,
+        field: &'static str,
+        message: &'static str,
+        invalid: bool,
+        once: bool,
+    },
+    /// A list may not grow or shrink; validation stops at this cause (`ValidateContainerUpdates`).
+    SameLength { at: &'static str, field: &'static str, message: &'static str },
+    /// Existing items must stay, compared without `ignoring`; items may be added
+    /// (`validateOnlyAddedTolerations`).
+    OnlyAdditions {
+        at: &'static str,
+        field: &'static str,
+        ignoring: &'static [&'static str],
+        message: &'static str,
+    },
+    /// A number in 0..=2^31-1 that may be set, or lowered, never raised or unset; validation
+    /// stops at the first two causes (a pod's `activeDeadlineSeconds`).
+    OnlyLowered { at: &'static str, field: &'static str },
+    /// A quantity lowered below its old value must stay above the quantity at `floor` in the
+    /// old object (a claim's request and its `status.capacity`).
+    NotBelow { at: &'static str, field: &'static str, floor: &'static str, message: &'static str },
+    /// The object at `at` (only the keys in `only`, when given) may not change but for
+    /// `except`: a Forbidden cause whose message is followed by a line break and a diff of
+    /// the old and the new value, headed by the Go type `diff` names.
+    Frozen {
+        at: &'static str,
+        only: &'static [&'static str],
+        except: &'static [Exception],
+        field: &'static str,
+        message: &'static str,
+        diff: &'static str,
+    },
+}
+
+/// A path under a `Frozen` value that may change, and when.
+#[derive(Debug)]
+pub struct Exception {
+    pub path: &'static str,
+    pub when: Allowed,
+}
+
+/// When an `Exception` lets its path change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allowed {
+    Always,
+    /// While the old value is unset or empty (set once).
+    OldUnset,
+    /// From unset to a non-empty value.
+    SetOnce,
+    /// From a negative number to 1.
+    NegativeToOne,
+    /// While the field at the dotted path of the new object has the value.
+    FieldEquals(&'static str, &'static str),
+}
+
+/// The DefaultStorageClass admission's relation: the claims' `field` (a dotted path) names an
+/// object of the cluster-scoped kind `group`/`plural`; the newest of those annotated `true`
+/// under one of `annotations` is the default. A claim annotated `skip_annotation` has a class.
+#[derive(Debug)]
+pub struct DefaultClass {
+    pub field: &'static str,
+    pub group: &'static str,
+    pub plural: &'static str,
+    pub annotations: &'static [&'static str],
+    pub skip_annotation: &'static str,
 }
 
 /// The parts kinds play in kube's own controllers: the endpoints controllers' (K8S
@@ -290,6 +372,8 @@ impl ResourceInfo {
         data_rules: None,
         generation: true,
         strategic_merge_patch: false,
+        update_rules: &[],
+        default_class: None,
     };
 
     /// `<plural>.<group>`, the name kube-apiserver uses in messages.

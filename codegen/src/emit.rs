@@ -134,6 +134,8 @@ fn resource(r: &Resource) -> TokenStream {
         data_rules,
         generation,
         strategic_merge_patch,
+        update_rules,
+        default_class,
         definition: _,
     } = r;
     let kube_role = option(kube_role.map(|r| {
@@ -185,6 +187,20 @@ fn resource(r: &Resource) -> TokenStream {
         let rules = data_rules_tokens(d);
         quote!(&#rules)
     }));
+    let update_rules = update_rules.iter().map(update_rule_tokens);
+    let default_class = option(default_class.as_ref().map(|c| {
+        let (field, group, plural, skip) = (&c.field, &c.group, &c.plural, &c.skip_annotation);
+        let annotations = &c.annotations;
+        quote! {
+            self::rt::DefaultClass {
+                field: #field,
+                group: #group,
+                plural: #plural,
+                annotations: &[#(#annotations),*],
+                skip_annotation: #skip,
+            }
+        }
+    }));
     quote! {
         self::rt::ResourceInfo {
             group: #group,
@@ -213,6 +229,57 @@ fn resource(r: &Resource) -> TokenStream {
             data_rules: #data_rules,
             generation: #generation,
             strategic_merge_patch: #strategic_merge_patch,
+            update_rules: &[#(#update_rules),*],
+            default_class: #default_class,
+        }
+    }
+}
+
+/// One `x-virt-resource.updateRules` entry as a constant `rt::UpdateRule`.
+fn update_rule_tokens(r: &crate::model::UpdateRule) -> TokenStream {
+    use crate::model::{Allowed, UpdateRule};
+    match r {
+        UpdateRule::Immutable { at, field, message, invalid, once } => quote! {
+            self::rt::UpdateRule::Immutable {
+                at: #at, field: #field, message: #message, invalid: #invalid, once: #once,
+            }
+        },
+        UpdateRule::SameLength { at, field, message } => quote! {
+            self::rt::UpdateRule::SameLength { at: #at, field: #field, message: #message }
+        },
+        UpdateRule::OnlyAdditions { at, field, ignoring, message } => quote! {
+            self::rt::UpdateRule::OnlyAdditions {
+                at: #at, field: #field, ignoring: &[#(#ignoring),*], message: #message,
+            }
+        },
+        UpdateRule::OnlyLowered { at, field } => quote! {
+            self::rt::UpdateRule::OnlyLowered { at: #at, field: #field }
+        },
+        UpdateRule::NotBelow { at, field, floor, message } => quote! {
+            self::rt::UpdateRule::NotBelow { at: #at, field: #field, floor: #floor, message: #message }
+        },
+        UpdateRule::Frozen { at, only, except, field, message, diff } => {
+            let except = except.iter().map(|e| {
+                let path = &e.path;
+                let when = match &e.when {
+                    Allowed::Always => quote!(self::rt::Allowed::Always),
+                    Allowed::OldUnset => quote!(self::rt::Allowed::OldUnset),
+                    Allowed::SetOnce => quote!(self::rt::Allowed::SetOnce),
+                    Allowed::NegativeToOne => quote!(self::rt::Allowed::NegativeToOne),
+                    Allowed::FieldEquals(f, v) => quote!(self::rt::Allowed::FieldEquals(#f, #v)),
+                };
+                quote!(self::rt::Exception { path: #path, when: #when })
+            });
+            quote! {
+                self::rt::UpdateRule::Frozen {
+                    at: #at,
+                    only: &[#(#only),*],
+                    except: &[#(#except),*],
+                    field: #field,
+                    message: #message,
+                    diff: #diff,
+                }
+            }
         }
     }
 }

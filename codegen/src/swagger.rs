@@ -296,6 +296,77 @@ pub struct VirtResource {
     /// it in `consumes`, and others must not.
     #[serde(default)]
     pub strategic_merge_patch: bool,
+    /// kube's update validation of the kind (`ValidateXUpdate`), as rules in kube's order.
+    #[serde(default)]
+    pub update_rules: Vec<UpdateRule>,
+    /// On the claims' kind: which field the DefaultStorageClass admission plugin fills, from
+    /// which kind's default object.
+    pub default_class: Option<DefaultClass>,
+}
+
+/// One `x-virt-resource.updateRules` entry; `at` is a dotted path (`spec.containers`, `[*]` for
+/// every item), `field` the path kube's cause names (default: `at`).
+///
+/// ```json
+/// {"check": "immutable", "at": "provisioner", "message": "updates to provisioner are forbidden."}
+/// {"check": "immutable", "at": "spec.volumeMode", "field": "volumeMode", "invalid": true,
+///  "message": "field is immutable"}
+/// {"check": "sameLength", "at": "spec.containers", "message": "…"}
+/// {"check": "onlyAdditions", "at": "spec.tolerations", "ignoring": ["tolerationSeconds"], "message": "…"}
+/// {"check": "onlyLowered", "at": "spec.activeDeadlineSeconds"}
+/// {"check": "notBelow", "at": "spec.resources.requests.storage", "floor": "status.capacity.storage",
+///  "message": "…"}
+/// {"check": "frozen", "at": "spec", "only": ["hostPath"], "diff": "core.PodSpec", "message": "…",
+///  "except": [{"path": "containers[*].image"}, {"path": "volumeName", "when": "oldUnset"},
+///             {"path": "resources.requests.storage", "if": {"field": "status.phase", "equals": "Bound"}}]}
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateRule {
+    /// `immutable`, `sameLength`, `onlyAdditions`, `onlyLowered`, `notBelow` or `frozen`.
+    pub check: String,
+    pub at: String,
+    pub field: Option<String>,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub invalid: bool,
+    /// `immutable`: an unset old value may be set (kube checks only when the old one is set).
+    #[serde(default)]
+    pub once: bool,
+    #[serde(default)]
+    pub ignoring: Vec<String>,
+    pub floor: Option<String>,
+    #[serde(default)]
+    pub only: Vec<String>,
+    #[serde(default)]
+    pub except: Vec<UpdateException>,
+    pub diff: Option<String>,
+}
+
+/// A path under a `frozen` value that may change: always, or `when` (`oldUnset`, `setOnce`,
+/// `negativeToOne`), or `if` a field of the new object has a value.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateException {
+    pub path: String,
+    pub when: Option<String>,
+    #[serde(rename = "if")]
+    pub if_: Option<When>,
+}
+
+/// `x-virt-resource.defaultClass`: the claims' `field` (dotted) names an object of the
+/// cluster-scoped kind `group`/`plural`; the newest annotated `"true"` under one of
+/// `annotations` is the default; a claim with `skipAnnotation` already has a class.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DefaultClass {
+    pub field: String,
+    pub group: String,
+    pub plural: String,
+    pub annotations: Vec<String>,
+    #[serde(default)]
+    pub skip_annotation: String,
 }
 
 fn yes() -> bool {

@@ -35,9 +35,9 @@ mod routes {
 /// `facades_match_the_main_crate` holds them to the names each module uses.
 mod rt {
     pub use crate::resource::{
-        Cell, DataMap, DataRules, GroupInfo, ImmutableFlag, KubeRole, OpenApiV3Doc, Printer,
-        PrinterColumn, RequiredKeys, ResourceInfo, ScaleInfo, SelectableField, SizeLimit,
-        ValueFormat, WriteOnly,
+        Allowed, Cell, DataMap, DataRules, DefaultClass, Exception, GroupInfo, ImmutableFlag,
+        KubeRole, OpenApiV3Doc, Printer, PrinterColumn, RequiredKeys, ResourceInfo, ScaleInfo,
+        SelectableField, SizeLimit, UpdateRule, ValueFormat, WriteOnly,
     };
     use actix_web::web::Bytes;
     use actix_web::HttpRequest;

@@ -19,6 +19,7 @@ pub mod strategic_patch;
 pub mod strict_decoding;
 pub mod subresource;
 pub mod table;
+pub mod update_rules;
 pub mod validation;
 
 use serde_json::{Map, Value};

@@ -56,11 +56,16 @@ impl Registry {
         if res.namespaced && self.checks_namespaces() && self.store.get_raw(&key).is_none() {
             self.admit_in_namespace(res, target.ns(), name).await?;
         }
+        // So is DefaultStorageClass, read before the decision that may create.
+        let class = match res.default_class {
+            Some(_) if self.store.get_raw(&key).is_none() => self.default_class(res).await?,
+            _ => None,
+        };
         let mut outcome =
             self.guaranteed_update(res, &key, name, opts.dry_run, Shed::Never, |current| {
                 match current {
                     None if scope == Scope::OnlyStatus => Err(ApiError::not_found(res, name)),
-                    None => create(self, res, target, opts, scope, config),
+                    None => create(self, res, target, opts, scope, config, class.as_deref()),
                     Some(current) => update(res, target, opts, scope, current, config),
                 }
             })
@@ -133,6 +138,7 @@ fn create(
     opts: &ApplyOptions,
     scope: Scope,
     config: &Value,
+    default_class: Option<&str>,
 ) -> Result<Next, ApiError> {
     let nothing = Value::Object(Map::new());
     let mut obj = merge(res, opts, scope, &nothing, config)?;
@@ -151,6 +157,7 @@ fn create(
     }
     target.check_identity(&obj)?;
     check_create_meta(res, target, &mut obj)?;
+    super::default_class::fill(res, &mut obj, default_class);
     registry.mutate_on_create(res, &mut obj)?;
     init_new_object(res, &mut obj)?;
     check_size(&obj)?;

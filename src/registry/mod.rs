@@ -10,6 +10,7 @@ pub mod addresses;
 pub mod admission;
 mod allocating;
 mod apply;
+mod default_class;
 mod delete;
 mod errors;
 mod handle;

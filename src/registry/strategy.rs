@@ -12,7 +12,7 @@ use crate::object::limits::MAX_OBJECT_BYTES;
 use crate::object::meta::metadata_mut;
 use crate::object::subresource::{self, Part};
 use crate::object::validation;
-use crate::object::{data_rules, defaults, event_rules};
+use crate::object::{data_rules, defaults, event_rules, update_rules};
 use crate::object::{managed_fields, meta, meta_str, metadata};
 use crate::resource::ResourceInfo;
 
@@ -138,6 +138,11 @@ pub(crate) fn prepare_update(
     }
     causes.extend(validation::check(res, &new));
     causes.extend(data_rules::validate(res, &new, Some(current)));
+    // The kind's ValidateXUpdate; a status write keeps the stored spec (ValidateXStatusUpdate
+    // checks metadata, as above).
+    if part == Part::Main {
+        causes.extend(update_rules::validate(res, &new, current));
+    }
     if res.events {
         // ValidateEventUpdate in core/v1: the legacy rules, beside the common ones.
         causes.extend(event_rules::validate(&new));

@@ -41,6 +41,9 @@ impl Registry {
         check_create_meta(res, target, &mut obj)?;
         // NamespaceLifecycle is mutating admission: it runs before the strategy validates.
         self.admit_in_namespace(res, meta_str(&obj, "namespace"), meta_str(&obj, "name")).await?;
+        // DefaultStorageClass comes after NamespaceLifecycle among kube's admission plugins.
+        let class = self.default_class(res).await?;
+        super::default_class::fill(res, &mut obj, class.as_deref());
         // virt-api's mutating webhooks come after kube's own mutating admission.
         self.mutate_on_create(res, &mut obj)?;
         if let Some(field) = res.token_field {

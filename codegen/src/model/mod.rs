@@ -106,6 +106,10 @@ pub struct Resource {
     pub generation: bool,
     /// `x-virt-resource.strategicMergePatch`: whether PATCH takes strategic merge patches.
     pub strategic_merge_patch: bool,
+    /// `x-virt-resource.updateRules`, checked against the kind's schema.
+    pub update_rules: Vec<UpdateRule>,
+    /// `x-virt-resource.defaultClass`, checked against both kinds.
+    pub default_class: Option<DefaultClass>,
     /// Name of the kind's definition.
     pub definition: String,
 }
@@ -159,6 +163,72 @@ pub struct RequiredKeys {
     pub non_empty: bool,
     /// Only `json` so far.
     pub json: bool,
+}
+
+/// One `x-virt-resource.updateRules` entry, checked (`crate::resource::UpdateRule`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpdateRule {
+    Immutable {
+        at: String,
+        field: String,
+        message: String,
+        invalid: bool,
+        once: bool,
+    },
+    SameLength {
+        at: String,
+        field: String,
+        message: String,
+    },
+    OnlyAdditions {
+        at: String,
+        field: String,
+        ignoring: Vec<String>,
+        message: String,
+    },
+    OnlyLowered {
+        at: String,
+        field: String,
+    },
+    NotBelow {
+        at: String,
+        field: String,
+        floor: String,
+        message: String,
+    },
+    Frozen {
+        at: String,
+        only: Vec<String>,
+        except: Vec<Exception>,
+        field: String,
+        message: String,
+        diff: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exception {
+    pub path: String,
+    pub when: Allowed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allowed {
+    Always,
+    OldUnset,
+    SetOnce,
+    NegativeToOne,
+    FieldEquals(String, String),
+}
+
+/// `x-virt-resource.defaultClass`, checked (`crate::resource::DefaultClass`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefaultClass {
+    pub field: String,
+    pub group: String,
+    pub plural: String,
+    pub annotations: Vec<String>,
+    pub skip_annotation: String,
 }
 
 /// A field `fieldSelector` may name: its label and where it is in the object.

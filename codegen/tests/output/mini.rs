@@ -73,6 +73,14 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         data_rules: ::std::option::Option::None,
         generation: true,
         strategic_merge_patch: false,
+        update_rules: &[],
+        default_class: ::std::option::Option::Some(self::rt::DefaultClass {
+            field: "spec.enclosure",
+            group: "zoo.example.io",
+            plural: "enclosures",
+            annotations: &["zoo.example.io/default-enclosure"],
+            skip_annotation: "",
+        }),
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -231,6 +239,22 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         ),
         generation: true,
         strategic_merge_patch: true,
+        update_rules: &[
+            self::rt::UpdateRule::Frozen {
+                at: "spec",
+                only: &[],
+                except: &[
+                    self::rt::Exception {
+                        path: "habitat",
+                        when: self::rt::Allowed::SetOnce,
+                    },
+                ],
+                field: "spec",
+                message: "spec is immutable but for its habitat, once",
+                diff: "zoo.EnclosureSpec",
+            },
+        ],
+        default_class: ::std::option::Option::None,
     },
     self::rt::ResourceInfo {
         group: "zoo.example.io",
@@ -287,6 +311,8 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         data_rules: ::std::option::Option::None,
         generation: true,
         strategic_merge_patch: false,
+        update_rules: &[],
+        default_class: ::std::option::Option::None,
     },
     self::rt::ResourceInfo {
         group: "tickets.example.io",
@@ -315,6 +341,8 @@ pub static RESOURCES: &[self::rt::ResourceInfo] = &[
         data_rules: ::std::option::Option::None,
         generation: false,
         strategic_merge_patch: false,
+        update_rules: &[],
+        default_class: ::std::option::Option::None,
     },
 ];
 /// The OpenAPI v2 document, byte for byte as checked in.

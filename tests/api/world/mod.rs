@@ -7,3 +7,4 @@ mod kinds;
 mod launchers;
 mod nodes;
 mod services;
+mod update_rules;

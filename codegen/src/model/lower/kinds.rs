@@ -86,6 +86,14 @@ impl<'d> Lowering<'d> {
                 .as_ref()
                 .and_then(|r| r.data_rules.as_ref())
                 .map(|rules| self.data_rules(&ctx, def, rules));
+            let update_rules = resource
+                .as_ref()
+                .map(|r| self.update_rules(&ctx, def, &r.update_rules))
+                .unwrap_or_default();
+            let default_class = resource
+                .as_ref()
+                .and_then(|r| r.default_class.as_ref())
+                .map(|c| self.default_class(&ctx, def, c));
             for gvk in gvks {
                 if let Some(other) = defs.iter().find(|d| {
                     (&d.group, &d.version, &d.kind) == (&gvk.group, &gvk.version, &gvk.kind)
@@ -104,6 +112,8 @@ impl<'d> Lowering<'d> {
                     kind: gvk.kind,
                     resource: resource.clone(),
                     data_rules: data_rules.clone(),
+                    update_rules: update_rules.clone(),
+                    default_class: default_class.clone(),
                     has_resource_ext: ext.is_some(),
                 });
             }

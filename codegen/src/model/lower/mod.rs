@@ -15,6 +15,7 @@ mod parameters;
 mod resources;
 mod routes;
 mod subresources;
+mod update_rules;
 
 use std::collections::HashMap;
 
@@ -53,6 +54,9 @@ struct KindDef<'d> {
     resource: Option<VirtResource>,
     /// Its `x-virt-resource.dataRules`, checked.
     data_rules: Option<crate::model::DataRules>,
+    /// Its `x-virt-resource.updateRules` and `defaultClass`, checked.
+    update_rules: Vec<crate::model::UpdateRule>,
+    default_class: Option<crate::model::DefaultClass>,
     /// Whether it carried an `x-virt-resource` at all (valid or not).
     has_resource_ext: bool,
 }

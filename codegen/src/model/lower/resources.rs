@@ -192,6 +192,8 @@ impl<'d> Lowering<'d> {
                         data_rules: d.data_rules.clone(),
                         generation: r.generation,
                         strategic_merge_patch: r.strategic_merge_patch,
+                        update_rules: d.update_rules.clone(),
+                        default_class: d.default_class.clone(),
                         definition: d.name.to_string(),
                     });
                 }
@@ -238,6 +240,7 @@ impl<'d> Lowering<'d> {
             let what = format!("kubeRole {}", role.variant());
             self.at_most_one_kind(resources, &what, |r| r.kube_role == Some(role));
         }
+        self.check_default_classes(resources);
         for (i, r) in resources.iter().enumerate() {
             let ctx = format!("definition {}", r.definition);
             // Storage is shared by the versions of a group and keyed by group and plural.
