@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::admission::Admission;
+use super::log_source::{LogSource, NoLogs};
 use crate::object::error::ApiError;
 use crate::object::subresource::Part;
 use crate::resource::ResourceInfo;
@@ -21,18 +22,31 @@ pub struct Registry {
     pub(super) implicit_namespaces: bool,
     /// The webhooks admission calls on every write (none: kube's own admission only).
     admission: Option<Arc<dyn Admission>>,
+    /// Where containers' logs come from (none: every log is empty).
+    pub(super) log_source: Arc<dyn LogSource>,
 }
 
 impl Registry {
     /// The verbs over `store`, with kube's namespace lifecycle (when the document has a
     /// namespace kind).
     pub fn new(store: Store) -> Registry {
-        Registry { store, implicit_namespaces: false, admission: None }
+        Registry {
+            store,
+            implicit_namespaces: false,
+            admission: None,
+            log_source: Arc::new(NoLogs),
+        }
     }
 
     /// These verbs with `admission`'s webhooks called on every write.
     pub fn with_admission(mut self, admission: Arc<dyn Admission>) -> Registry {
         self.admission = Some(admission);
+        self
+    }
+
+    /// These verbs with containers' logs read from `source`.
+    pub fn with_log_source(mut self, source: Arc<dyn LogSource>) -> Registry {
+        self.log_source = source;
         self
     }
 
@@ -75,6 +89,21 @@ impl Registry {
         match &self.admission {
             Some(a) => a.warnings(res, part, obj),
             None => Vec::new(),
+        }
+    }
+
+    /// The webhooks' validation of a create through `subresource` of `obj`, if any are
+    /// registered.
+    pub(crate) async fn admit_subresource_create(
+        &self,
+        res: &'static ResourceInfo,
+        subresource: &str,
+        obj: &Value,
+        body: &Value,
+    ) -> Result<(), ApiError> {
+        match &self.admission {
+            Some(a) => a.admit_subresource_create(res, subresource, obj, body).await,
+            None => Ok(()),
         }
     }
 }

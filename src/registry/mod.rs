@@ -8,10 +8,14 @@
 
 pub mod admission;
 mod apply;
+mod binding;
 mod delete;
 mod errors;
+mod eviction;
 mod handle;
 pub mod keys;
+pub mod log_source;
+mod logs;
 pub mod namespaces;
 mod options;
 mod outcome;
@@ -27,6 +31,7 @@ pub use admission::Admission;
 pub use apply::{ApplyOptions, ApplyRequest};
 pub use delete::Deleted;
 pub use handle::Registry;
+pub use log_source::LogOptions;
 pub use options::{ContinueToken, DeleteOptions, ListOptions, Propagation, RvMatch, WriteOptions};
 pub use outcome::{Change, Object, Outcome};
 pub use read::{decode_stored, Page};

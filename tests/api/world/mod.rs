@@ -5,3 +5,4 @@
 mod kinds;
 mod launchers;
 mod nodes;
+mod pod_subresources;
