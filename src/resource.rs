@@ -41,6 +41,12 @@ pub struct ResourceInfo {
     pub scale: Option<ScaleInfo>,
     /// Whether the kind has kube's Namespace `finalize` subresource (update only).
     pub finalize_subresource: bool,
+    /// Whether the kind has kube's Pod `binding` subresource (create of a core/v1 Binding).
+    pub binding_subresource: bool,
+    /// Whether the kind has kube's Pod `eviction` subresource (create of a policy/v1 Eviction).
+    pub eviction_subresource: bool,
+    /// Whether the kind has kube's Pod `log` subresource (get, answered as text).
+    pub log_subresource: bool,
     /// Fields a `fieldSelector` may name besides `metadata.name` and `metadata.namespace` (a
     /// CRD's `selectableFields`).
     pub selectable_fields: &'static [SelectableField],
@@ -362,6 +368,9 @@ impl ResourceInfo {
         status_subresource: false,
         scale: None,
         finalize_subresource: false,
+        binding_subresource: false,
+        eviction_subresource: false,
+        log_subresource: false,
         selectable_fields: &[],
         namespaces: false,
         events: false,

@@ -195,6 +195,32 @@ mod rt {
     ) -> Answer {
         line("update_finalize", res, &t, Some(&b))
     }
+    pub async fn create_binding(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("create_binding", res, &t, Some(&b))
+    }
+    pub async fn create_eviction(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+        b: Bytes,
+    ) -> Answer {
+        line("create_eviction", res, &t, Some(&b))
+    }
+    pub async fn get_log(
+        _: &AppState,
+        res: &'static ResourceInfo,
+        t: Target,
+        _: &HttpRequest,
+    ) -> Answer {
+        line("get_log", res, &t, None)
+    }
     pub async fn patch_status(
         _: &AppState,
         res: &'static ResourceInfo,

@@ -175,6 +175,28 @@ pub fn storage_version_hash(res: &ResourceInfo) -> String {
 const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 /// kube's Namespace `finalize` is written only.
 const FINALIZE_VERBS: &[&str] = &["update"];
+/// kube's Pod `binding` and `eviction` are created only, its `log` read only.
+const CREATE_VERBS: &[&str] = &["create"];
+const GET_VERBS: &[&str] = &["get"];
+
+/// kube's Pod subresources other than `status`, in the order kube-apiserver lists them
+/// (alphabetical: K8S `api/discovery/api__v1.json`), each with the group, version and kind its
+/// entry names (the eviction answers policy/v1's; the binding core's, named only by its kind)
+/// and its verbs.
+fn built_in_subresources(
+    r: &ResourceInfo,
+) -> impl Iterator<
+    Item = (&'static str, &'static str, &'static str, &'static str, &'static [&'static str]),
+> {
+    let kind = r.kind;
+    [
+        (r.binding_subresource, ("binding", "", "", "Binding", CREATE_VERBS)),
+        (r.eviction_subresource, ("eviction", "policy", "v1", "Eviction", CREATE_VERBS)),
+        (r.log_subresource, ("log", "", "", kind, GET_VERBS)),
+    ]
+    .into_iter()
+    .filter_map(|(served, entry)| served.then_some(entry))
+}
 
 /// A kind's discovery entry followed by its subresources' (`<plural>/status` with the kind,
 /// `<plural>/scale` answering `autoscaling/v1` Scale), as the CRD discovery controller lists them.
@@ -203,6 +225,9 @@ fn api_resources(r: &ResourceInfo) -> Vec<ApiResource> {
         categories: &[],
         storage_version_hash: String::new(),
     };
+    for (name, group, version, kind, verbs) in built_in_subresources(r) {
+        out.push(ApiResource { verbs, ..sub(name, group, version, kind) });
+    }
     if r.status_subresource {
         out.push(sub("status", "", "", r.kind));
     }
@@ -414,6 +439,14 @@ fn aggregated_resource(r: &ResourceInfo) -> serde_json::Value {
         out["categories"] = json!(r.categories);
     }
     let mut subresources = Vec::new();
+    for (name, group, version, sub_kind, verbs) in built_in_subresources(r) {
+        // As the kind's own entries here name it: the core group's version spelled out.
+        let (group, version) =
+            if group.is_empty() { (r.group, r.version) } else { (group, version) };
+        subresources.push(json!({"subresource": name,
+            "responseKind": {"group": group, "version": version, "kind": sub_kind},
+            "verbs": verbs}));
+    }
     if r.status_subresource {
         subresources.push(json!({"subresource": "status", "responseKind": kind,
                                  "verbs": SUBRESOURCE_VERBS}));

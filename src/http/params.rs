@@ -51,6 +51,22 @@ impl Query {
         self.get(key).map(parse_bool)
     }
 
+    /// `PodLogOptions` from the query (K8S `pkg/apis/core/v1/conversion.go`'s query
+    /// conversion); checked by the registry.
+    pub fn log_options(&self) -> Result<crate::registry::LogOptions, ApiError> {
+        Ok(crate::registry::LogOptions {
+            container: self.get("container").unwrap_or("").to_string(),
+            follow: self.flag("follow"),
+            previous: self.flag("previous"),
+            since_seconds: self.int("sinceSeconds")?,
+            since_time: self.get("sinceTime").filter(|t| !t.is_empty()).map(str::to_string),
+            timestamps: self.flag("timestamps"),
+            tail_lines: self.int("tailLines")?,
+            limit_bytes: self.int("limitBytes")?,
+            insecure_skip_tls_verify_backend: self.flag("insecureSkipTLSVerifyBackend"),
+        })
+    }
+
     fn int(&self, key: &str) -> Result<Option<i64>, ApiError> {
         match self.get(key) {
             None | Some("") => Ok(None),

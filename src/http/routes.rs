@@ -17,9 +17,9 @@ mod rt {
     pub(super) use crate::object::error::ApiError;
     // The generic verbs (`x-kubernetes-action`), their subresource forms and the 405 fallback.
     pub(super) use crate::http::endpoints::{
-        action, action_read, create, delete, delete_collection, get, get_scale, get_status, list,
-        method_not_allowed, patch, patch_scale, patch_status, update, update_finalize,
-        update_scale, update_status, watch, Target,
+        action, action_read, create, create_binding, create_eviction, delete, delete_collection,
+        get, get_log, get_scale, get_status, list, method_not_allowed, patch, patch_scale,
+        patch_status, update, update_finalize, update_scale, update_status, watch, Target,
     };
     // The `x-virt-handler` handlers, each under its handler name in snake_case.
     pub(super) use crate::http::discovery::{

@@ -161,6 +161,16 @@ pub enum ApiError {
         group: String,
         singular: String,
     },
+    /// A validating admission webhook's refusal, as kube passes it on
+    /// (K8S `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go`
+    /// ToStatusErr): the webhook's code (403 below 400) and reason, its message after
+    /// `admission webhook "<name>" denied the request`.
+    Denied {
+        webhook: String,
+        code: u16,
+        reason: &'static str,
+        message: String,
+    },
     /// An answer in plain text (virt-api's guest-agent reads fail so).
     PlainText {
         code: u16,
@@ -226,6 +236,12 @@ impl ApiError {
             resource: res.plural.into(),
             causes,
         }
+    }
+
+    /// A webhook's refusal: `code` and `message` as its AdmissionResponse's Status gives them
+    /// (KubeVirt's eviction admitter: 429 and no reason, KUBE-WORLD §9).
+    pub fn webhook_denied(webhook: &str, code: u16, message: &str) -> ApiError {
+        ApiError::Denied { webhook: webhook.into(), code, reason: "", message: message.into() }
     }
 
     pub fn bad_request(msg: impl Into<String>) -> ApiError {
@@ -364,6 +380,16 @@ impl ApiError {
                 (*code, reason, message.clone(), details)
             }
             PlainText { code, message } => (*code, "", message.clone(), None),
+            Denied { webhook, code, reason, message } => {
+                let denied = format!("admission webhook {webhook:?} denied the request");
+                let message = match (message.is_empty(), reason.is_empty()) {
+                    (false, _) => format!("{denied}: {message}"),
+                    (true, false) => format!("{denied}: {reason}"),
+                    (true, true) => format!("{denied} without explanation"),
+                };
+                let code = if *code < code::BAD_REQUEST { code::FORBIDDEN } else { *code };
+                (code, reason, message, None)
+            }
             Internal(m) => {
                 let details = Details {
                     causes: vec![Cause { reason: "", message: m.clone(), field: String::new() }],

@@ -5,6 +5,8 @@
 //! them on every write, whoever makes it; what they do is the caller's (`behaviour::webhooks`).
 
 use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
 
 use serde_json::Value;
 
@@ -21,4 +23,23 @@ pub trait Admission: Debug + Send + Sync {
     /// The warnings validating admission answers a write of `obj` through `part` of `res`,
     /// sent on as `Warning` headers after decoding's.
     fn warnings(&self, res: &ResourceInfo, part: Part, obj: &Value) -> Vec<String>;
+
+    /// Validating admission on a create through a subresource of `res` that writes `obj`
+    /// (kube's Pod `binding` and `eviction`: `body` is the Binding or Eviction, `obj` the object
+    /// it names as stored): kube's `createValidation`, called before the write. Async, as a
+    /// webhook may read and write other objects through the registry it was handed. A refusal
+    /// is the webhook's whole answer (`ApiError::webhook_denied`). Allows by default.
+    fn admit_subresource_create<'a>(
+        &'a self,
+        res: &'static ResourceInfo,
+        subresource: &'a str,
+        obj: &'a Value,
+        body: &'a Value,
+    ) -> Admitted<'a> {
+        let _ = (res, subresource, obj, body);
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
+
+/// What `Admission::admit_subresource_create` answers, in time.
+pub type Admitted<'a> = Pin<Box<dyn Future<Output = Result<(), ApiError>> + Send + 'a>>;

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::addresses::{Addresses, Ranges};
 use super::admission::Admission;
+use super::log_source::{LogSource, NoLogs};
 use crate::object::error::ApiError;
 use crate::object::subresource::Part;
 use crate::resource::ResourceInfo;
@@ -24,6 +25,8 @@ pub struct Registry {
     admission: Option<Arc<dyn Admission>>,
     /// The service address ranges, and the lock allocating writes hold (`allocating`).
     pub(super) addresses: Arc<Addresses>,
+    /// Where containers' logs come from (none: every log is empty).
+    pub(super) log_source: Arc<dyn LogSource>,
 }
 
 impl Registry {
@@ -35,6 +38,7 @@ impl Registry {
             implicit_namespaces: false,
             admission: None,
             addresses: Arc::new(Addresses::default()),
+            log_source: Arc::new(NoLogs),
         }
     }
 
@@ -53,6 +57,12 @@ impl Registry {
     /// These verbs with `admission`'s webhooks called on every write.
     pub fn with_admission(mut self, admission: Arc<dyn Admission>) -> Registry {
         self.admission = Some(admission);
+        self
+    }
+
+    /// These verbs with containers' logs read from `source`.
+    pub fn with_log_source(mut self, source: Arc<dyn LogSource>) -> Registry {
+        self.log_source = source;
         self
     }
 
@@ -95,6 +105,21 @@ impl Registry {
         match &self.admission {
             Some(a) => a.warnings(res, part, obj),
             None => Vec::new(),
+        }
+    }
+
+    /// The webhooks' validation of a create through `subresource` of `obj`, if any are
+    /// registered.
+    pub(crate) async fn admit_subresource_create(
+        &self,
+        res: &'static ResourceInfo,
+        subresource: &str,
+        obj: &Value,
+        body: &Value,
+    ) -> Result<(), ApiError> {
+        match &self.admission {
+            Some(a) => a.admit_subresource_create(res, subresource, obj, body).await,
+            None => Ok(()),
         }
     }
 }

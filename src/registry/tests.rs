@@ -129,3 +129,99 @@ async fn namespaces_are_checked_and_collections_deleted() {
     let left = r.list(cms, Some("default"), &ListOptions::default()).await.unwrap();
     assert!(left.items.is_empty());
 }
+
+/// A validating webhook that refuses every eviction as KubeVirt's virt-launcher interceptor
+/// does (KUBE-WORLD §9: 429, its message), and allows everything else.
+#[derive(Debug)]
+struct RefusesEvictions;
+
+impl Admission for RefusesEvictions {
+    fn mutate_on_create(&self, _: &ResourceInfo, _: &mut Value) -> Result<(), ApiError> {
+        Ok(())
+    }
+    fn warnings(
+        &self,
+        _: &ResourceInfo,
+        _: crate::object::subresource::Part,
+        _: &Value,
+    ) -> Vec<String> {
+        Vec::new()
+    }
+    fn admit_subresource_create<'a>(
+        &'a self,
+        _: &'static ResourceInfo,
+        subresource: &'a str,
+        obj: &'a Value,
+        _: &'a Value,
+    ) -> admission::Admitted<'a> {
+        let verdict = if subresource == "eviction" {
+            let msg = format!(
+                "Eviction triggered evacuation of VMI \"{}/vm\"",
+                obj["metadata"]["namespace"].as_str().unwrap_or("")
+            );
+            Err(ApiError::webhook_denied(
+                "virt-launcher-eviction-interceptor.kubevirt.io",
+                429,
+                &msg,
+            ))
+        } else {
+            Ok(())
+        };
+        Box::pin(std::future::ready(verdict))
+    }
+}
+
+fn a_pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}})
+}
+
+#[tokio::test]
+async fn a_refused_eviction_is_the_webhooks_answer_and_deletes_nothing() {
+    let r = registry().await.with_admission(std::sync::Arc::new(RefusesEvictions));
+    let pods = served("pods");
+    create(&r, pods, "default", a_pod("p")).await;
+    let eviction = json!({"metadata": {"name": "p", "namespace": "default"}});
+    let parse = |_: &[u8]| Ok(DeleteOptions::default());
+    let err = r.evict(pods, &in_ns("default", Some("p")), &eviction, &[], parse).await.unwrap_err();
+    let status = serde_json::to_value(err.to_status()).unwrap();
+    assert_eq!(
+        status,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "admission webhook \"virt-launcher-eviction-interceptor.kubevirt.io\" denied the request: Eviction triggered evacuation of VMI \"default/vm\"",
+               "code": 429})
+    );
+    assert!(r.get(pods, "default", "p").await.is_ok());
+    // A binding is not refused by it.
+    let binding =
+        json!({"metadata": {"name": "q", "namespace": "default"}, "target": {"name": "n1"}});
+    let mut unbound = a_pod("q");
+    unbound["spec"].as_object_mut().unwrap().remove("nodeName");
+    create(&r, pods, "default", unbound).await;
+    r.bind(pods, &in_ns("default", Some("q")), &binding, false).await.unwrap();
+    assert_eq!(r.get(pods, "default", "q").await.unwrap()["spec"]["nodeName"], "n1");
+}
+
+/// Lines as a kubelet would have them.
+#[derive(Debug)]
+struct FixedLogs;
+
+impl log_source::LogSource for FixedLogs {
+    fn lines(&self, pod: &Value, container: &str, _: &LogOptions) -> Vec<(String, String)> {
+        let name = pod["metadata"]["name"].as_str().unwrap_or("");
+        vec![
+            ("2026-01-01T00:00:00.5Z".into(), format!("{name}/{container} first")),
+            ("2026-01-01T00:00:01Z".into(), format!("{name}/{container} second")),
+        ]
+    }
+}
+
+#[tokio::test]
+async fn logs_are_the_sources_lines_with_kubes_options() {
+    let r = registry().await.with_log_source(std::sync::Arc::new(FixedLogs));
+    let pods = served("pods");
+    create(&r, pods, "default", a_pod("p")).await;
+    let opts = LogOptions { timestamps: true, tail_lines: Some(1), ..LogOptions::default() };
+    let text = r.logs(pods, &in_ns("default", Some("p")), &opts).await.unwrap();
+    assert_eq!(text.as_deref(), Some("2026-01-01T00:00:01Z p/c second\n"));
+}

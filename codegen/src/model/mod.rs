@@ -85,6 +85,10 @@ pub struct Resource {
     pub scale: Option<ScalePaths>,
     /// Whether a `/finalize` path serves the kind.
     pub finalize_subresource: bool,
+    /// Whether `/binding`, `/eviction` and `/log` paths serve the kind (kube's Pod's).
+    pub binding_subresource: bool,
+    pub eviction_subresource: bool,
+    pub log_subresource: bool,
     /// `x-virt-resource.selectableFields`, validated against the kind's schema.
     pub selectable_fields: Vec<SelectableField>,
     /// Whether this kind's objects are the namespaces (`x-virt-resource.namespaces`).
@@ -431,17 +435,33 @@ pub enum Subresource {
     /// kube's Namespace `finalize`: an update-only write of the object but its status (the
     /// namespace controller removes its `spec.finalizers` entry through it).
     Finalize,
+    /// kube's Pod `binding`: a create of a core/v1 Binding that assigns the object to a node
+    /// (K8S `pkg/registry/core/pod/storage/storage.go` BindingREST).
+    Binding,
+    /// kube's Pod `eviction`: a create of a policy/v1 Eviction that deletes the object
+    /// (K8S `pkg/registry/core/pod/storage/eviction.go`).
+    Eviction,
+    /// kube's Pod `log`: a read of a container's log as text (K8S `pkg/registry/core/pod/rest/log.go`).
+    Log,
 }
 
 impl Subresource {
-    pub const ALL: [Subresource; 3] =
-        [Subresource::Status, Subresource::Scale, Subresource::Finalize];
+    pub const ALL: [Subresource; 6] = [
+        Subresource::Status,
+        Subresource::Scale,
+        Subresource::Finalize,
+        Subresource::Binding,
+        Subresource::Eviction,
+        Subresource::Log,
+    ];
 
     /// The actions the subresource serves, all of them required.
     pub fn actions(self) -> &'static [Action] {
         match self {
             Subresource::Status | Subresource::Scale => &SUBRESOURCE_ACTIONS,
             Subresource::Finalize => &[Action::Put],
+            Subresource::Binding | Subresource::Eviction => &[Action::Post],
+            Subresource::Log => &[Action::Get],
         }
     }
 
@@ -464,6 +484,9 @@ impl Subresource {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
             Subresource::Finalize => "finalize",
+            Subresource::Binding => "binding",
+            Subresource::Eviction => "eviction",
+            Subresource::Log => "log",
         }
     }
 }
@@ -473,6 +496,13 @@ pub const SUBRESOURCE_ACTIONS: [Action; 3] = [Action::Get, Action::Put, Action::
 
 /// The GVK `scale` operations carry, whatever the kind: (group, version, kind).
 pub const SCALE_GVK: (&str, &str, &str) = ("autoscaling", "v1", "Scale");
+
+/// The GVK `binding` operations carry: kube's core/v1 Binding (K8S api/openapi-spec/swagger.json).
+pub const BINDING_GVK: (&str, &str, &str) = ("", "v1", "Binding");
+
+/// The GVK `eviction` operations carry: kube's policy/v1 Eviction, served under core/v1
+/// (K8S api/openapi-spec/swagger.json, `createCoreV1NamespacedPodEviction`).
+pub const EVICTION_GVK: (&str, &str, &str) = ("policy", "v1", "Eviction");
 
 /// Discovery verbs in the order kube-apiserver lists them for custom resources.
 pub const VERB_ORDER: [&str; 8] =

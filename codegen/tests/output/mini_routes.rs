@@ -328,6 +328,41 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
                     ),
             )
             .service(
+                ::actix_web::web::resource("/enclosures/{name}/binding")
+                    .route(
+                        ::actix_web::web::post()
+                            .to(create_zoo_example_io_v1_enclosure_binding),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            self::rt::method_not_allowed(&RESOURCES[1], &req)
+                        }),
+                    ),
+            )
+            .service(
+                ::actix_web::web::resource("/enclosures/{name}/eviction")
+                    .route(
+                        ::actix_web::web::post()
+                            .to(create_zoo_example_io_v1_enclosure_eviction),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            self::rt::method_not_allowed(&RESOURCES[1], &req)
+                        }),
+                    ),
+            )
+            .service(
+                ::actix_web::web::resource("/enclosures/{name}/log")
+                    .route(
+                        ::actix_web::web::get().to(read_zoo_example_io_v1_enclosure_log),
+                    )
+                    .default_service(
+                        ::actix_web::web::to(|req: ::actix_web::HttpRequest| async move {
+                            self::rt::method_not_allowed(&RESOURCES[1], &req)
+                        }),
+                    ),
+            )
+            .service(
                 ::actix_web::web::resource("/watch/enclosures")
                     .route(
                         ::actix_web::web::get()
@@ -1249,6 +1284,64 @@ async fn replace_zoo_example_io_v1_enclosure_finalize(
             ),
             &req,
             body,
+        )
+        .await
+}
+/// `createZooExampleIoV1EnclosureBinding`: `POST /apis/zoo.example.io/v1/enclosures/{name}/binding`
+async fn create_zoo_example_io_v1_enclosure_binding(
+    state: ::actix_web::web::Data<self::rt::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    let (name,) = path.into_inner();
+    self::rt::create_binding(
+            &state,
+            &RESOURCES[1],
+            self::rt::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `createZooExampleIoV1EnclosureEviction`: `POST /apis/zoo.example.io/v1/enclosures/{name}/eviction`
+async fn create_zoo_example_io_v1_enclosure_eviction(
+    state: ::actix_web::web::Data<self::rt::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+    body: ::actix_web::web::Bytes,
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    let (name,) = path.into_inner();
+    self::rt::create_eviction(
+            &state,
+            &RESOURCES[1],
+            self::rt::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
+            body,
+        )
+        .await
+}
+/// `readZooExampleIoV1EnclosureLog`: `GET /apis/zoo.example.io/v1/enclosures/{name}/log`
+async fn read_zoo_example_io_v1_enclosure_log(
+    state: ::actix_web::web::Data<self::rt::AppState>,
+    req: ::actix_web::HttpRequest,
+    path: ::actix_web::web::Path<(::std::string::String,)>,
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    let (name,) = path.into_inner();
+    self::rt::get_log(
+            &state,
+            &RESOURCES[1],
+            self::rt::Target::new(
+                ::std::option::Option::None,
+                ::std::option::Option::Some(name),
+            ),
+            &req,
         )
         .await
 }

@@ -3,6 +3,7 @@
 //! registry and encodes the answer.
 
 mod action;
+mod assign;
 mod delete;
 mod read;
 mod subresource;
@@ -15,6 +16,7 @@ use crate::resource::ResourceInfo;
 
 pub use crate::registry::Target;
 pub use action::{action, action_read};
+pub use assign::{create_binding, create_eviction, get_log};
 pub use delete::{delete, delete_collection};
 pub use read::{get, list, watch};
 pub use subresource::{

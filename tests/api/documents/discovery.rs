@@ -259,6 +259,8 @@ fn core_api_lists_v1_and_its_kinds() {
         let mut want: BTreeSet<&str> = CORE_KINDS.iter().map(|k| k.0).collect();
         want.extend(CORE_STATUS);
         want.insert("namespaces/finalize");
+        // kube's pods/binding, pods/eviction and pods/log (world::pod_subresources).
+        want.extend(["pods/binding", "pods/eviction", "pods/log"]);
         assert_eq!(served, want, "{path}");
     }
     // The core group has no group document, and /apis leaves it out.

@@ -6,5 +6,6 @@ mod endpoints;
 mod kinds;
 mod launchers;
 mod nodes;
+mod pod_subresources;
 mod services;
 mod update_rules;

@@ -174,6 +174,9 @@ impl<'d> Lowering<'d> {
                                 label_selector: s.label_selector_path.clone(),
                             }),
                         finalize_subresource: sub_actions.contains_key(&(i, Subresource::Finalize)),
+                        binding_subresource: sub_actions.contains_key(&(i, Subresource::Binding)),
+                        eviction_subresource: sub_actions.contains_key(&(i, Subresource::Eviction)),
+                        log_subresource: sub_actions.contains_key(&(i, Subresource::Log)),
                         selectable_fields: r
                             .selectable_fields
                             .iter()
@@ -272,7 +275,10 @@ impl<'d> Lowering<'d> {
                 if same_kind
                     && (other.status_subresource != r.status_subresource
                         || other.scale != r.scale
-                        || other.finalize_subresource != r.finalize_subresource)
+                        || other.finalize_subresource != r.finalize_subresource
+                        || other.binding_subresource != r.binding_subresource
+                        || other.eviction_subresource != r.eviction_subresource
+                        || other.log_subresource != r.log_subresource)
                 {
                     // The versions share storage, so they must agree on who may write status.
                     let msg = format!(

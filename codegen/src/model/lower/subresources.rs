@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::{DraftKind, KindDef, Lowering, Owner};
 use crate::model::paths::{parse_action_path, parse_resource_path, ResourcePath};
-use crate::model::{Action, Subresource, SCALE_GVK};
+use crate::model::{Action, Subresource, BINDING_GVK, EVICTION_GVK, SCALE_GVK};
 use crate::swagger::{GroupVersionKind, Method, SubresourceOf};
 
 impl<'d> Lowering<'d> {
@@ -96,10 +96,12 @@ impl<'d> Lowering<'d> {
         let d = &defs[def];
         let res = d.resource.as_ref().expect("found by its x-virt-resource");
         let want = match sub {
-            Subresource::Status | Subresource::Finalize => {
+            Subresource::Status | Subresource::Finalize | Subresource::Log => {
                 (d.group.as_str(), d.version.as_str(), d.kind.as_str())
             }
             Subresource::Scale => SCALE_GVK,
+            Subresource::Binding => BINDING_GVK,
+            Subresource::Eviction => EVICTION_GVK,
         };
         if (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()) != want {
             let msg = format!(
@@ -361,7 +363,7 @@ mod tests {
             "(deleteThingStatus): action `delete` needs method DELETE",
             "(deleteThingStatus): the `status` subresource serves only get, put and patch, not `delete`",
             "(readAIoV1GizmoScale): `scale` operations carry the GVK autoscaling/v1 Scale, not a.io/v1 Gizmo",
-            "(readGizmoFoo): unknown subresource `foo` (known: status, scale, finalize)",
+            "(readGizmoFoo): unknown subresource `foo` (known: status, scale, finalize, binding, eviction, log)",
             "(readStuffStatus): no kind of a.io/v1 has plural `stuff`",
             "(readNamespacedGizmoStatus): Gizmo is cluster-scoped but the path has a namespace",
             // The two rejected operations above leave the subresource incomplete.
@@ -394,6 +396,65 @@ mod tests {
         doc["paths"][fin]["get"] = get;
         let problems = lower_json(doc).unwrap_err();
         assert_problem(&problems, "the `finalize` subresource serves only put, not `get`");
+    }
+
+    /// kube's Pod `binding`, `eviction` (create of core/v1 Binding and policy/v1 Eviction) and
+    /// `log` (get of the kind itself).
+    #[test]
+    fn binding_eviction_and_log_carry_kubes_kinds() {
+        let mut d = TestDoc::new(&["a.io"]);
+        d.kind("a.io", "v1", "Thing", "things", true);
+        let base = "/apis/a.io/v1/namespaces/{namespace}/things/{name}";
+        let mut doc = d.build();
+        let item = doc["paths"][base].clone();
+        let op = |verb: &str, id: &str, gvk: Value| {
+            let mut op = item[verb].clone();
+            op["operationId"] = id.into();
+            op["x-kubernetes-action"] = (if verb == "get" { "get" } else { "post" }).into();
+            op["x-kubernetes-group-version-kind"] = gvk;
+            op
+        };
+        let kind =
+            |g: &str, v: &str, k: &str| serde_json::json!({"group": g, "version": v, "kind": k});
+        let mut post = |sub: &str, id: &str, gvk: Value| {
+            let mut op = op("put", id, gvk);
+            op["responses"] = serde_json::json!({"201": {"description": "Created"}});
+            doc["paths"][format!("{base}/{sub}")] =
+                serde_json::json!({"parameters": item["parameters"], "post": op});
+        };
+        post("binding", "createThingBinding", kind("", "v1", "Binding"));
+        post("eviction", "createThingEviction", kind("policy", "v1", "Eviction"));
+        doc["paths"][format!("{base}/log")] = serde_json::json!({
+            "parameters": item["parameters"],
+            "get": op("get", "readThingLog", kind("a.io", "v1", "Thing")),
+        });
+        let api = lower_json(doc.clone()).unwrap();
+        let r = &api.resources[0];
+        assert!(r.binding_subresource && r.eviction_subresource && r.log_subresource);
+        let route = api.routes.iter().find(|r| r.path == format!("{base}/eviction")).unwrap();
+        assert_eq!(
+            route.operations[0].kind,
+            OperationKind::Resource {
+                action: Action::Post,
+                resource: 0,
+                namespace: true,
+                name: true,
+                subresource: Some(Subresource::Eviction),
+            }
+        );
+        // The eviction's kind is policy's, not core's; a log is read only.
+        doc["paths"][format!("{base}/eviction")]["post"]["x-kubernetes-group-version-kind"] =
+            kind("", "v1", "Eviction");
+        let mut put = doc["paths"][format!("{base}/log")]["get"].clone();
+        put["operationId"] = "replaceThingLog".into();
+        put["x-kubernetes-action"] = "put".into();
+        doc["paths"][format!("{base}/log")]["put"] = put;
+        let problems = lower_json(doc).unwrap_err();
+        assert_problem(
+            &problems,
+            "`eviction` operations carry the GVK policy/v1 Eviction, not /v1 Eviction",
+        );
+        assert_problem(&problems, "the `log` subresource serves only get, not `put`");
     }
 
     /// a.io's Thing, its `status` and `scale` served under sub.a.io (the path item names the kind).
