@@ -161,7 +161,8 @@ pub struct DefaultClass {
 
 /// The parts kinds play in kube's own controllers: the endpoints controllers' (K8S
 /// pkg/controller/endpoint, endpointslice) service whose selector picks pods, the pods and the
-/// nodes they run on, and the two kinds written.
+/// nodes they run on, and the two kinds written; the volume binder's claims, volumes and
+/// storage classes (K8S pkg/controller/volume/persistentvolume).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KubeRole {
     Service,
@@ -169,6 +170,9 @@ pub enum KubeRole {
     Endpoints,
     EndpointSlices,
     Node,
+    Claim,
+    Volume,
+    StorageClass,
 }
 
 /// How a built-in kind's data maps are validated and written, as kube's ConfigMap and Secret

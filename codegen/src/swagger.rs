@@ -274,9 +274,10 @@ pub struct VirtResource {
     pub dns1035_label_names: bool,
     /// The part the kind plays in kube's own controllers, which the server runs (one kind a
     /// role): `service` (its objects' `spec.selector` picks `pod` objects), `pod` (objects
-    /// with an address and readiness, placed on a `node`), `node`, and `endpoints` and
+    /// with an address and readiness, placed on a `node`), `node`, `endpoints` and
     /// `endpointSlices` (what the endpoints controllers write: `controllers::endpoints`, K8S
-    /// pkg/controller/endpoint, endpointslice).
+    /// pkg/controller/endpoint, endpointslice), and the volume binder's `claim`, `volume` and
+    /// `storageClass` (`controllers::volumes`, K8S pkg/controller/volume/persistentvolume).
     #[serde(default)]
     pub kube_role: Option<KubeRole>,
     /// Marks the kind whose objects kube-apiserver's own registry gives cluster addresses
@@ -382,6 +383,9 @@ pub enum KubeRole {
     Endpoints,
     EndpointSlices,
     Node,
+    Claim,
+    Volume,
+    StorageClass,
 }
 
 impl KubeRole {
@@ -393,6 +397,9 @@ impl KubeRole {
             KubeRole::Endpoints => "Endpoints",
             KubeRole::EndpointSlices => "EndpointSlices",
             KubeRole::Node => "Node",
+            KubeRole::Claim => "Claim",
+            KubeRole::Volume => "Volume",
+            KubeRole::StorageClass => "StorageClass",
         }
     }
 }

@@ -660,7 +660,8 @@ mod tests {
         let registry = Registry::new(store).with_implicit_namespaces(true);
         Engine::new(
             registry,
-            Config { lifecycles: super::super::load(None).unwrap(), speed, seed: 7, nodes: 2 },
+            // Room for the tests' hundreds of launcher pods (110 a node).
+            Config { lifecycles: super::super::load(None).unwrap(), speed, seed: 7, nodes: 8 },
         )
     }
 
@@ -710,6 +711,8 @@ mod tests {
         LocalSet::new()
             .run_until(async move {
                 tokio::task::spawn_local(run(engine.clone(), rx));
+                // The simulated cluster's scheduler places the launcher pods.
+                crate::controllers::scheduler::spawn(registry.clone(), 7);
                 for i in 0..N {
                     create_vm(&registry, &format!("vm-{i}")).await;
                 }

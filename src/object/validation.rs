@@ -351,6 +351,12 @@ fn go_repr(v: &Value) -> String {
 }
 
 fn check_value(v: &Value, schema: &Value, path: &mut String, causes: &mut Vec<Cause>) {
+    // A null no pruning removed is a built-in kind's zero value, as Go's decoding reads it
+    // (a condition's `lastProbeTime: null`, which kube itself writes): not a type error.
+    // Custom resources never keep one (`prune` drops nulls their schema does not allow).
+    if v.is_null() {
+        return;
+    }
     let schema = resolve(schema);
     match schema.get("type").and_then(Value::as_str) {
         Some(t) if !type_matches(v, t) && !other_form(schema, v) => {

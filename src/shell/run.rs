@@ -6,7 +6,9 @@ use std::io::Write;
 use std::net::TcpListener;
 
 use crate::behaviour::{simulate, Behaviour};
-use crate::controllers::{apiserver_service, endpoints, event_ttl, gc, leading, namespaces};
+use crate::controllers::{
+    apiserver_service, endpoints, event_ttl, gc, leading, namespaces, scheduler, volumes,
+};
 use crate::http::server::{self, AppState, ShutdownSignals};
 use crate::shell::config::Config;
 use crate::store::Store;
@@ -87,7 +89,7 @@ pub fn run(config: Config) -> Result<(), Error> {
         drop(out);
         // Background work starts only once the server is listening. Compaction elects itself
         // on every backend (etcd: kube's compare-and-swap on the compaction key). The
-        // collector, the namespace and endpoints controllers, the events' expiry and the
+        // collector, the namespace, endpoints and volume controllers, the events' expiry and the
         // simulated runtime are singletons: they run while this process leads (always on
         // SQLite; on etcd, while it holds the election's lease), writing fenced by that
         // leadership.
@@ -99,7 +101,10 @@ pub fn run(config: Config) -> Result<(), Error> {
             event_ttl::spawn_expiry(r.clone(), ttl);
             namespaces::spawn(r.clone(), interval);
             endpoints::spawn(r.clone());
+            volumes::spawn(r.clone());
             if let Some(cfg) = simulation.clone() {
+                // The simulated cluster's kube-scheduler places pods on its nodes.
+                scheduler::spawn(r.clone(), cfg.seed);
                 simulate::spawn(r.clone(), cfg);
             }
             if collect {

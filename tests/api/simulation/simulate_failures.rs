@@ -82,22 +82,41 @@ fn an_unschedulable_vm_waits_in_scheduling_until_the_failure_is_lifted() {
         (&scheduled["status"], &scheduled["reason"]),
         (&json!("False"), &json!("Unschedulable"))
     );
+    // kube-scheduler's FitError, DefaultPreemption's own FitError after it, each closed by
+    // the separator's "." (pkg/scheduler/framework/types.go): hence the "..".
     assert_eq!(
         scheduled["message"],
-        "0/2 nodes are available: 2 Insufficient memory. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        "0/2 nodes are available: 2 Insufficient memory. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.."
     );
     let vm = get(&server, "uns", "virtualmachines", "u").unwrap();
     assert_eq!(vm["status"]["printableStatus"], "ErrorUnschedulable");
     assert_eq!(condition(&vm, "PodScheduled"), Some(scheduled));
     assert_eq!(condition(&vm, "Ready").unwrap()["status"], "False");
 
-    // Lifting the failure lets the scheduler place it; the condition goes with the next write.
+    // The launcher asks for what no node has: lifting the failure changes no pod, but the
+    // next VMI's launcher fits (stopped, then started again); its condition goes with it.
     let r = server.patch(
         &format!("{KV}/uns/virtualmachines/u"),
         "application/merge-patch+json",
         &json!({"metadata": {"annotations": {FAIL: null}}}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
+    std::thread::sleep(Duration::from_millis(500));
+    let vmi = get(&server, "uns", "virtualmachineinstances", "u").unwrap();
+    assert_eq!(vmi["status"]["phase"], "Scheduling", "{vmi}");
+    for strategy in ["Halted", "Always"] {
+        let r = server.patch(
+            &format!("{KV}/uns/virtualmachines/u"),
+            "application/merge-patch+json",
+            &json!({"spec": {"runStrategy": strategy}}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        if strategy == "Halted" {
+            eventually(Duration::from_secs(10), || {
+                get(&server, "uns", "virtualmachineinstances", "u").is_none().then_some(())
+            });
+        }
+    }
     assert_eq!(
         statuses_until(&watch, "Running", Duration::from_secs(10)).last().unwrap(),
         "Running"

@@ -245,7 +245,7 @@ fn an_unschedulable_launcher_stays_pending_with_the_schedulers_condition() {
     let pod = &pods[0];
     assert!(pod["spec"]["nodeName"].is_null(), "{pod}");
     let scheduled = condition(pod, "PodScheduled").unwrap();
-    let message = "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.";
+    let message = "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod..";
     assert_eq!(
         (&scheduled["reason"], &scheduled["message"]),
         (&json!("Unschedulable"), &json!(message))

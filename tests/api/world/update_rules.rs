@@ -161,9 +161,17 @@ fn a_claims_spec_is_frozen_but_a_bound_claim_may_grow() {
     assert_eq!(patch(json!({"spec": {"volumeName": "pv-1"}})).status, 200);
     assert_status(&patch(json!({"spec": {"volumeName": "pv-2"}})), 422, "Invalid");
 
-    // Bound: the request may grow, and fall back no lower than what the volume has.
-    let bound = json!({"status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}});
-    assert_eq!(s.patch(&format!("{path}/status"), MERGE, &bound).status, 200);
+    // Bound (the volume binder binds it once its volume exists): the request may grow, and
+    // fall back no lower than what the volume has.
+    let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-1"},
+                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                             "hostPath": {"path": "/data/pv-1"}}});
+    assert_eq!(s.post("/api/v1/persistentvolumes", &pv).status, 201);
+    crate::common::eventually(std::time::Duration::from_secs(10), || {
+        let c = s.get_json(&path);
+        (c["status"]["phase"] == "Bound" && c["status"]["capacity"]["storage"] == "1Gi")
+            .then_some(())
+    });
     assert_eq!(patch(grow).status, 200);
     let back = json!({"spec": {"resources": {"requests": {"storage": "1Gi"}}}});
     let status = assert_status(&patch(back), 422, "Invalid");

@@ -239,6 +239,9 @@ impl<'d> Lowering<'d> {
             crate::swagger::KubeRole::Endpoints,
             crate::swagger::KubeRole::EndpointSlices,
             crate::swagger::KubeRole::Node,
+            crate::swagger::KubeRole::Claim,
+            crate::swagger::KubeRole::Volume,
+            crate::swagger::KubeRole::StorageClass,
         ] {
             let what = format!("kubeRole {}", role.variant());
             self.at_most_one_kind(resources, &what, |r| r.kube_role == Some(role));
