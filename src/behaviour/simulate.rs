@@ -185,10 +185,22 @@ impl Engine {
         (Rc::new(engine), rx)
     }
 
-    /// The simulated cluster's own objects (`cluster.perNode`), each created unless it exists
-    /// and then its status written, as a kubelet registers its node and reports it.
+    /// The simulated cluster's own objects (`cluster.perNode`, `cluster.objects`), each created
+    /// unless it exists and then its status written, as a kubelet registers its node and
+    /// reports it.
     async fn register_cluster(&self) {
         let (now, nodes) = (now_rfc3339(), self.cfg.nodes);
+        for (i, o) in self.cfg.lifecycles.cluster.objects.iter().enumerate() {
+            let Some(res) = resource(&o.resource) else { continue };
+            let kind = Kind { resource: o.resource.clone(), ..Kind::default() };
+            let rng = Rng::derived(self.cfg.seed, &["cluster-object", &i.to_string()]);
+            let mut object =
+                Ctx::new(&kind, &Value::Null, now.clone(), nodes, rng).render(&o.template);
+            lifecycle::eval::strip_nulls(&mut object);
+            if let Err(e) = self.register(res, object, &o.manager).await {
+                log::warn!("registering the simulated cluster's {}: {e}", res.kind);
+            }
+        }
         for o in &self.cfg.lifecycles.cluster.per_node {
             let Some(res) = resource(&o.resource) else { continue };
             let kind = Kind { resource: o.resource.clone(), ..Kind::default() };
@@ -199,7 +211,7 @@ impl Engine {
                 ctx.named.insert("nodeIP".into(), Value::String(lifecycle::node_ip(i)));
                 let mut object = ctx.render(&o.template);
                 lifecycle::eval::strip_nulls(&mut object);
-                if let Err(e) = self.register(res, object).await {
+                if let Err(e) = self.register(res, object, &o.manager).await {
                     log::warn!("registering the simulated cluster's {}: {e}", res.kind);
                 }
             }
@@ -212,13 +224,12 @@ impl Engine {
         &self,
         res: &'static ResourceInfo,
         mut object: Value,
+        manager: &str,
     ) -> Result<(), crate::object::error::ApiError> {
         use crate::object::error::ApiError;
         use crate::object::subresource::Part;
         use crate::object::validation::{FieldValidation, Via};
         use crate::registry::{Target, WriteOptions};
-        // The field manager a node's own kubelet writes as.
-        let manager = "kubelet";
         let status = match res.status_subresource {
             true => object.as_object_mut().and_then(|m| m.remove("status")),
             false => None,

@@ -605,17 +605,15 @@ pub fn check(doc: &Value, stored: &Stored, lc: &Lifecycles) -> Result<(), Vec<St
             scope.text(&w.message, &mut errors);
         }
     }
-    let vars: Vec<String> = crate::NODE_VARS.iter().map(|v| v.to_string()).collect();
-    for (i, o) in lc.cluster.per_node.iter().enumerate() {
-        let at = format!("cluster, per-node object {} ({})", i + 1, o.resource);
+    let node_vars: Vec<String> = crate::NODE_VARS.iter().map(|v| v.to_string()).collect();
+    let per_node = lc.cluster.per_node.iter().map(|o| (o, "per-node object", node_vars.as_slice()));
+    let once = lc.cluster.objects.iter().map(|o| (o, "object", &[] as &[String]));
+    for (i, (o, what, vars)) in per_node.chain(once).enumerate() {
+        let at = format!("cluster, {what} {} ({})", i + 1, o.resource);
         match schemas.kind(&o.resource) {
             Some((_, s)) => {
                 let kind = Kind { resource: o.resource.clone(), ..Kind::default() };
-                scope(&schemas, lc, &kind, s, &vars, at).template(
-                    &o.template,
-                    Some(s),
-                    &mut errors,
-                );
+                scope(&schemas, lc, &kind, s, vars, at).template(&o.template, Some(s), &mut errors);
             }
             None => errors.push(format!("{at}: the document serves no such kind")),
         }

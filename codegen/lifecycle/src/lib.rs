@@ -82,6 +82,9 @@ pub struct Cluster {
     /// `$node` (the node's name) and `$nodeIP` (its address).
     #[serde(default)]
     pub per_node: Vec<ClusterObject>,
+    /// Objects the cluster has once (its storage classes), made by their `manager`.
+    #[serde(default)]
+    pub objects: Vec<ClusterObject>,
 }
 
 /// One object of the simulated cluster: its kind and a template of it. Its `status`, which a
@@ -91,6 +94,13 @@ pub struct Cluster {
 pub struct ClusterObject {
     pub resource: ResourceRef,
     pub template: Template,
+    /// The field manager that makes it (a node's is its `kubelet`).
+    #[serde(default = "kubelet")]
+    pub manager: String,
+}
+
+fn kubelet() -> String {
+    "kubelet".into()
 }
 
 /// The variables a per-node object's template reads.

@@ -9,3 +9,4 @@ mod nodes;
 mod pod_subresources;
 mod services;
 mod update_rules;
+mod volumes;
