@@ -11,6 +11,13 @@ include!(concat!(env!("OUT_DIR"), "/generated.rs"));
 pub const LIFECYCLES: &str = include_str!(concat!(env!("OUT_DIR"), "/lifecycles.yaml"));
 pub const ACTIONS: &str = include_str!(concat!(env!("OUT_DIR"), "/actions.yaml"));
 
+/// The kind (in its storage version) that plays `role` in kube's controllers, one at most.
+pub fn kind_of_role(
+    role: crate::resource::KubeRole,
+) -> Option<&'static crate::resource::ResourceInfo> {
+    RESOURCES.iter().find(|r| r.kube_role == Some(role) && r.version == r.storage_version)
+}
+
 /// The only paths the generated data names: the records its statics are made of, under
 /// `self::rt::`, so moving one changes its line here, not codegen. The list is exactly what
 /// codegen emits (`codegen/tests/typecheck.rs` holds it to that).

@@ -15,7 +15,7 @@ use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::generated::RESOURCES;
+use crate::generated::kind_of_role;
 use crate::object::error::ApiError;
 use crate::object::meta::{controller_ref, is_deleting, now_rfc3339};
 use crate::object::meta_str;
@@ -51,9 +51,7 @@ struct Kinds {
 }
 
 fn kinds() -> Option<Kinds> {
-    let find = |role| {
-        RESOURCES.iter().find(|r| r.kube_role == Some(role) && r.version == r.storage_version)
-    };
+    let find = kind_of_role;
     Some(Kinds {
         service: find(KubeRole::Service)?,
         pod: find(KubeRole::Pod)?,

@@ -22,10 +22,11 @@ use serde_json::{json, Map, Value};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::controllers::recorder::{ObjectRef, Recorder, Severity};
-use crate::generated::RESOURCES;
+use crate::generated::kind_of_role;
 use crate::object::error::ApiError;
 use crate::object::meta::{is_deleting, now_rfc3339};
 use crate::object::meta_str;
+use crate::object::selector::{label_selector_matches, requirement_holds};
 use crate::object::subresource::Part;
 use crate::registry::keys::{collection_prefix, split};
 use crate::registry::{ListOptions, Registry, Target};
@@ -179,39 +180,6 @@ fn tolerates(pod: &Value, key: &str, value: &str, effect: &str) -> bool {
     })
 }
 
-/// A `NodeSelectorRequirement` of a node affinity term against the node's labels.
-fn requirement_holds(req: &Value, labels: &Map<String, Value>) -> bool {
-    let key = req.get("key").and_then(Value::as_str).unwrap_or("");
-    let values: Vec<&str> = req
-        .get("values")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let have = labels.get(key).and_then(Value::as_str);
-    match req.get("operator").and_then(Value::as_str).unwrap_or("") {
-        "In" => have.is_some_and(|h| values.contains(&h)),
-        "NotIn" => have.is_none_or(|h| !values.contains(&h)),
-        "Exists" => have.is_some(),
-        "DoesNotExist" => have.is_none(),
-        op @ ("Gt" | "Lt") => {
-            let (Some(h), Some(v)) = (
-                have.and_then(|h| h.parse::<i64>().ok()),
-                values.first().and_then(|v| v.parse::<i64>().ok()),
-            ) else {
-                return false;
-            };
-            if op == "Gt" {
-                h > v
-            } else {
-                h < v
-            }
-        }
-        _ => false,
-    }
-}
-
 /// The node selector and the required node affinity (NodeAffinity's Filter).
 fn matches_node_affinity(pod: &Value, node: &Value) -> bool {
     let labels =
@@ -238,16 +206,6 @@ fn matches_node_affinity(pod: &Value, node: &Value) -> bool {
     })
 }
 
-/// A pod's label selector (`LabelSelector`) against labels.
-fn selects(selector: &Value, labels: &Map<String, Value>) -> bool {
-    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
-    if !match_labels.into_iter().flatten().all(|(k, v)| labels.get(k) == Some(v)) {
-        return false;
-    }
-    let exprs = selector.get("matchExpressions").and_then(Value::as_array);
-    exprs.into_iter().flatten().all(|r| requirement_holds(r, labels))
-}
-
 /// The pod's required anti-affinity per hostname against the pods on the node.
 fn violates_anti_affinity(pod: &Value, on_node: &[&PodInfo]) -> bool {
     let terms = pod
@@ -272,7 +230,7 @@ fn violates_anti_affinity(pod: &Value, on_node: &[&PodInfo]) -> bool {
             } else {
                 namespaces.contains(&p.namespace.as_str())
             };
-            ns_ok && selects(selector, &p.labels)
+            ns_ok && label_selector_matches(selector, &p.labels)
         })
     })
 }
@@ -403,14 +361,10 @@ fn least_allocated(node: &Value, want: &Amounts, on_node: &[&PodInfo]) -> f64 {
     score / 2.0
 }
 
-fn kind(role: KubeRole) -> Option<&'static ResourceInfo> {
-    RESOURCES.iter().find(|r| r.kube_role == Some(role) && r.version == r.storage_version)
-}
-
 /// Starts the scheduler on the current (single-threaded) runtime, when the document has pods
 /// and nodes; `seed` draws among equally good nodes.
 pub fn spawn(registry: Registry, seed: u64) {
-    if let (Some(pods), Some(nodes)) = (kind(KubeRole::Pod), kind(KubeRole::Node)) {
+    if let (Some(pods), Some(nodes)) = (kind_of_role(KubeRole::Pod), kind_of_role(KubeRole::Node)) {
         tokio::task::spawn_local(async move { run(registry, pods, nodes, seed).await });
     }
 }

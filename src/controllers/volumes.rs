@@ -20,14 +20,15 @@
 use std::collections::BTreeSet;
 
 use futures_util::FutureExt;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::controllers::recorder::{ObjectRef, Recorder, Severity};
-use crate::generated::RESOURCES;
+use crate::generated::kind_of_role;
 use crate::object::error::ApiError;
 use crate::object::meta::is_deleting;
 use crate::object::meta_str;
+use crate::object::selector::label_selector_matches;
 use crate::object::subresource::Part;
 use crate::registry::keys::collection_prefix;
 use crate::registry::{ListOptions, Registry};
@@ -53,9 +54,7 @@ struct Kinds {
 }
 
 fn kinds() -> Option<Kinds> {
-    let find = |role| {
-        RESOURCES.iter().find(|r| r.kube_role == Some(role) && r.version == r.storage_version)
-    };
+    let find = kind_of_role;
     Some(Kinds {
         claim: find(KubeRole::Claim)?,
         volume: find(KubeRole::Volume)?,
@@ -184,27 +183,6 @@ fn volume_mode(obj: &Value) -> &str {
     obj.pointer("/spec/volumeMode").and_then(Value::as_str).unwrap_or("Filesystem")
 }
 
-/// A label selector against labels (matchLabels and matchExpressions).
-fn selects(selector: &Value, labels: &Map<String, Value>) -> bool {
-    let ml = selector.get("matchLabels").and_then(Value::as_object);
-    if !ml.into_iter().flatten().all(|(k, v)| labels.get(k) == Some(v)) {
-        return false;
-    }
-    let exprs = selector.get("matchExpressions").and_then(Value::as_array);
-    exprs.into_iter().flatten().all(|e| {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        let values = strings(e.get("values"));
-        let have = labels.get(key).and_then(Value::as_str);
-        match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-            "In" => have.is_some_and(|h| values.iter().any(|v| v == h)),
-            "NotIn" => have.is_none_or(|h| !values.iter().any(|v| v == h)),
-            "Exists" => have.is_some(),
-            "DoesNotExist" => have.is_none(),
-            _ => false,
-        }
-    })
-}
-
 /// `FindMatchingVolume` for the controller (no node): a volume pre-bound to the claim first;
 /// under delayed binding nothing else; else the smallest Available volume of the claim's class
 /// with its access modes, capacity, volume mode and labels.
@@ -239,7 +217,7 @@ fn find_match<'v>(
             continue;
         }
         if let Some(sel) = claim.pointer("/spec/selector").filter(|s| !s.is_null()) {
-            if !selects(sel, &labels_of(v)) {
+            if !label_selector_matches(sel, &labels_of(v)) {
                 continue;
             }
         }

@@ -464,6 +464,46 @@ fn unescape(s: &str) -> String {
     out
 }
 
+/// A `metav1.LabelSelector` or node selector requirement (`{key, operator, values}`) against
+/// labels: In, NotIn, Exists, DoesNotExist, and a node selector's Gt and Lt (integers).
+pub fn requirement_holds(req: &Value, labels: &serde_json::Map<String, Value>) -> bool {
+    let key = req.get("key").and_then(Value::as_str).unwrap_or("");
+    let values: Vec<&str> = req
+        .get("values")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let have = labels.get(key).and_then(Value::as_str);
+    match req.get("operator").and_then(Value::as_str).unwrap_or("") {
+        "In" => have.is_some_and(|h| values.contains(&h)),
+        "NotIn" => have.is_none_or(|h| !values.contains(&h)),
+        "Exists" => have.is_some(),
+        "DoesNotExist" => have.is_none(),
+        op @ ("Gt" | "Lt") => {
+            let have = have.and_then(|h| h.parse::<i64>().ok());
+            let want = values.first().and_then(|v| v.parse::<i64>().ok());
+            match (have, want) {
+                (Some(h), Some(v)) if op == "Gt" => h > v,
+                (Some(h), Some(v)) => h < v,
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// A `metav1.LabelSelector` as JSON (`matchLabels`, `matchExpressions`) against labels.
+pub fn label_selector_matches(selector: &Value, labels: &serde_json::Map<String, Value>) -> bool {
+    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
+    if !match_labels.into_iter().flatten().all(|(k, v)| labels.get(k) == Some(v)) {
+        return false;
+    }
+    let exprs = selector.get("matchExpressions").and_then(Value::as_array);
+    exprs.into_iter().flatten().all(|r| requirement_holds(r, labels))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -216,35 +216,11 @@ fn allowed(when: Allowed, old: Option<&Value>, new: Option<&Value>, whole: &Valu
 
 /// A resource.Quantity's value (`1Gi`, `500M`, `1.5`, `2e3`), for comparing sizes.
 pub fn quantity(v: &Value) -> Option<f64> {
-    let s = match v {
-        Value::Number(n) => return n.as_f64(),
-        Value::String(s) => s.trim(),
-        _ => return None,
-    };
-    let split = s.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')));
-    let (num, suffix) = s.split_at(split.unwrap_or(s.len()));
-    let n: f64 = num.parse().ok()?;
-    let factor = match suffix {
-        "" => 1.0,
-        "Ki" => 1024f64,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        e if e.starts_with(['e', 'E']) => 10f64.powi(e[1..].parse().ok()?),
-        _ => return None,
-    };
-    Some(n * factor)
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => lifecycle::expr::parse_quantity(s),
+        _ => None,
+    }
 }
 
 /// A diff of two values in the manner of go-cmp's `cmp.Diff(old, new)` as kube prints it in

@@ -70,7 +70,11 @@ fn a_claim_is_bound_to_the_smallest_volume_that_satisfies_it() {
         let pv = s.get_json("/api/v1/persistentvolumes/small");
         (pv["status"]["phase"] == "Bound").then_some(pv)
     });
-    let c = s.get_json(&format!("/api/v1/namespaces/{NS}/persistentvolumeclaims/data"));
+    // The claim's writes come after the volume's.
+    let c = eventually(Duration::from_secs(10), || {
+        let c = s.get_json(&format!("/api/v1/namespaces/{NS}/persistentvolumeclaims/data"));
+        (c["status"]["phase"] == "Bound").then_some(c)
+    });
     // bind's writes: the volume's claimRef and annotation, the claim's volume and annotations,
     // the claim's status with the volume's capacity and modes.
     let r = &pv["spec"]["claimRef"];
