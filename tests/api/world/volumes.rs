@@ -224,3 +224,53 @@ fn the_simulated_clusters_default_class_provisions_a_claims_volume() {
         (r.status == 404).then_some(())
     });
 }
+
+#[test]
+fn a_vm_waits_for_its_claim_and_mounts_it_once_it_exists() {
+    let s = crate::common::simulating(&["--simulate-speed", "0.1"]);
+    s.namespace(NS);
+    let vm = json!({
+        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "db"},
+        "spec": {"runStrategy": "Always", "template": {"spec": {
+            "domain": {"devices": {"disks": [{"name": "data", "disk": {}}]},
+                       "resources": {"requests": {"memory": "128Mi"}}},
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "db-data"}}]}}}});
+    created(&s, &format!("/apis/kubevirt.io/v1/namespaces/{NS}/virtualmachines"), vm);
+    // KubeVirt waits for the claim (datavolumes.go): no launcher pod meanwhile.
+    let vmi_path = format!("/apis/kubevirt.io/v1/namespaces/{NS}/virtualmachineinstances/db");
+    let vmi = eventually(Duration::from_secs(10), || {
+        let r = s.get(&vmi_path);
+        let vmi = (r.status == 200).then(|| r.json())?;
+        let conds = vmi["status"]["conditions"].as_array()?.clone();
+        conds.iter().any(|c| c["reason"] == "FailedPvcNotFound").then_some(vmi)
+    });
+    let sync = vmi["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Synchronized")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        sync["message"],
+        format!("PVC {NS}/db-data does not exist, waiting for it to appear")
+    );
+    eventually(Duration::from_secs(10), || {
+        let vm = s.get_json(&format!("/apis/kubevirt.io/v1/namespaces/{NS}/virtualmachines/db"));
+        (vm["status"]["printableStatus"] == "ErrorPvcNotFound").then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let pods = s.get_json(&format!("/api/v1/namespaces/{NS}/pods"));
+    assert!(pods["items"].as_array().unwrap().is_empty(), "{pods}");
+
+    // The claim comes (the default class provisions it): the VM runs, its launcher mounts it.
+    claim(&s, "db-data", "1Gi", None);
+    eventually(Duration::from_secs(20), || {
+        let vm = s.get_json(&format!("/apis/kubevirt.io/v1/namespaces/{NS}/virtualmachines/db"));
+        (vm["status"]["printableStatus"] == "Running").then_some(())
+    });
+    let pods = s.get_json(&format!("/api/v1/namespaces/{NS}/pods"));
+    let volumes = pods["items"][0]["spec"]["volumes"].as_array().unwrap().clone();
+    let data = volumes.iter().find(|v| v["name"] == "data").expect("the claim's volume");
+    assert_eq!(data["persistentVolumeClaim"]["claimName"], "db-data");
+}
