@@ -220,7 +220,9 @@ def test_typed_clients_list_and_watch_the_world_kinds(server):
     )
     core.create_namespaced_service(NS, svc)
     assert core.read_namespaced_service("web", NS).spec.ports[0].target_port == 8080
-    assert [s.metadata.name for s in core.list_service_for_all_namespaces().items] == ["web"]
+    # Beside the server's own default/kubernetes Service, as kube-apiserver's.
+    listed = [(s.metadata.namespace, s.metadata.name) for s in core.list_service_for_all_namespaces().items]
+    assert listed == [("default", "kubernetes"), (NS, "web")], listed
 
     claim = client.V1PersistentVolumeClaim(
         metadata=client.V1ObjectMeta(name="disk"),
@@ -248,4 +250,9 @@ def test_typed_clients_list_and_watch_the_world_kinds(server):
         ),
     )
     slices = discovery.list_namespaced_endpoint_slice(NS, label_selector="kubernetes.io/service-name=web")
-    assert slices.items[0].endpoints[0].addresses == ["10.244.0.5"]
+    # The endpoint-slice controller's own slice for the Service beside this one, which reads
+    # (no pod has an address yet) as a placeholder with no endpoints.
+    by_name = {s.metadata.name: s for s in slices.items}
+    assert by_name["web-abc"].endpoints[0].addresses == ["10.244.0.5"]
+    placeholder = [s for name, s in by_name.items() if name != "web-abc"]
+    assert len(placeholder) == 1 and placeholder[0].endpoints == [], by_name
