@@ -11,11 +11,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::generated::kind_of_role;
+use crate::object::conditions;
 use crate::object::error::ApiError;
 use crate::object::meta::{controller_ref, is_deleting, now_rfc3339};
 use crate::object::meta_str;
@@ -85,15 +84,12 @@ async fn run(registry: Registry, kinds: Kinds) {
         if let Err(e) = pass(&registry, kinds, std::mem::take(&mut dirty)).await {
             log::warn!("endpoints controller pass failed: {e}");
         }
-        // Wait for a change, then take every change already queued as one batch.
-        let mut next = Some(events.recv().await);
-        while let Some(ev) = next.take() {
-            match ev {
-                Ok(ev) => dirty.mark(kinds, &ev.key, &ev.object),
-                Err(RecvError::Lagged(_)) => dirty = Dirty::All,
-                Err(RecvError::Closed) => return,
-            }
-            next = events.recv().now_or_never();
+        let Some(batch) = events.batch().await else { return };
+        for ev in &batch.events {
+            dirty.mark(kinds, &ev.key, &ev.object);
+        }
+        if batch.lagged {
+            dirty = Dirty::All;
         }
     }
 }
@@ -243,7 +239,7 @@ async fn sync(
 fn trigger_time(service: &Value, pods: &[&Value]) -> String {
     let mut latest = meta_str(service, "creationTimestamp").to_string();
     for pod in pods {
-        let ready = condition(pod, "Ready").and_then(|c| c.get("lastTransitionTime"));
+        let ready = conditions::find(pod, "Ready").and_then(|c| c.get("lastTransitionTime"));
         let t = ready.and_then(Value::as_str).unwrap_or(meta_str(pod, "creationTimestamp"));
         if t > latest.as_str() {
             latest = t.to_string();
@@ -256,14 +252,9 @@ fn trigger_time(service: &Value, pods: &[&Value]) -> String {
     }
 }
 
-fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
-    let list = obj.pointer("/status/conditions")?.as_array()?;
-    list.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
-}
-
 /// `podutil.IsPodReady`.
 fn is_ready(pod: &Value) -> bool {
-    condition(pod, "Ready").and_then(|c| c.get("status")) == Some(&json!("True"))
+    conditions::find(pod, "Ready").and_then(|c| c.get("status")) == Some(&json!("True"))
 }
 
 /// `endpointutil.ShouldPodBeInEndpoints` (K8S pkg/controller/util/endpoint/controller_utils.go):
@@ -340,8 +331,9 @@ fn ports_of(service: &Value, pod: &Value, slice_form: bool) -> Vec<Value> {
     out
 }
 
+/// An ObjectReference to the pod, of the kind the stored object says it is.
 fn target_ref(pod: &Value) -> Value {
-    json!({"kind": "Pod", "namespace": meta_str(pod, "namespace"), "name": meta_str(pod, "name"),
+    json!({"kind": pod.get("kind").cloned().unwrap_or(Value::Null), "namespace": meta_str(pod, "namespace"), "name": meta_str(pod, "name"),
            "uid": meta_str(pod, "uid")})
 }
 
@@ -470,7 +462,7 @@ async fn write_endpoints(
         Ok(_) => Ok(()),
         Err(ApiError::NotFound { .. }) => {
             let mut obj = json!({
-                "apiVersion": api_version(kinds.endpoints), "kind": kinds.endpoints.kind,
+                "apiVersion": kinds.endpoints.api_version(), "kind": kinds.endpoints.kind,
                 "metadata": {"name": name, "namespace": ns, "labels": labels,
                              "annotations": {TRIGGER_TIME: trigger}},
             });
@@ -480,14 +472,6 @@ async fn write_endpoints(
             create(registry, kinds.endpoints, ns, obj).await
         }
         Err(e) => Err(e),
-    }
-}
-
-fn api_version(res: &ResourceInfo) -> String {
-    if res.group.is_empty() {
-        res.version.to_string()
-    } else {
-        format!("{}/{}", res.group, res.version)
     }
 }
 
@@ -639,10 +623,10 @@ async fn write_slices(
                 }
             }
             None => {
-                let owner = json!({"apiVersion": api_version(kinds.service), "kind": kinds.service.kind,
+                let owner = json!({"apiVersion": kinds.service.api_version(), "kind": kinds.service.kind,
                     "name": name, "uid": uid, "controller": true, "blockOwnerDeletion": true});
                 let mut obj = json!({
-                    "apiVersion": api_version(kinds.slices), "kind": kinds.slices.kind,
+                    "apiVersion": kinds.slices.api_version(), "kind": kinds.slices.kind,
                     "metadata": {"generateName": slice_prefix(name), "namespace": ns, "labels": labels,
                                  "annotations": {TRIGGER_TIME: trigger}, "ownerReferences": [owner]},
                     "addressType": "IPv4",
@@ -680,7 +664,8 @@ mod tests {
     use super::*;
 
     fn pod(name: &str, ip: &str, ready: bool, labels: Value) -> Value {
-        json!({"metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}"), "labels": labels},
+        json!({"kind": "Pod",
+               "metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}"), "labels": labels},
                "spec": {"nodeName": "n1", "restartPolicy": "Never",
                         "containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
                "status": {"phase": "Running", "podIP": ip,

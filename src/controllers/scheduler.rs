@@ -16,15 +16,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use futures_util::FutureExt;
 use lifecycle::expr::{parse_quantity, Rng};
 use serde_json::{json, Map, Value};
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::controllers::recorder::{ObjectRef, Recorder, Severity};
 use crate::generated::kind_of_role;
+use crate::object::conditions::{self, update_condition};
 use crate::object::error::ApiError;
-use crate::object::meta::{is_deleting, now_rfc3339};
+use crate::object::meta::is_deleting;
 use crate::object::meta_str;
 use crate::object::selector::{label_selector_matches, requirement_holds};
 use crate::object::subresource::Part;
@@ -420,7 +419,6 @@ async fn run(
     let mut relist = true;
     loop {
         if relist {
-            relist = false;
             cluster = Cluster::default();
             match list(&registry, pods, nodes, &mut cluster).await {
                 Ok(()) => {}
@@ -428,33 +426,26 @@ async fn run(
             }
         }
         schedule(&registry, pods, &recorder, &mut cluster, seed).await;
-        let mut next = Some(events.recv().await);
-        while let Some(ev) = next.take() {
-            match ev {
-                Ok(ev) => {
-                    let gone = ev.kind == EventType::Deleted;
-                    if ev.key.starts_with(&node_prefix) {
-                        let name = split(&ev.key).map_or("", |k| k.3).to_string();
-                        if gone {
-                            cluster.nodes.remove(&name);
-                        } else {
-                            cluster.nodes.insert(name, ev.object.clone());
-                        }
-                        // A node that changed may fit what did not fit anywhere.
-                        retry_unschedulable(&mut cluster);
-                    } else {
-                        let was_placed =
-                            cluster.pods.get(&ev.key).is_some_and(|p| p.node.is_some());
-                        cluster.pod(&ev.key, (!gone).then_some(&*ev.object));
-                        if gone && was_placed {
-                            retry_unschedulable(&mut cluster);
-                        }
-                    }
+        let Some(batch) = events.batch().await else { return };
+        relist = batch.lagged;
+        for ev in &batch.events {
+            let gone = ev.kind == EventType::Deleted;
+            if ev.key.starts_with(&node_prefix) {
+                let name = split(&ev.key).map_or("", |k| k.3).to_string();
+                if gone {
+                    cluster.nodes.remove(&name);
+                } else {
+                    cluster.nodes.insert(name, ev.object.clone());
                 }
-                Err(RecvError::Lagged(_)) => relist = true,
-                Err(RecvError::Closed) => return,
+                // A node that changed may fit what did not fit anywhere.
+                retry_unschedulable(&mut cluster);
+            } else {
+                let was_placed = cluster.pods.get(&ev.key).is_some_and(|p| p.node.is_some());
+                cluster.pod(&ev.key, (!gone).then_some(&*ev.object));
+                if gone && was_placed {
+                    retry_unschedulable(&mut cluster);
+                }
             }
-            next = events.recv().now_or_never();
         }
     }
 }
@@ -529,7 +520,7 @@ async fn schedule(
                 Err(e) => log::warn!("scheduler: binding {key} to {node}: {e}"),
             },
             Err(message) => {
-                let same = condition(&pod, "PodScheduled").is_some_and(|c| {
+                let same = conditions::find(&pod, "PodScheduled").is_some_and(|c| {
                     c.get("status") == Some(&json!("False"))
                         && c.get("message") == Some(&json!(message))
                 });
@@ -550,31 +541,6 @@ async fn schedule(
     }
 }
 
-fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
-    let list = obj.pointer("/status/conditions")?.as_array()?;
-    list.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
-}
-
-/// Sets the pod's condition of `type_` as podutil.UpdatePodCondition does: its transition
-/// time moves only when its status does.
-fn set_condition(pod: &mut Value, mut cond: Value) -> Option<()> {
-    let status = pod.as_object_mut()?.entry("status").or_insert_with(|| json!({}));
-    let list = status.as_object_mut()?.entry("conditions").or_insert_with(|| json!([]));
-    let list = list.as_array_mut()?;
-    let type_ = cond.get("type").cloned();
-    match list.iter_mut().find(|c| c.get("type") == type_.as_ref()) {
-        Some(old) => {
-            if old.get("status") == cond.get("status") {
-                cond["lastTransitionTime"] =
-                    old.get("lastTransitionTime").cloned().unwrap_or(json!(now_rfc3339()));
-            }
-            *old = cond;
-        }
-        None => list.push(cond),
-    }
-    Some(())
-}
-
 /// kube-scheduler's `handleSchedulingFailure`: PodScheduled False, Unschedulable, the message.
 async fn unschedulable(
     registry: &Registry,
@@ -583,9 +549,10 @@ async fn unschedulable(
     name: &str,
     message: &str,
 ) -> Result<(), ApiError> {
-    let cond = json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
-                      "lastTransitionTime": now_rfc3339(), "reason": "Unschedulable", "message": message});
-    let edit = |pod: &mut Value| set_condition(pod, cond.clone());
+    let edit = |pod: &mut Value| {
+        update_condition(pod, "PodScheduled", "False", "Unschedulable", message);
+        Some(())
+    };
     registry.update_with(pods, (ns, name, Part::Status), MANAGER, edit).await.map(|_| ())
 }
 
@@ -597,9 +564,10 @@ async fn bind(
     name: &str,
     node: &str,
 ) -> Result<(), ApiError> {
-    let binding = json!({"apiVersion": "v1", "kind": "Binding",
-                         "metadata": {"name": name, "namespace": ns},
-                         "target": {"kind": "Node", "name": node}});
+    // What kube-scheduler posts: the pod's name and its node (the document's node kind).
+    let node_kind = kind_of_role(KubeRole::Node).map_or("", |r| r.kind);
+    let binding = json!({"metadata": {"name": name, "namespace": ns},
+                         "target": {"kind": node_kind, "name": node}});
     let target = Target::new(Some(ns.to_string()), Some(name.to_string()));
     registry.bind(pods, &target, &binding, false).await
 }

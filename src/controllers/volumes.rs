@@ -19,9 +19,7 @@
 
 use std::collections::BTreeSet;
 
-use futures_util::FutureExt;
 use serde_json::{json, Value};
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::controllers::recorder::{ObjectRef, Recorder, Severity};
 use crate::generated::kind_of_role;
@@ -79,33 +77,20 @@ async fn run(registry: Registry, kinds: Kinds) {
         .store()
         .subscribe(move |ev| watched.iter().any(|p| ev.key.starts_with(p.as_str())));
     let recorder = Recorder::new(registry.clone(), MANAGER, COMPONENT, "");
-    let mut all = true;
     loop {
-        if let Err(e) = pass(&registry, kinds, &recorder, all).await {
+        if let Err(e) = pass(&registry, kinds, &recorder).await {
             log::warn!("persistentvolume controller pass failed: {e}");
         }
-        all = false;
-        // Any change: the claims and volumes are few, and a pass is cheap; wait for the
-        // next change, taking every one already queued as one batch.
-        let mut next = Some(events.recv().await);
-        while let Some(ev) = next.take() {
-            match ev {
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => all = true,
-                Err(RecvError::Closed) => return,
-            }
-            next = events.recv().now_or_never();
+        // A pass reads every claim, volume and class (they are few): any batch of changes,
+        // or a loss, asks for the next.
+        if events.batch().await.is_none() {
+            return;
         }
     }
 }
 
 /// One pass over every claim and volume.
-async fn pass(
-    registry: &Registry,
-    kinds: Kinds,
-    recorder: &Recorder,
-    _all: bool,
-) -> Result<(), ApiError> {
+async fn pass(registry: &Registry, kinds: Kinds, recorder: &Recorder) -> Result<(), ApiError> {
     let opts = ListOptions::default();
     let claims = registry.list(kinds.claim, None, &opts).await?.objects()?;
     let volumes = registry.list(kinds.volume, None, &opts).await?.objects()?;
@@ -406,8 +391,9 @@ async fn bind(
     let (ns, name, uid) =
         (meta_str(claim, "namespace"), meta_str(claim, "name"), meta_str(claim, "uid"));
     let vname = meta_str(volume, "name").to_string();
-    let claim_ref = json!({"kind": "PersistentVolumeClaim", "namespace": ns, "name": name, "uid": uid,
-                           "apiVersion": "v1", "resourceVersion": meta_str(claim, "resourceVersion")});
+    let claim_ref = json!({"kind": kinds.claim.kind, "namespace": ns, "name": name, "uid": uid,
+                           "apiVersion": kinds.claim.api_version(),
+                           "resourceVersion": meta_str(claim, "resourceVersion")});
     let prebound = bound_to(volume, claim);
     let edit = |v: &mut Value| -> Option<()> {
         let r = v.pointer("/spec/claimRef");
@@ -446,8 +432,7 @@ async fn bind(
         ann.insert(BIND_COMPLETED.into(), json!("yes"));
         Some(())
     };
-    let updated = registry.update_with(kinds.claim, (ns, name, Part::Main), MANAGER, edit).await?;
-    let _ = updated;
+    registry.update_with(kinds.claim, (ns, name, Part::Main), MANAGER, edit).await?;
     claim_status(registry, kinds, ns, name, "Bound", Some(volume)).await
 }
 

@@ -2,6 +2,7 @@
 //! validation, selectors, managed fields, patches, tables, limits, and the one error type with
 //! its `Status` form. Nothing here knows HTTP or the store.
 
+pub mod conditions;
 pub mod data_rules;
 pub mod defaults;
 pub mod duration;

@@ -8,11 +8,12 @@ use serde_json::{json, Map, Value};
 
 use super::update::{Next, Shed};
 use super::{Registry, Target};
+use crate::generated::kind_of_role;
+use crate::object::conditions::update_condition;
 use crate::object::error::{ApiError, Cause};
-use crate::object::meta::now_rfc3339;
 use crate::object::meta_str;
 use crate::registry::keys::object_key;
-use crate::resource::ResourceInfo;
+use crate::resource::{KubeRole, ResourceInfo};
 
 impl Registry {
     /// `POST …/{name}/binding` with `binding` (decoded, its namespace checked). `dry_run`
@@ -59,8 +60,10 @@ impl Registry {
 fn validate_binding(binding: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let kind = binding.pointer("/target/kind").and_then(Value::as_str).unwrap_or("");
-    if !kind.is_empty() && kind != "Node" {
-        causes.push(Cause::not_supported("target.kind", kind, &["Node", "<empty>"]));
+    // A pod is bound to one of the document's nodes.
+    let node_kind = kind_of_role(KubeRole::Node).map_or("", |r| r.kind);
+    if !kind.is_empty() && kind != node_kind {
+        causes.push(Cause::not_supported("target.kind", kind, &[node_kind, "<empty>"]));
     }
     if binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("").is_empty() {
         causes.push(Cause::required("target.name", ""));
@@ -163,49 +166,6 @@ fn assign(
     }
     update_condition(pod, "PodScheduled", "True", "", "");
     Ok(std::mem::take(pod))
-}
-
-/// kube's `podutil.UpdatePodCondition` (K8S `pkg/api/pod/util.go`): the condition replaces the
-/// one of its type whole (an old reason or message does not survive), with
-/// `lastTransitionTime` now unless the status is unchanged, or is appended.
-pub(crate) fn update_condition(
-    pod: &mut Value,
-    type_: &str,
-    status: &str,
-    reason: &str,
-    msg: &str,
-) {
-    let mut cond = Map::new();
-    cond.insert("type".into(), type_.into());
-    cond.insert("status".into(), status.into());
-    // metav1.Time's zero value is written as null: kube's pods carry `lastProbeTime: null`.
-    cond.insert("lastProbeTime".into(), Value::Null);
-    cond.insert("lastTransitionTime".into(), now_rfc3339().into());
-    if !reason.is_empty() {
-        cond.insert("reason".into(), reason.into());
-    }
-    if !msg.is_empty() {
-        cond.insert("message".into(), msg.into());
-    }
-    let Some(obj) = pod.as_object_mut() else { return };
-    let status_obj = obj.entry("status").or_insert_with(|| json!({}));
-    let Some(status_map) = status_obj.as_object_mut() else { return };
-    let list = status_map.entry("conditions").or_insert_with(|| json!([]));
-    if !list.is_array() {
-        *list = json!([]);
-    }
-    let list = list.as_array_mut().expect("an array");
-    match list.iter_mut().find(|c| c["type"] == type_) {
-        Some(old) => {
-            if old["status"] == status {
-                if let Some(t) = old.get("lastTransitionTime") {
-                    cond.insert("lastTransitionTime".into(), t.clone());
-                }
-            }
-            *old = Value::Object(cond);
-        }
-        None => list.push(Value::Object(cond)),
-    }
 }
 
 #[cfg(test)]

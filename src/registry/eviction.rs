@@ -10,9 +10,9 @@
 
 use serde_json::Value;
 
-use super::binding::update_condition;
 use super::update::{Next, Shed};
 use super::{DeleteOptions, Registry, Target};
+use crate::object::conditions::update_condition;
 use crate::object::error::ApiError;
 use crate::object::meta_str;
 use crate::registry::keys::object_key;

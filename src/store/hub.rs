@@ -18,6 +18,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use futures_util::FutureExt;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::Notify;
 
@@ -207,6 +208,12 @@ impl Hub {
     }
 }
 
+/// What `Subscription::batch` took: the events, in order, and whether some were lost.
+pub struct Batch {
+    pub events: Vec<Arc<Event>>,
+    pub lagged: bool,
+}
+
 /// One subscriber's end; leaves the hub when dropped.
 pub struct Subscription {
     id: u64,
@@ -239,6 +246,26 @@ impl Subscription {
             // A publish between the check and here leaves a permit, so no wake-up is lost.
             self.shared.notify.notified().await;
         }
+    }
+
+    /// Waits for the next event, then takes every one already queued behind it: one batch for
+    /// a level-triggered consumer (a controller), which decides once from the state they leave.
+    /// A loss ends the batch (`lagged`: the consumer relists). `None` once the store is gone.
+    pub async fn batch(&mut self) -> Option<Batch> {
+        let mut out = Batch { events: Vec::new(), lagged: false };
+        let mut next = Some(self.recv().await);
+        while let Some(ev) = next.take() {
+            match ev {
+                Ok(ev) => out.events.push(ev),
+                Err(RecvError::Lagged(_)) => {
+                    out.lagged = true;
+                    break;
+                }
+                Err(RecvError::Closed) => return None,
+            }
+            next = self.recv().now_or_never();
+        }
+        Some(out)
     }
 
     /// A revision up to which every event for this subscriber has been taken by `recv`: the
@@ -290,5 +317,27 @@ mod tests {
         assert!(matches!(next(&mut consumer), Err(RecvError::Lagged(10))));
         assert_eq!(next(&mut consumer).unwrap().rev, 11);
         assert_eq!(hub.stats().watchers, 0);
+    }
+
+    /// A batch is what was queued when it was taken, ended by a loss; none once closed.
+    #[test]
+    fn a_batch_takes_what_is_queued_and_ends_at_a_loss() {
+        let hub = Arc::new(Hub::new(QueueLimits::default()));
+        hub.start_at(1);
+        let mut sub = hub.subscribe("", Box::new(|_| true), Lag::Resume);
+        for rev in 2..5 {
+            hub.publish(&event(rev));
+        }
+        let mut next = || sub.batch().now_or_never().expect("ready");
+        let b = next().expect("open");
+        assert_eq!(b.events.iter().map(|e| e.rev).collect::<Vec<_>>(), [2, 3, 4]);
+        assert!(!b.lagged);
+        hub.restart(10);
+        hub.publish(&event(11));
+        let b = next().expect("open");
+        assert!(b.lagged && b.events.is_empty());
+        assert_eq!(next().expect("open").events[0].rev, 11);
+        hub.close();
+        assert!(next().is_none());
     }
 }

@@ -284,3 +284,29 @@ fn a_deleted_vmi_takes_its_pod() {
         .unwrap()
         .is_empty());
 }
+
+#[test]
+fn cordoned_nodes_take_no_launcher_until_one_is_uncordoned() {
+    let s = simulating(&["--simulate-speed", "0.1", "--simulate-nodes", "2"]);
+    s.namespace("cord");
+    let k = Kubectl::in_namespace(&s, "cord");
+    eventually(Duration::from_secs(10), || {
+        (get(&s, "/api/v1/nodes")?["items"].as_array()?.len() == 2).then_some(())
+    });
+    k.ok(&["cordon", "sim-node-1", "sim-node-2"]);
+    assert_eq!(s.post(&format!("{KV}/cord/virtualmachines"), &vm("c", json!(null))).status, 201);
+    // NodeUnschedulable fails every node; preemption cannot help (framework/types.go).
+    let pods = pods_when(&s, "cord", |p| {
+        p.len() == 1 && condition(&p[0], "PodScheduled").is_some_and(|c| c["status"] == "False")
+    });
+    assert_eq!(
+        condition(&pods[0], "PodScheduled").unwrap()["message"],
+        "0/2 nodes are available: 2 node(s) were unschedulable. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+    );
+    let wide = k.ok(&["get", "nodes", "--no-headers"]);
+    assert!(wide.lines().all(|l| l.contains("Ready,SchedulingDisabled")), "{wide}");
+    // Uncordoned, the node takes it.
+    k.ok(&["uncordon", "sim-node-2"]);
+    let vmi = running_vmi(&s, "cord", "c");
+    assert_eq!(vmi["status"]["nodeName"], "sim-node-2");
+}
