@@ -119,7 +119,7 @@ impl Actions {
         if named {
             ctx.named = related(&self.registry, (kind, None), res, &obj, &ctx).await;
         }
-        ctx.named.insert("body".into(), body.clone());
+        ctx.named.insert("body".into(), Arc::new(body.clone()));
         ctx.bind(&action.lets);
         for check in &action.checks {
             if ctx.matches(&check.when) {

@@ -5,7 +5,8 @@
 //! object, the objects whose relation finds it, which the simulation then evaluates again).
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use lifecycle::{By, Ctx, Kind, Lifecycles, Path, ResourceRef, Rng};
 use serde_json::Value;
@@ -36,7 +37,7 @@ pub async fn related(
     res: &ResourceInfo,
     obj: &Value,
     ctx: &Ctx<'_>,
-) -> BTreeMap<String, Value> {
+) -> BTreeMap<String, Arc<Value>> {
     let store = registry.store();
     let mut out = BTreeMap::new();
     let ns = if res.namespaced { meta_str(obj, "namespace") } else { "" };
@@ -63,7 +64,7 @@ pub async fn related(
                 let indexed = indexes.and_then(|(ix, k)| {
                     ix.owned(k, name, uid, &collection_prefix(rel_res, Some(ns)))
                 });
-                let items = match indexed {
+                let list = match indexed {
                     Some(keys) => {
                         let mut items = Vec::new();
                         for key in keys {
@@ -73,21 +74,23 @@ pub async fn related(
                             if mine(&found)
                                 && keep.is_none_or(|w| lifecycle::eval::matches(w, &found, ctx))
                             {
-                                items.push((*found).clone());
+                                items.push(found);
                             }
                         }
-                        items
+                        list_of(indexes, name, res, obj, items)
                     }
-                    None => scan(registry, rel_res, ns, uid, rel, ctx, mine).await,
+                    None => Arc::new(Value::Array(
+                        scan(registry, rel_res, ns, uid, rel, ctx, mine).await,
+                    )),
                 };
-                out.insert(name.clone(), Value::Array(items));
+                out.insert(name.clone(), list);
                 continue;
             }
             By::Referencing(path) => {
                 let own = meta_str(obj, "name");
                 let names_it = |item: &Value| path.eval(item, ctx).as_str() == Some(own);
                 let items = scan(registry, rel_res, ns, own, rel, ctx, names_it).await;
-                out.insert(name.clone(), Value::Array(items));
+                out.insert(name.clone(), Arc::new(Value::Array(items)));
                 continue;
             }
             By::Names(names) => {
@@ -97,13 +100,12 @@ pub async fn related(
                     let Ok(Some(found)) = store.get(&object_key(rel_res, ns, n)).await else {
                         continue;
                     };
-                    let found = (*found).clone();
                     if rel.where_.as_ref().is_none_or(|w| lifecycle::eval::matches(w, &found, ctx))
                     {
                         items.push(found);
                     }
                 }
-                out.insert(name.clone(), Value::Array(items));
+                out.insert(name.clone(), list_of(indexes, name, res, obj, items));
                 continue;
             }
             By::Controller => {
@@ -116,11 +118,48 @@ pub async fn related(
         };
         if let Ok(Some(found)) = store.get(&key).await {
             if uid.is_none_or(|u| u == meta_str(&found, "uid")) {
-                out.insert(name.clone(), (*found).clone());
+                out.insert(name.clone(), found);
             }
         }
     }
     out
+}
+
+/// A list relation's value from its objects (the store's decoded copies): the one built for
+/// the same objects last time when the simulation's `indexes` hold it, so that evaluating an
+/// object again copies none of its unchanged related objects.
+fn list_of(
+    indexes: Option<(&Indexes, usize)>,
+    rel: &str,
+    res: &ResourceInfo,
+    obj: &Value,
+    items: Vec<Arc<Value>>,
+) -> Arc<Value> {
+    let build = |items: &[Arc<Value>]| {
+        Arc::new(Value::Array(items.iter().map(|i| (**i).clone()).collect()))
+    };
+    let Some((ix, k)) = indexes else { return build(&items) };
+    let key = object_key(res, meta_str(obj, "namespace"), meta_str(obj, "name"));
+    let mut lists = ix.lists.borrow_mut();
+    let held = lists.entry(key).or_default();
+    match held.iter_mut().find(|l| l.k == k && l.rel == rel) {
+        Some(l)
+            if l.items.len() == items.len()
+                && l.items.iter().zip(&items).all(|(a, b)| Arc::ptr_eq(a, b)) =>
+        {
+            l.value.clone()
+        }
+        Some(l) => {
+            l.value = build(&items);
+            l.items = items;
+            l.value.clone()
+        }
+        None => {
+            let value = build(&items);
+            held.push(List { k, rel: rel.to_string(), items, value: value.clone() });
+            value
+        }
+    }
 }
 
 /// The objects of `res` in `ns` that `keep` picks and the relation's `where` admits, read by a
@@ -158,6 +197,16 @@ async fn scan(
 /// lags (`clear`, then `index` of every listed object).
 pub struct Indexes {
     indexes: Vec<Index>,
+    /// The list relations last built, by the key of the object relating: the objects (the
+    /// store's decoded copies, whose identity is their revision) and the list made of them.
+    lists: RefCell<HashMap<String, Vec<List>>>,
+}
+
+struct List {
+    k: usize,
+    rel: String,
+    items: Vec<Arc<Value>>,
+    value: Arc<Value>,
 }
 
 /// One relation's reverse lookup, or an `owned` relation's forward one.
@@ -197,7 +246,12 @@ impl Indexes {
                 });
             }
         }
-        Indexes { indexes }
+        Indexes { indexes, lists: RefCell::default() }
+    }
+
+    /// The object at `key` is gone: its lists go too.
+    pub fn forget(&self, key: &str) {
+        self.lists.borrow_mut().remove(key);
     }
 
     /// The collections whose objects the lookups hold.
@@ -213,6 +267,7 @@ impl Indexes {
 
     pub fn clear(&self) {
         self.indexes.iter().for_each(|ix| ix.keys.borrow_mut().clear());
+        self.lists.borrow_mut().clear();
     }
 
     /// The keys the lookups hold.

@@ -18,11 +18,11 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng};
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
@@ -133,10 +133,14 @@ async fn run(engine: Rc<Engine>, mut rx: mpsc::UnboundedReceiver<Msg>) {
     engine.register_cluster().await;
     loop {
         tokio::select! {
-            ev = events.recv() => match ev {
-                Ok(ev) => engine.changed(&ev).await,
-                Err(RecvError::Lagged(_)) => engine.rescan().await,
-                Err(RecvError::Closed) => return,
+            batch = events.batch() => match batch {
+                Some(batch) => {
+                    engine.changed(&batch.events).await;
+                    if batch.lagged {
+                        engine.rescan().await;
+                    }
+                }
+                None => return,
             },
             msg = rx.recv() => match msg {
                 Some(Msg::Evaluate(k, key)) => engine.evaluate(k, &key).await,
@@ -207,8 +211,8 @@ impl Engine {
             for i in 0..nodes {
                 let rng = Rng::derived(self.cfg.seed, &["cluster", &i.to_string()]);
                 let mut ctx = Ctx::new(&kind, &Value::Null, now.clone(), nodes, rng);
-                ctx.named.insert("node".into(), Value::String(lifecycle::expr::node_name(i)));
-                ctx.named.insert("nodeIP".into(), Value::String(lifecycle::node_ip(i)));
+                ctx.named.insert("node".into(), Arc::new(lifecycle::expr::node_name(i).into()));
+                ctx.named.insert("nodeIP".into(), Arc::new(lifecycle::node_ip(i).into()));
                 let mut object = ctx.render(&o.template);
                 lifecycle::eval::strip_nulls(&mut object);
                 if let Err(e) = self.register(res, object, &o.manager).await {
@@ -290,6 +294,7 @@ impl Engine {
     /// The object at `key` is gone: what the engine held of it goes too, but for the stages
     /// running on it (`fire` drops the rest when they end).
     fn forget(&self, key: &str) {
+        self.indexes.forget(key);
         let mut objects = self.objects.borrow_mut();
         if let Some(held) = objects.get_mut(key) {
             held.forget();
@@ -346,31 +351,51 @@ impl Engine {
         }
     }
 
-    /// A committed change: its own object, and the objects whose stages relate to it.
-    async fn changed(&self, ev: &Event) {
-        let Some((group, plural, ns, name)) = keys::split(&ev.key) else { return };
-        let deleted = ev.kind == EventType::Deleted;
-        self.index(&ev.key, (!deleted).then_some(&*ev.object));
-        if deleted {
-            self.forget(&ev.key);
+    /// Committed changes, in order: their own objects, and the objects whose stages relate to
+    /// them, each evaluated once from the state the changes leave (a burst of writes to one
+    /// object, or to the pods of one VMI, is one evaluation).
+    async fn changed(&self, events: &[Arc<Event>]) {
+        let mut todo: Vec<(usize, String)> = Vec::new();
+        let mut seen: HashSet<(usize, String)> = HashSet::new();
+        let mut add = |k: usize, key: String| {
+            if seen.insert((k, key.clone())) {
+                todo.push((k, key));
+            }
+        };
+        for ev in events {
+            let Some((group, plural, ns, name)) = keys::split(&ev.key) else { continue };
+            let deleted = ev.kind == EventType::Deleted;
+            self.index(&ev.key, (!deleted).then_some(&*ev.object));
+            if deleted {
+                self.forget(&ev.key);
+            }
+            for k in 0..self.kinds.len() {
+                let (kind, res) = self.kind(k);
+                if res.group == group && res.plural == plural {
+                    add(k, ev.key.clone());
+                }
+                let keys = self
+                    .indexes
+                    .relating(
+                        &self.registry,
+                        (k, kind, res),
+                        (group, plural),
+                        (ns, name),
+                        &ev.object,
+                    )
+                    .await;
+                for key in keys {
+                    add(k, key);
+                }
+            }
         }
-        for k in 0..self.kinds.len() {
-            let (kind, res) = self.kind(k);
-            if res.group == group && res.plural == plural {
-                self.evaluate(k, &ev.key).await;
-            }
-            let keys = self
-                .indexes
-                .relating(&self.registry, (k, kind, res), (group, plural), (ns, name), &ev.object)
-                .await;
-            for key in keys {
-                self.evaluate(k, &key).await;
-            }
+        for (k, key) in todo {
+            self.evaluate(k, &key).await;
         }
     }
 
     /// The related objects of `obj` that exist (`related::related`).
-    async fn related(&self, k: usize, obj: &Value) -> BTreeMap<String, Value> {
+    async fn related(&self, k: usize, obj: &Value) -> BTreeMap<String, Arc<Value>> {
         let (kind, res) = self.kind(k);
         // Reads `field` paths and `where` filters; no related objects in it.
         let ctx = Ctx::new(kind, obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
@@ -653,7 +678,7 @@ mod tests {
 
         // With its VMI there, vm-start does not fire.
         let mut ctx = Ctx::new(kind, &vm, "2026-01-01T00:00:00Z".into(), 2, Rng::new(7));
-        ctx.named.insert("vmi".into(), json!({"metadata": {"name": "vm1"}}));
+        ctx.named.insert("vmi".into(), Arc::new(json!({"metadata": {"name": "vm1"}})));
         assert!(!holds(kind, start, &ctx));
     }
 

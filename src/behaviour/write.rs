@@ -153,7 +153,7 @@ fn target<'v>(
 ) -> Option<(&'v Value, &'static ResourceInfo)> {
     let Some(name) = write.of() else { return Some((obj, res)) };
     let rel = kind.related.get(name).and_then(|r| served(&r.resource))?;
-    match ctx.named.get(name) {
+    match ctx.named.get(name).map(|v| &**v) {
         Some(Value::Array(items)) => items.first().map(|o| (o, rel)),
         Some(o) => Some((o, rel)),
         None => None,

@@ -161,8 +161,10 @@ async fn pass(registry: &Registry, kinds: Kinds, dirty: Dirty) -> Result<(), Api
         }
     }
     let nodes = match kinds.node {
-        Some(node) => registry.list(node, None, &all).await?.objects()?,
-        None => Vec::new(),
+        // Read for the slices of a service; a pod's change in a namespace without services
+        // (the common case under the simulation) reads nothing more.
+        Some(node) if !todo.is_empty() => registry.list(node, None, &all).await?.objects()?,
+        _ => Vec::new(),
     };
     let zones: BTreeMap<String, Option<String>> = nodes
         .iter()

@@ -23,11 +23,10 @@
 //! deletion state or owner references, and on a slow timer as a safety net.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::FutureExt;
 use serde_json::{json, Value};
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::controllers::recorder::{ObjectRef, Recorder, Severity};
 use crate::generated::RESOURCES;
@@ -38,7 +37,7 @@ use crate::object::subresource::Part;
 use crate::registry::keys::{self, collection_prefix, object_key};
 use crate::registry::{Change, DeleteOptions, Propagation, Registry};
 use crate::resource::ResourceInfo;
-use crate::store::{Event, ListRequest, StoreError};
+use crate::store::{Event, EventType, ListRequest, StoreError};
 
 /// The field manager of the collector's writes, as kube-controller-manager's user agent names it.
 const MANAGER: &str = "kube-controller-manager";
@@ -59,8 +58,12 @@ async fn run(registry: Registry, interval: Duration) {
     // Filtered on the store thread: the other writes do not wake this task at all.
     let mut events = registry.store().subscribe(relevant);
     let mut warnings = Warnings::new(&registry);
+    let mut pass = true;
     loop {
         for _ in 0..MAX_PASSES {
+            if !pass {
+                break;
+            }
             match collect(&registry, &mut warnings).await {
                 Ok(true) => continue,
                 Ok(false) => break,
@@ -70,20 +73,39 @@ async fn run(registry: Registry, interval: Duration) {
                 }
             }
         }
-        // Wait for a write that may matter (or lost ones), or the timer; then take every
-        // other write already queued, so a burst of them costs one pass, not one each.
-        tokio::select! {
-            ev = events.recv() => if let Err(RecvError::Closed) = ev {
-                return;
+        // Wait for writes that may matter (a burst of them is one batch) or lost ones, or the
+        // timer.
+        pass = tokio::select! {
+            batch = events.batch() => match batch {
+                Some(batch) => batch.lagged || needs_pass(&registry, &batch.events),
+                None => return,
             },
-            _ = tokio::time::sleep(interval) => {}
-        }
-        while let Some(ev) = events.recv().now_or_never() {
-            if let Err(RecvError::Closed) = ev {
-                return;
-            }
-        }
+            _ = tokio::time::sleep(interval) => true,
+        };
     }
+}
+
+/// Whether `events` call for a pass: a delete or an object being deleted does; an object whose
+/// references were made or changed does only when an owner it names is not there (kube's graph
+/// builder checks a new node's owners, `attemptToDeleteItem` on a virtual owner), so that
+/// creating owned objects (every launcher pod, every VMI of a VM) reads only their owners.
+fn needs_pass(registry: &Registry, events: &[Arc<Event>]) -> bool {
+    events.iter().any(|ev| {
+        if ev.kind == EventType::Deleted || meta::is_deleting(&ev.object) {
+            return true;
+        }
+        let cluster_scoped = resource_of(&ev.key).is_some_and(|r| !r.namespaced);
+        let refs = ev.object.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+        refs.into_iter().flatten().any(|r| {
+            let uid = r.get("uid").and_then(Value::as_str).unwrap_or("");
+            let namespaced_owner = owner_kind(r).is_some_and(|o| o.namespaced);
+            if cluster_scoped && namespaced_owner {
+                return true;
+            }
+            let Some(key) = owner_key(&ev.key, r) else { return true };
+            !matches!(owner_has_uid(registry, &key, uid), Ok(true))
+        })
+    })
 }
 
 /// Whether an event can give the collector work: a delete (its dependents may now dangle), an
@@ -92,7 +114,7 @@ async fn run(registry: Registry, interval: Duration) {
 /// running simulation) cannot: a pass for each would read every object per write.
 fn relevant(ev: &Event) -> bool {
     let refs = |v: &Value| v.pointer("/metadata/ownerReferences").filter(|r| !r.is_null()).cloned();
-    if matches!(ev.kind, crate::store::EventType::Deleted) || meta::is_deleting(&ev.object) {
+    if matches!(ev.kind, EventType::Deleted) || meta::is_deleting(&ev.object) {
         return true;
     }
     let now = refs(&ev.object);
@@ -185,7 +207,7 @@ fn owner_key(dependent_key: &str, r: &Value) -> Option<String> {
     Some(object_key(res, namespace, field("name")))
 }
 
-async fn owner_has_uid(registry: &Registry, key: &str, uid: &str) -> Result<bool, ApiError> {
+fn owner_has_uid(registry: &Registry, key: &str, uid: &str) -> Result<bool, ApiError> {
     // Its metadata only: a pass asks this of every dependent's owners.
     let Some(entry) = registry.store().get_raw(key) else { return Ok(false) };
     Ok(meta_str(&gc_view(&entry.value)?, "uid") == uid)
@@ -336,8 +358,7 @@ pub async fn collect(registry: &Registry, warnings: &mut Warnings) -> Result<boo
             let there = match found.get(&(uid.to_string(), owner_key.clone())) {
                 Some(&there) => there,
                 None => {
-                    let there =
-                        !owner_key.is_empty() && owner_has_uid(registry, &owner_key, uid).await?;
+                    let there = !owner_key.is_empty() && owner_has_uid(registry, &owner_key, uid)?;
                     found.insert((uid.to_string(), owner_key), there);
                     there
                 }

@@ -10,13 +10,16 @@
 //! the backend.
 //!
 //! Values stay encoded (`Bytes`, shared with the pages that list them): memory is the objects'
-//! JSON plus a key and three words each, and a list copies nothing.
+//! JSON plus a key and four words each, and a list copies nothing. An entry keeps its decoded
+//! form once something asks for it (`Entry::object`), until its key's next write: the
+//! controllers and the simulation read the same few objects many times per revision.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::{Mutex, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard};
 
 use bytes::Bytes;
+use serde_json::Value;
 
 use super::{ListRequest, RawList};
 
@@ -27,6 +30,41 @@ pub struct Entry {
     pub create_rev: u64,
     /// The object's JSON as served: as persisted, with its resourceVersion set (`served`).
     pub value: Bytes,
+    decoded: Decoded,
+}
+
+impl Entry {
+    pub fn new(rev: u64, create_rev: u64, value: Bytes) -> Entry {
+        Entry { rev, create_rev, value, decoded: Decoded::default() }
+    }
+
+    /// The object, decoded once for every copy of this entry.
+    pub fn object(&self) -> Result<Arc<Value>, serde_json::Error> {
+        if let Some(v) = self.decoded.0.get() {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(serde_json::from_slice(&self.value)?);
+        // Two first readers decode alike; either's copy is kept.
+        Ok(self.decoded.0.get_or_init(|| v).clone())
+    }
+}
+
+/// An entry's decoded object, shared by its copies; not part of what the entry is.
+#[derive(Default, Clone)]
+struct Decoded(Arc<OnceLock<Arc<Value>>>);
+
+impl PartialEq for Decoded {
+    fn eq(&self, _: &Decoded) -> bool {
+        true
+    }
+}
+
+impl Eq for Decoded {}
+
+impl std::fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "Decoded" } else { "Encoded" })
+    }
 }
 
 #[derive(Default)]
@@ -172,11 +210,25 @@ mod tests {
     use super::*;
 
     fn entry(rev: u64) -> Option<Entry> {
-        Some(Entry { rev, create_rev: rev, value: Bytes::from(format!("{{\"r\":{rev}}}")) })
+        Some(Entry::new(rev, rev, Bytes::from(format!("{{\"r\":{rev}}}"))))
     }
 
     fn keys(l: &RawList) -> Vec<&str> {
         l.items.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    #[test]
+    fn an_entry_is_decoded_once_for_all_its_copies_and_afresh_after_a_write() {
+        let cache = Cache::default();
+        cache.apply(1, [("k", entry(1))]);
+        let (a, b) = (cache.get("k").unwrap(), cache.get("k").unwrap());
+        let first = a.object().unwrap();
+        assert!(Arc::ptr_eq(&first, &b.object().unwrap()));
+        assert_eq!(*first, serde_json::json!({"r": 1}));
+        cache.apply(2, [("k", entry(2))]);
+        let after = cache.get("k").unwrap().object().unwrap();
+        assert_eq!(*after, serde_json::json!({"r": 2}));
+        assert_eq!(*first, serde_json::json!({"r": 1}), "a reader keeps what it read");
     }
 
     #[test]

@@ -85,7 +85,7 @@ impl Snapshot {
     /// Adds one live key as persisted; its bytes are served with `rev` from now on.
     pub fn insert(&mut self, key: &str, rev: u64, create_rev: u64, persisted: &[u8]) {
         let value = served::serve(persisted, rev);
-        self.objects.insert(key.into(), Entry { rev, create_rev, value });
+        self.objects.insert(key.into(), Entry::new(rev, create_rev, value));
     }
 }
 
@@ -133,11 +133,8 @@ impl Feed {
         let prevs = self.cache.apply(
             rev,
             commits.iter().zip(&served).map(|(c, value)| {
-                let entry = (c.kind != EventType::Deleted).then(|| Entry {
-                    rev: c.rev,
-                    create_rev: c.create_rev,
-                    value: value.clone(),
-                });
+                let entry = (c.kind != EventType::Deleted)
+                    .then(|| Entry::new(c.rev, c.create_rev, value.clone()));
                 (c.key.as_str(), entry)
             }),
         );

@@ -167,7 +167,7 @@ impl Store {
     /// The current state of `key`, from memory.
     pub async fn get(&self, key: &str) -> Result<Option<Arc<Value>>, StoreError> {
         match self.inner.cache.get(key) {
-            Some(entry) => Ok(Some(Arc::new(serde_json::from_slice(&entry.value)?))),
+            Some(entry) => Ok(Some(entry.object()?)),
             None => Ok(None),
         }
     }
@@ -205,11 +205,7 @@ impl Store {
             return Ok(self.inner.cache.get(key));
         }
         let kv = self.inner.backend.get(key, Some(rev)).await?;
-        Ok(kv.map(|kv| Entry {
-            rev: kv.rev,
-            create_rev: kv.create_rev,
-            value: served::serve(&kv.value, kv.rev),
-        }))
+        Ok(kv.map(|kv| Entry::new(kv.rev, kv.create_rev, served::serve(&kv.value, kv.rev))))
     }
 
     /// One page of a collection, at the current or a past revision (keyset paging, never OFFSET).

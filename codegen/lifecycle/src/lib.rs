@@ -47,6 +47,7 @@ pub mod expr;
 
 use std::cell::{RefCell, RefMut};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -489,8 +490,9 @@ impl Lifecycles {
 pub struct Ctx<'a> {
     pub kind: &'a Kind,
     pub object: &'a Value,
-    /// Related objects present, then stage variables once evaluated.
-    pub named: BTreeMap<String, Value>,
+    /// Related objects present, then stage variables once evaluated; shared, as the related
+    /// objects are the store's own decoded copies.
+    pub named: BTreeMap<String, Arc<Value>>,
     pub now: String,
     pub nodes: usize,
     pub rng: RefCell<Rng>,
@@ -543,14 +545,14 @@ impl<'a> Ctx<'a> {
     pub fn bind(&mut self, lets: &[Let]) {
         for l in lets {
             let value = l.eval(self.object, self);
-            self.named.insert(l.name.clone(), value);
+            self.named.insert(l.name.clone(), Arc::new(value));
         }
     }
 }
 
 impl expr::Env for Ctx<'_> {
     fn named(&self, name: &str) -> Option<&Value> {
-        self.named.get(name)
+        self.named.get(name).map(|v| &**v)
     }
     fn object(&self) -> &Value {
         self.object
@@ -629,7 +631,7 @@ kinds:
         assert_eq!(ctx.until(&Delay::default()), None);
         assert!(ctx.matches(&kind.stages[0].selector));
         assert_eq!(expr::Env::computed(&ctx, "phase"), json!("Stopped"));
-        ctx.named.insert("peer".into(), json!({"status": {"phase": "Running"}}));
+        ctx.named.insert("peer".into(), Arc::new(json!({"status": {"phase": "Running"}})));
         assert!(!ctx.matches(&kind.stages[0].selector));
         assert_eq!(expr::Env::computed(&ctx, "phase"), json!("Running"));
         let deleting = json!({"metadata": {"name": "a", "deletionTimestamp": "t"}});
