@@ -142,24 +142,22 @@ fn list_of(
     let key = object_key(res, meta_str(obj, "namespace"), meta_str(obj, "name"));
     let mut lists = ix.lists.borrow_mut();
     let held = lists.entry(key).or_default();
+    let same = |l: &List| {
+        l.items.len() == items.len() && l.items.iter().zip(&items).all(|(a, b)| Arc::ptr_eq(a, b))
+    };
+    // The same objects under another relation (a VMI's pods and its launcher, say) share it.
+    let value = match held.iter().find(|l| same(l)) {
+        Some(l) => l.value.clone(),
+        None => build(&items),
+    };
     match held.iter_mut().find(|l| l.k == k && l.rel == rel) {
-        Some(l)
-            if l.items.len() == items.len()
-                && l.items.iter().zip(&items).all(|(a, b)| Arc::ptr_eq(a, b)) =>
-        {
-            l.value.clone()
-        }
         Some(l) => {
-            l.value = build(&items);
+            l.value = value.clone();
             l.items = items;
-            l.value.clone()
         }
-        None => {
-            let value = build(&items);
-            held.push(List { k, rel: rel.to_string(), items, value: value.clone() });
-            value
-        }
+        None => held.push(List { k, rel: rel.to_string(), items, value: value.clone() }),
     }
+    value
 }
 
 /// The objects of `res` in `ns` that `keep` picks and the relation's `where` admits, read by a

@@ -5,7 +5,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
+use k8s_openapi::api::core::v1::{
+    Endpoints, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
+};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -267,6 +270,86 @@ async fn typed_apis_list_and_watch_the_world_kinds() {
     classes.create(&PostParams::default(), &class).await.unwrap();
     let listed = classes.list(&ListParams::default()).await.unwrap();
     assert_eq!(listed.items[0].provisioner, "kubernetes.io/no-provisioner");
+}
+
+/// The simulated world's volumes and endpoints through their typed `Api`s: a claim of the
+/// default class watched to Bound and the volume the provisioner made for it, then a Service's
+/// Endpoints watched until they list the pod it selects, and its EndpointSlice.
+#[tokio::test]
+async fn typed_apis_follow_the_simulated_worlds_claims_and_endpoints() {
+    let s = start_with(&["--simulate", "--simulate-nodes", "1", "--simulate-speed", "0"]).await;
+    let c = client(&s).await;
+    namespace(&c, "sim").await;
+
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(c.clone(), "sim");
+    let mut events = watcher(claims.clone(), watcher::Config::default()).boxed();
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}))
+    .unwrap();
+    claims.create(&PostParams::default(), &claim).await.unwrap();
+    let bound = loop {
+        let ev = tokio::time::timeout(Duration::from_secs(20), events.try_next()).await;
+        if let Some(watcher::Event::Apply(pvc)) = ev.unwrap().unwrap() {
+            if pvc.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound") {
+                break pvc;
+            }
+        }
+    };
+    let spec = bound.spec.unwrap();
+    assert_eq!(spec.storage_class_name.as_deref(), Some("standard"), "the default class");
+    let volume_name = spec.volume_name.expect("a bound claim names its volume");
+    let volumes: Api<PersistentVolume> = Api::all(c.clone());
+    let volume = volumes.get(&volume_name).await.unwrap();
+    let claim_ref = volume.spec.unwrap().claim_ref.unwrap();
+    assert_eq!(claim_ref.name.as_deref(), Some("data"));
+    assert_eq!(volume.status.unwrap().phase.as_deref(), Some("Bound"));
+
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "sim");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 8080}]}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let services: Api<Service> = Api::namespaced(c.clone(), "sim");
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}))
+    .unwrap();
+    services.create(&PostParams::default(), &svc).await.unwrap();
+    let endpoints: Api<Endpoints> = Api::namespaced(c.clone(), "sim");
+    let config = watcher::Config::default().fields("metadata.name=web");
+    let mut events = watcher(endpoints, config).boxed();
+    let address = loop {
+        let ev = tokio::time::timeout(Duration::from_secs(20), events.try_next()).await;
+        if let Some(watcher::Event::Apply(ep)) = ev.unwrap().unwrap() {
+            let subsets = ep.subsets.unwrap_or_default();
+            let ready = subsets.first().and_then(|s| s.addresses.clone()).unwrap_or_default();
+            if let Some(a) = ready.first() {
+                assert_eq!(subsets[0].ports.as_ref().unwrap()[0].port, 8080);
+                break a.ip.clone();
+            }
+        }
+    };
+    let running = pods.get("web").await.unwrap();
+    assert_eq!(running.status.unwrap().pod_ip.as_deref(), Some(address.as_str()));
+    // The slice controller writes after the endpoints controller: its slice follows.
+    let slices: Api<EndpointSlice> = Api::namespaced(c, "sim");
+    let by_service = ListParams::default().labels("kubernetes.io/service-name=web");
+    let mut addresses = Vec::new();
+    for _ in 0..100 {
+        let listed = slices.list(&by_service).await.unwrap();
+        addresses = listed
+            .items
+            .iter()
+            .flat_map(|s| s.endpoints.iter().flat_map(|e| e.addresses.clone()))
+            .collect();
+        if !addresses.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(addresses, [address]);
 }
 
 #[tokio::test]
