@@ -114,7 +114,12 @@ fn container_requests(c: &Value) -> Amounts {
 
 fn add(into: &mut Amounts, more: &Amounts) {
     for (k, v) in more {
-        *into.entry(k.clone()).or_default() += v;
+        match into.get_mut(k) {
+            Some(sum) => *sum += v,
+            None => {
+                into.insert(k.clone(), *v);
+            }
+        }
     }
 }
 
@@ -181,8 +186,8 @@ fn tolerates(pod: &Value, key: &str, value: &str, effect: &str) -> bool {
 
 /// The node selector and the required node affinity (NodeAffinity's Filter).
 fn matches_node_affinity(pod: &Value, node: &Value) -> bool {
-    let labels =
-        node.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    let none = Map::new();
+    let labels = node.pointer("/metadata/labels").and_then(Value::as_object).unwrap_or(&none);
     let selector = pod.pointer("/spec/nodeSelector").and_then(Value::as_object);
     if !selector.into_iter().flatten().all(|(k, v)| labels.get(k) == Some(v)) {
         return false;
@@ -200,7 +205,7 @@ fn matches_node_affinity(pod: &Value, node: &Value) -> bool {
         }
         let name = json!({"metadata.name": meta_str(node, "name")});
         let by_name = name.as_object().expect("an object");
-        exprs.into_iter().flatten().all(|r| requirement_holds(r, &labels))
+        exprs.into_iter().flatten().all(|r| requirement_holds(r, labels))
             && fields.into_iter().flatten().all(|r| requirement_holds(r, by_name))
     })
 }
@@ -234,8 +239,16 @@ fn violates_anti_affinity(pod: &Value, on_node: &[&PodInfo]) -> bool {
     })
 }
 
+/// The pods on a node that count against it, and the sum of their requests.
+#[derive(Default)]
+struct OnNode<'a> {
+    pods: Vec<&'a PodInfo>,
+    used: Amounts,
+}
+
 /// Runs the filters on one node; `None` when the pod fits.
-fn filter(pod: &Value, want: &Amounts, node: &Value, on_node: &[&PodInfo]) -> Option<Failure> {
+fn filter(pod: &Value, want: &Amounts, node: &Value, on: &OnNode) -> Option<Failure> {
+    let on_node = on.pods.as_slice();
     let unresolvable = |r: &str| Some(Failure { reasons: vec![r.to_string()], resolvable: false });
     // NodeUnschedulable.
     let cordoned = node.pointer("/spec/unschedulable") == Some(&json!(true));
@@ -267,10 +280,7 @@ fn filter(pod: &Value, want: &Amounts, node: &Value, on_node: &[&PodInfo]) -> Op
     if on_node.len() as f64 + 1.0 > alloc("pods") {
         reasons.push(REASON_TOO_MANY_PODS.to_string());
     }
-    let mut used = Amounts::new();
-    for p in on_node {
-        add(&mut used, &p.requests);
-    }
+    let used = &on.used;
     let order = ["cpu", "memory", "ephemeral-storage"];
     let rest = want.keys().filter(|k| !order.contains(&k.as_str())).map(String::as_str);
     for r in order.into_iter().chain(rest) {
@@ -322,19 +332,22 @@ fn place(
         return Err(NO_NODES.to_string());
     }
     let want = requests(pod);
-    let mut by_node: HashMap<&str, Vec<&PodInfo>> = HashMap::new();
+    let mut by_node: HashMap<&str, OnNode> = HashMap::new();
     for p in placed.values().filter(|p| p.active) {
         if let Some(n) = &p.node {
-            by_node.entry(n.as_str()).or_default().push(p);
+            let on = by_node.entry(n.as_str()).or_default();
+            on.pods.push(p);
+            add(&mut on.used, &p.requests);
         }
     }
+    let empty = OnNode::default();
     let mut failures = Vec::new();
     let mut best: Vec<(&str, f64)> = Vec::new();
     for (name, node) in nodes {
-        let on_node = by_node.get(name.as_str()).map(Vec::as_slice).unwrap_or(&[]);
-        match filter(pod, &want, node, on_node) {
+        let on = by_node.get(name.as_str()).unwrap_or(&empty);
+        match filter(pod, &want, node, on) {
             Some(f) => failures.push(f),
-            None => best.push((name, least_allocated(node, &want, on_node))),
+            None => best.push((name, least_allocated(node, &want, &on.used))),
         }
     }
     if best.is_empty() {
@@ -346,7 +359,7 @@ fn place(
 }
 
 /// NodeResourcesFit's LeastAllocated score: the share of cpu and memory left after the pod.
-fn least_allocated(node: &Value, want: &Amounts, on_node: &[&PodInfo]) -> f64 {
+fn least_allocated(node: &Value, want: &Amounts, used: &Amounts) -> f64 {
     let allocatable = node.pointer("/status/allocatable").and_then(Value::as_object);
     let mut score = 0.0;
     for r in ["cpu", "memory"] {
@@ -354,7 +367,7 @@ fn least_allocated(node: &Value, want: &Amounts, on_node: &[&PodInfo]) -> f64 {
         if alloc <= 0.0 {
             continue;
         }
-        let used: f64 = on_node.iter().map(|p| p.requests.get(r).copied().unwrap_or(0.0)).sum();
+        let used = used.get(r).copied().unwrap_or(0.0);
         score += (alloc - used - want.get(r).copied().unwrap_or(0.0)) / alloc;
     }
     score / 2.0
