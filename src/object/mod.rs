@@ -12,6 +12,7 @@ pub mod limits;
 pub mod managed_fields;
 pub mod meta;
 pub mod patch;
+pub mod pods;
 pub mod printers;
 pub mod protobuf;
 pub mod schema;

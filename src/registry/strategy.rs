@@ -12,9 +12,9 @@ use crate::object::limits::MAX_OBJECT_BYTES;
 use crate::object::meta::metadata_mut;
 use crate::object::subresource::{self, Part};
 use crate::object::validation;
-use crate::object::{data_rules, defaults, event_rules, update_rules};
+use crate::object::{data_rules, defaults, event_rules, pods, update_rules};
 use crate::object::{managed_fields, meta, meta_str, metadata};
-use crate::resource::ResourceInfo;
+use crate::resource::{KubeRole, ResourceInfo};
 
 /// An update's server-set fields must at least have their types, though their values are not
 /// the client's to choose.
@@ -65,6 +65,12 @@ pub(crate) fn prepare_update(
     defaults::apply(res, &mut new);
     if res.service_addresses {
         addresses::default_fields(&mut new);
+    }
+    if res.kube_role == Some(KubeRole::Pod) {
+        pods::default_requests(&mut new);
+        if part == Part::Status {
+            pods::keep_qos_class(current, &mut new);
+        }
     }
     let name = meta_str(current, "name").to_string();
     let no_meta = Map::new();
@@ -207,6 +213,9 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     if res.service_addresses {
         addresses::default_fields(obj);
     }
+    if res.kube_role == Some(KubeRole::Pod) {
+        pods::default_requests(obj);
+    }
     // Validated as it will be stored: without the status a status subresource owns (a copy
     // only when there is such a status to leave out).
     let schema_causes = if res.status_subresource && obj.get("status").is_some() {
@@ -247,6 +256,9 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     // After the status subresource's rule: a new namespace's status is the strategy's own.
     if res.namespaces {
         super::namespaces::prepare_namespace(obj);
+    }
+    if res.kube_role == Some(KubeRole::Pod) {
+        pods::prepare_create(obj);
     }
     Ok(())
 }

@@ -489,6 +489,46 @@ fn the_world_kinds_read_back_with_kubes_defaults() {
     );
 }
 
+/// kube's pod strategy: limits default the requests (SetDefaults_Pod) and a new pod's status is
+/// Pending with the QoS class the API server computes (K8S pkg/registry/core/pod/strategy.go
+/// PrepareForCreate, pkg/apis/core/helper/qos/qos.go), which a status write without it keeps.
+#[test]
+fn a_new_pod_has_its_qos_class_and_its_limits_as_requests() {
+    let (s, k) = world();
+    let manifest = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: sized}
+spec:
+  containers:
+  - name: c
+    image: nginx
+    resources: {limits: {cpu: "1", memory: 1Gi}}
+status: {phase: Running, qosClass: BestEffort}
+"#;
+    let file = k.file("sized.yaml", manifest);
+    k.ok(&["create", "-f", file.to_str().unwrap()]);
+    let pod = json_of(&k, &["get", "pod", "sized"]);
+    assert_eq!(
+        pod["spec"]["containers"][0]["resources"]["requests"],
+        json!({"cpu": "1", "memory": "1Gi"})
+    );
+    assert_eq!(pod["status"], json!({"phase": "Pending", "qosClass": "Guaranteed"}));
+    let described = k.ok(&["describe", "pod", "sized"]);
+    assert!(described.contains("QoS Class:        Guaranteed"), "{described}");
+    // The world's pod limits cpu alone; one asking for nothing is BestEffort.
+    assert_eq!(json_of(&k, &["get", "pod", "web"])["status"]["qosClass"], "Burstable");
+    k.ok(&["run", "bare", "--image=nginx"]);
+    assert_eq!(json_of(&k, &["get", "pod", "bare"])["status"]["qosClass"], "BestEffort");
+    let written = s.put(
+        &format!("/api/v1/namespaces/{NS}/pods/sized/status"),
+        &json!({"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"], "spec": pod["spec"],
+                "status": {"phase": "Running"}}),
+    );
+    assert_eq!(written.status, 200, "{}", written.text());
+    assert_eq!(written.json()["status"], json!({"phase": "Running", "qosClass": "Guaranteed"}));
+}
+
 /// kube validates a Service's name as an RFC 1035 label (a letter first; K8S
 /// pkg/apis/core/validation/validation.go `ValidateServiceName`), other kinds' as subdomains.
 #[test]
