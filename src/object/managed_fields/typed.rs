@@ -322,6 +322,13 @@ fn diff(
     level: Level,
     below: &mut Comparison,
 ) -> Option<Change> {
+    // Most of an object is as it was (a status write leaves metadata and spec alone): an equal
+    // subtree has nothing below that changed, found without building a set.
+    if let (Some(a), Some(b)) = (l, r) {
+        if a == b {
+            return None;
+        }
+    }
     let leaf = || match (l, r) {
         (None, Some(_)) => Some(Change::Added),
         (Some(_), None) => Some(Change::Removed),
