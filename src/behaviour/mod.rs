@@ -52,10 +52,9 @@ impl Behaviour {
 
     /// `registry` with virt-api's webhooks in its admission.
     pub fn admitting(&self, registry: Registry) -> Registry {
-        registry.with_admission(Arc::new(webhooks::Webhooks::new(
-            self.program.clone(),
-            self.controllers,
-        )))
+        let webhooks =
+            webhooks::Webhooks::new(self.program.clone(), self.controllers, registry.clone());
+        registry.with_admission(Arc::new(webhooks))
     }
 
     /// virt-api's action API over `registry`.

@@ -1,0 +1,132 @@
+//! Node maintenance: virt-api's pod eviction admitter (KV v1.6 `pkg/virt-api/webhooks/
+//! validating-webhook/admitters/pod-eviction-admitter.go`, webhook
+//! `virt-launcher-eviction-interceptor.kubevirt.io` from `pkg/virt-operator/resource/generate/
+//! components/webhooks.go`) in front of kube's eviction (K8S `pkg/registry/core/pod/storage/
+//! eviction.go`), answered as a client sees it; under `--simulate`, `kubectl drain` (K8S
+//! `staging/src/k8s.io/kubectl/pkg/drain/drain.go`) over the evacuation it triggers.
+
+use serde_json::{json, Value};
+
+use crate::common::TestServer;
+
+const NS: &str = "maint";
+const PODS: &str = "/api/v1/namespaces/maint/pods";
+const VMIS: &str = "/apis/kubevirt.io/v1/namespaces/maint/virtualmachineinstances";
+
+fn eviction(name: &str) -> Value {
+    json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}})
+}
+
+/// A VMI as virt-handler reports it running on `node`, with `strategy` (none: the default).
+fn vmi(s: &TestServer, name: &str, strategy: Option<&str>, migratable: bool) {
+    let mut spec = json!({"domain": {"devices": {}}});
+    if let Some(strategy) = strategy {
+        spec["evictionStrategy"] = json!(strategy);
+    }
+    let body = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+                      "metadata": {"name": name}, "spec": spec});
+    let r = s.post(VMIS, &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let status = if migratable { "True" } else { "False" };
+    let patch = json!({"status": {"phase": "Running", "nodeName": "node01",
+        "conditions": [{"type": "LiveMigratable", "status": status}]}});
+    let r = s.patch(&format!("{VMIS}/{name}"), "application/merge-patch+json", &patch);
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// A running launcher pod of VMI `vmi` on `node` (labels and annotation from KV template.go).
+fn launcher(s: &TestServer, name: &str, vmi: &str, node: &str) {
+    let body = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"kubevirt.io": "virt-launcher"},
+                     "annotations": {"kubevirt.io/domain": vmi}},
+        "spec": {"nodeName": node, "containers": [{"name": "compute", "image": "virt-launcher"}]}});
+    let r = s.post(PODS, &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let status = json!({"status": {"phase": "Running"}});
+    let r = s.patch(&format!("{PODS}/{name}/status"), "application/merge-patch+json", &status);
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// The webhook's refusal as kube-apiserver answers it (apiserver `admission/plugin/webhook/
+/// errors/statuserror.go` ToStatusErr: the webhook's code, its message after the webhook's name).
+fn denied(s: &TestServer, pod: &str, message: &str) {
+    let r = s.post(&format!("{PODS}/{pod}/eviction"), &eviction(pod));
+    assert_eq!(r.status, 429, "{}", r.text());
+    let st = r.json();
+    assert_eq!(
+        st["message"],
+        format!(
+            "admission webhook \"virt-launcher-eviction-interceptor.kubevirt.io\" denied the \
+             request: {message}"
+        )
+    );
+    assert_eq!((st["kind"].as_str(), st["status"].as_str()), (Some("Status"), Some("Failure")));
+}
+
+fn evicted(s: &TestServer, pod: &str) {
+    let r = s.post(&format!("{PODS}/{pod}/eviction"), &eviction(pod));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(s.get(&format!("{PODS}/{pod}")).status, 404);
+}
+
+#[test]
+fn virt_api_answers_a_launchers_eviction_by_its_vmis_strategy() {
+    // virt-api's side is served without --simulate.
+    let s = TestServer::start();
+    s.namespace(NS);
+
+    // LiveMigrate: a dry run marks nothing, the first eviction marks the VMI for evacuation
+    // from the pod's node and refuses, the next ones say the evacuation is under way.
+    vmi(&s, "live", Some("LiveMigrate"), true);
+    launcher(&s, "virt-launcher-live-abcde", "live", "node01");
+    let r = s.post(
+        &format!("{PODS}/virt-launcher-live-abcde/eviction?dryRun=All"),
+        &eviction("virt-launcher-live-abcde"),
+    );
+    assert_eq!(r.status, 429, "{}", r.text());
+    assert!(s.get_json(&format!("{VMIS}/live"))["status"].get("evacuationNodeName").is_none());
+    denied(&s, "virt-launcher-live-abcde", "Eviction triggered evacuation of VMI \"maint/live\"");
+    let marked = s.get_json(&format!("{VMIS}/live"));
+    assert_eq!(marked["status"]["evacuationNodeName"], "node01");
+    denied(
+        &s,
+        "virt-launcher-live-abcde",
+        "Evacuation in progress: Eviction triggered evacuation of VMI \"maint/live\"",
+    );
+    assert_eq!(s.get(&format!("{PODS}/virt-launcher-live-abcde")).status, 200);
+
+    // A pod on another node than the VMI's is a migration's target.
+    vmi(&s, "moving", Some("LiveMigrate"), true);
+    launcher(&s, "virt-launcher-moving-fghij", "moving", "node02");
+    denied(&s, "virt-launcher-moving-fghij", "Eviction request for target Pod");
+
+    // LiveMigrate but not migratable: refused, nothing marked.
+    vmi(&s, "pinned", Some("LiveMigrate"), false);
+    launcher(&s, "virt-launcher-pinned-klmno", "pinned", "node01");
+    denied(
+        &s,
+        "virt-launcher-pinned-klmno",
+        "VMI pinned is configured with an eviction strategy but is not live-migratable",
+    );
+
+    // None (the default) and LiveMigrateIfPossible when not migratable: kube evicts.
+    vmi(&s, "plain", None, true);
+    launcher(&s, "virt-launcher-plain-pqrst", "plain", "node01");
+    evicted(&s, "virt-launcher-plain-pqrst");
+    vmi(&s, "maybe", Some("LiveMigrateIfPossible"), false);
+    launcher(&s, "virt-launcher-maybe-uvwxy", "maybe", "node01");
+    evicted(&s, "virt-launcher-maybe-uvwxy");
+
+    // A launcher whose VMI is gone: virt-api cannot read it and refuses.
+    launcher(&s, "virt-launcher-gone-zzzzz", "gone", "node01");
+    denied(
+        &s,
+        "virt-launcher-gone-zzzzz",
+        "kubevirt failed getting the vmi: virtualmachineinstances.kubevirt.io \"gone\" not found",
+    );
+    // A finished launcher is not virt-api's business.
+    let done = json!({"status": {"phase": "Succeeded"}});
+    let path = format!("{PODS}/virt-launcher-gone-zzzzz/status");
+    assert_eq!(s.patch(&path, "application/merge-patch+json", &done).status, 200);
+    evicted(&s, "virt-launcher-gone-zzzzz");
+}
