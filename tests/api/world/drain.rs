@@ -5,9 +5,11 @@
 //! eviction.go`), answered as a client sees it; under `--simulate`, `kubectl drain` (K8S
 //! `staging/src/k8s.io/kubectl/pkg/drain/drain.go`) over the evacuation it triggers.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
+use crate::common::{condition, eventually, simulating, Kubectl, TestServer};
 
 const NS: &str = "maint";
 const PODS: &str = "/api/v1/namespaces/maint/pods";
@@ -129,4 +131,131 @@ fn virt_api_answers_a_launchers_eviction_by_its_vmis_strategy() {
     let path = format!("{PODS}/virt-launcher-gone-zzzzz/status");
     assert_eq!(s.patch(&path, "application/merge-patch+json", &done).status, 200);
     evicted(&s, "virt-launcher-gone-zzzzz");
+}
+
+const VMS: &str = "/apis/kubevirt.io/v1/namespaces/maint/virtualmachines";
+const VMIMS: &str = "/apis/kubevirt.io/v1/namespaces/maint/virtualmachineinstancemigrations";
+
+/// An Always VM with a masquerade interface (live-migratable), of eviction `strategy`.
+fn vm(name: &str, strategy: Option<&str>) -> Value {
+    let mut spec = json!({
+        "domain": {"devices": {"interfaces": [{"name": "default", "masquerade": {}}]},
+                   "resources": {"requests": {"memory": "128Mi"}}},
+        "networks": [{"name": "default", "pod": {}}]
+    });
+    if let Some(strategy) = strategy {
+        spec["evictionStrategy"] = json!(strategy);
+    }
+    json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": name},
+           "spec": {"runStrategy": "Always", "template": {"spec": spec}}})
+}
+
+/// The VMI `name` once `done` holds of it.
+fn vmi_when(s: &TestServer, name: &str, done: impl Fn(&Value) -> bool) -> Value {
+    eventually(Duration::from_secs(60), || {
+        let r = s.get(&format!("{VMIS}/{name}"));
+        (r.status == 200).then(|| r.json()).filter(|v| done(v))
+    })
+}
+
+fn running(v: &Value) -> bool {
+    v["status"]["phase"] == "Running"
+        && condition(v, "Ready").is_some_and(|c| c["status"] == "True")
+}
+
+/// The two simulated nodes: the one the VMI runs on first.
+fn nodes(s: &TestServer, vmi: &Value) -> (String, String) {
+    let node = vmi["status"]["nodeName"].as_str().unwrap().to_string();
+    let list = s.get_json("/api/v1/nodes");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let other = names.into_iter().find(|n| *n != node).unwrap().to_string();
+    (node, other)
+}
+
+/// `kubectl drain` as an administrator runs it before maintenance (KV user-guide
+/// node-eviction.md; launchers use emptyDir, nothing here is a DaemonSet's).
+fn drain(k: &Kubectl, node: &str) -> String {
+    let run =
+        k.run(&["drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s"]);
+    assert!(run.ok(), "{}", run.describe());
+    format!("{}{}", run.stdout(), run.stderr())
+}
+
+#[test]
+fn kubectl_drain_waits_for_a_live_migrate_vm_to_migrate_away() {
+    let s = simulating(&["--simulate-speed", "0.1", "--simulate-nodes", "2"]);
+    s.namespace(NS);
+    let k = Kubectl::in_namespace(&s, NS);
+    assert_eq!(s.post(VMS, &vm("live", Some("LiveMigrate"))).status, 201);
+    let first = vmi_when(&s, "live", running);
+    let (node, other) = nodes(&s, &first);
+    let source = format!("{PODS}?fieldSelector=spec.nodeName%3D{node}");
+    let launchers = s.get_json(&source);
+    let pod = launchers["items"][0]["metadata"]["name"].as_str().unwrap().to_string();
+
+    let out = drain(&k, &node);
+    // kubectl's lines (drain.go, cmd/drain/drain.go): cordoned, the webhook's refusal retried
+    // every 5 s while the VMI migrates, then the finished source pod evicted.
+    for want in [
+        format!("node/{node} cordoned"),
+        format!("evicting pod {NS}/{pod}"),
+        format!(
+            "error when evicting pods/\"{pod}\" -n \"{NS}\" (will retry after 5s): admission \
+             webhook \"virt-launcher-eviction-interceptor.kubevirt.io\" denied the request: \
+             Eviction triggered evacuation of VMI \"{NS}/live\""
+        ),
+        format!("pod/{pod} evicted"),
+        format!("node/{node} drained"),
+    ] {
+        assert!(out.contains(&want), "missing {want:?} in:\n{out}");
+    }
+
+    // The same VMI runs on the other node; the evacuation's migration did it.
+    let moved = vmi_when(&s, "live", |v| running(v) && v["status"]["nodeName"] == other.as_str());
+    assert_eq!(moved["metadata"]["uid"], first["metadata"]["uid"]);
+    assert!(moved["status"].get("evacuationNodeName").is_none(), "{moved}");
+    let vmims = s.get_json(VMIMS);
+    let vmim = &vmims["items"][0];
+    assert!(vmim["metadata"]["name"].as_str().unwrap().starts_with("kubevirt-evacuation-"));
+    assert_eq!(vmim["metadata"]["annotations"]["kubevirt.io/evacuationMigration"], node.as_str());
+    assert_eq!(vmim["spec"]["vmiName"], "live");
+    assert_eq!(vmim["status"]["phase"], "Succeeded");
+    // Its launcher now is the migration's target pod, on the other node.
+    let target = moved["status"]["migrationState"]["targetPod"].as_str().unwrap();
+    let target = s.get_json(&format!("{PODS}/{target}"));
+    assert_eq!(target["spec"]["nodeName"], other.as_str());
+    assert_eq!(
+        target["metadata"]["labels"]["kubevirt.io/migrationJobUID"],
+        vmim["metadata"]["uid"]
+    );
+    assert_eq!(s.get(&format!("{PODS}/{pod}")).status, 404);
+}
+
+#[test]
+fn kubectl_drain_evicts_a_plain_vm_which_restarts_on_the_other_node() {
+    let s = simulating(&["--simulate-speed", "0.1", "--simulate-nodes", "2"]);
+    s.namespace(NS);
+    let k = Kubectl::in_namespace(&s, NS);
+    assert_eq!(s.post(VMS, &vm("plain", None)).status, 201);
+    let first = vmi_when(&s, "plain", running);
+    let (node, other) = nodes(&s, &first);
+
+    let out = drain(&k, &node);
+    assert!(out.contains(&format!("node/{node} drained")), "{out}");
+    assert!(!out.contains("error when evicting"), "{out}");
+    // The VMI failed with its pod gone (lifecycle.go); the Always VM started a new one, which
+    // kube-scheduler placed on the node left.
+    let next =
+        vmi_when(&s, "plain", |v| v["metadata"]["uid"] != first["metadata"]["uid"] && running(v));
+    assert_eq!(next["status"]["nodeName"], other.as_str());
+    let vm = s.get_json(&format!("{VMS}/plain"));
+    assert_eq!(vm["status"]["printableStatus"], "Running");
+    let left = s.get_json(&format!("{PODS}?fieldSelector=spec.nodeName%3D{node}"));
+    assert_eq!(left["items"], json!([]));
 }
