@@ -63,6 +63,9 @@ fn denied(s: &TestServer, pod: &str, message: &str) {
         )
     );
     assert_eq!((st["kind"].as_str(), st["status"].as_str()), (Some("Status"), Some("Failure")));
+    // virt-api's `denied` gives a code and a message, no reason.
+    assert_eq!(st["code"], 429);
+    assert!(st.get("reason").is_none(), "{st}");
 }
 
 fn evicted(s: &TestServer, pod: &str) {
