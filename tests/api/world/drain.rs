@@ -257,8 +257,11 @@ fn kubectl_drain_evicts_a_plain_vm_which_restarts_on_the_other_node() {
     let next =
         vmi_when(&s, "plain", |v| v["metadata"]["uid"] != first["metadata"]["uid"] && running(v));
     assert_eq!(next["status"]["nodeName"], other.as_str());
-    let vm = s.get_json(&format!("{VMS}/plain"));
-    assert_eq!(vm["status"]["printableStatus"], "Running");
+    // The VM's status follows its VMI's (vm.go setPrintableStatus).
+    eventually(Duration::from_secs(10), || {
+        let vm = s.get_json(&format!("{VMS}/plain"));
+        (vm["status"]["printableStatus"] == "Running").then_some(())
+    });
     let left = s.get_json(&format!("{PODS}?fieldSelector=spec.nodeName%3D{node}"));
     assert_eq!(left["items"], json!([]));
 }
