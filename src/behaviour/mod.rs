@@ -52,10 +52,9 @@ impl Behaviour {
 
     /// `registry` with virt-api's webhooks in its admission.
     pub fn admitting(&self, registry: Registry) -> Registry {
-        registry.with_admission(Arc::new(webhooks::Webhooks::new(
-            self.program.clone(),
-            self.controllers,
-        )))
+        let webhooks =
+            webhooks::Webhooks::new(self.program.clone(), self.controllers, registry.clone());
+        registry.with_admission(Arc::new(webhooks))
     }
 
     /// virt-api's action API over `registry`.
@@ -100,10 +99,85 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::object::error::ApiError;
     use crate::object::validation::{FieldValidation, Via};
     use crate::registry::{Registry, Target, WriteOptions};
     use crate::resource::ResourceInfo;
     use crate::store::{Store, StoreConfig};
+
+    /// virt-api's eviction admitter, without the controllers: a LiveMigrate VMI's launcher is
+    /// refused with the webhook's 429 and its VMI marked (a dry run marks nothing), then refused
+    /// as being evacuated; a launcher whose VMI has no strategy is evicted (kube deletes it).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_eviction_admitter_marks_a_live_migrate_vmi_and_passes_a_plain_one() {
+        let stored = |plural: &'static str| {
+            move |r: &&ResourceInfo| r.plural == plural && r.version == r.storage_version
+        };
+        let pods = crate::generated::RESOURCES.iter().find(stored("pods")).unwrap();
+        let vmis =
+            crate::generated::RESOURCES.iter().find(stored("virtualmachineinstances")).unwrap();
+        let store = Store::open(StoreConfig::new(crate::store::sqlite::MEMORY)).unwrap();
+        let r = Behaviour::builtin().admitting(Registry::new(store));
+        r.ensure_namespaces().await.unwrap();
+        let opts = WriteOptions {
+            dry_run: false,
+            field_validation: FieldValidation::Strict,
+            manager: "test".into(),
+        };
+        let target = |name: &str| Target::new(Some("default".into()), Some(name.into()));
+        let all = Target::new(Some("default".into()), None);
+        for (name, strategy) in [("live", json!("LiveMigrate")), ("plain", Value::Null)] {
+            let vmi = json!({"apiVersion": vmis.api_version(), "kind": vmis.kind,
+                "metadata": {"name": name},
+                "spec": {"domain": {"devices": {}}, "evictionStrategy": strategy},
+                "status": {"phase": "Running", "nodeName": "n1",
+                           "conditions": [{"type": "LiveMigratable", "status": "True"}]}});
+            r.create(vmis, &all, vmi, Via::Body(&[]), &opts).await.unwrap();
+            let pod = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("virt-launcher-{name}"),
+                             "labels": {"kubevirt.io": "virt-launcher"},
+                             "annotations": {"kubevirt.io/domain": name}},
+                "spec": {"nodeName": "n1", "containers": [{"name": "compute", "image": "i"}]}});
+            r.create(pods, &all, pod, Via::Body(&[]), &opts).await.unwrap();
+        }
+        let evict = |pod: &'static str, dry_run: bool| {
+            let r = r.clone();
+            async move {
+                let eviction = json!({"metadata": {"name": pod, "namespace": "default"}});
+                let parse = |_: &[u8]| Ok(crate::registry::DeleteOptions::default());
+                let dry_run = if dry_run { vec!["All".to_string()] } else { Vec::new() };
+                r.evict(pods, &target(pod), &eviction, &dry_run, parse).await
+            }
+        };
+        let message = |e: ApiError| e.to_status().message.unwrap_or_default();
+        let denied = "admission webhook \"virt-launcher-eviction-interceptor.kubevirt.io\" \
+                      denied the request: ";
+        let e = evict("virt-launcher-live", true).await.unwrap_err();
+        assert_eq!(
+            message(e),
+            format!("{denied}Eviction triggered evacuation of VMI \"default/live\"")
+        );
+        let vmi = r.get(vmis, "default", "live").await.unwrap();
+        assert!(vmi["status"].get("evacuationNodeName").is_none());
+        let e = evict("virt-launcher-live", false).await.unwrap_err();
+        assert_eq!(e.to_status().code, Some(429));
+        let vmi = r.get(vmis, "default", "live").await.unwrap();
+        assert_eq!(vmi["status"]["evacuationNodeName"], "n1");
+        assert_eq!(managers_of(&vmi), ["test", "virt-api"]);
+        let e = evict("virt-launcher-live", false).await.unwrap_err();
+        assert_eq!(
+            message(e),
+            format!("{denied}Evacuation in progress: Eviction triggered evacuation of VMI \"default/live\"")
+        );
+        evict("virt-launcher-plain", false).await.unwrap();
+        assert!(r.get(pods, "default", "virt-launcher-plain").await.is_err());
+        assert!(r.get(pods, "default", "virt-launcher-live").await.is_ok());
+    }
+
+    fn managers_of(obj: &Value) -> Vec<&str> {
+        let entries = obj["metadata"]["managedFields"].as_array().unwrap();
+        entries.iter().filter_map(|m| m["manager"].as_str()).collect()
+    }
 
     /// The label always; the controller's finalizer only while the controllers run to remove it.
     #[tokio::test]

@@ -3,32 +3,96 @@
 //! `warnings` its validating webhooks answer beside `allowed: true` on a create or update of the
 //! object itself, which kube-apiserver passes on as `Warning` headers (apiserver
 //! `admission/plugin/webhook/validating/dispatcher.go`, `warning.AddWarning`; the VM admitter,
-//! `pkg/virt-api/webhooks/validating-webhook/admitters/vms-admitter.go`, is an example).
+//! `pkg/virt-api/webhooks/validating-webhook/admitters/vms-admitter.go`, is an example); and its
+//! validating webhooks on a create through a subresource (`admission`: the pod eviction
+//! admitter, `…/admitters/pod-eviction-admitter.go`), which read the related objects and may
+//! write as virt-api before they answer.
 
 use std::sync::Arc;
 
-use lifecycle::{Ctx, Kind, Lifecycles, Rng};
+use lifecycle::{Ctx, Denial, Kind, Lifecycles, ResourceRef, Rng};
 use serde_json::Value;
 
+use super::related::related;
+use super::write::{self, Guard, Writer};
+use crate::controllers::recorder::Recorder;
 use crate::object::error::ApiError;
 use crate::object::meta::{self, metadata_mut, now_rfc3339};
 use crate::object::patch::apply_merge_patch;
 use crate::object::subresource::Part;
-use crate::registry::Admission;
+use crate::registry::admission::Admitted;
+use crate::registry::{Admission, Registry};
 use crate::resource::ResourceInfo;
 
 /// virt-api's webhooks, as the registry's admission calls them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Webhooks {
     program: Arc<Lifecycles>,
     /// Whether KubeVirt's controllers run to remove the finalizers the mutations add.
     controllers: bool,
+    /// What the subresource webhooks read and write through (virt-api's clients).
+    registry: Registry,
+    recorder: Recorder,
 }
 
+/// The field manager of the webhooks' writes (virt-api's).
+const MANAGER: &str = "virt-api";
+
 impl Webhooks {
-    /// The webhooks of `program`; `controllers`: whether KubeVirt's controllers run.
-    pub fn new(program: Arc<Lifecycles>, controllers: bool) -> Webhooks {
-        Webhooks { program, controllers }
+    /// The webhooks of `program` over `registry`; `controllers`: whether KubeVirt's
+    /// controllers run.
+    pub fn new(program: Arc<Lifecycles>, controllers: bool, registry: Registry) -> Webhooks {
+        let recorder = Recorder::new(registry.clone(), MANAGER, MANAGER, "");
+        Webhooks { program, controllers, registry, recorder }
+    }
+
+    /// The webhook on a create through `subresource` of `obj` (of `res`): its checks, its
+    /// writes, its answer (KUBE-WORLD §9).
+    async fn admit(
+        &self,
+        res: &'static ResourceInfo,
+        subresource: &str,
+        obj: &Value,
+        body: &Value,
+    ) -> Result<(), ApiError> {
+        let r = ResourceRef { group: res.group.to_string(), kind: res.kind.to_string() };
+        let Some((kind, admit)) =
+            self.program.kind(&r).and_then(|k| Some((k, k.admission.get(subresource)?)))
+        else {
+            return Ok(());
+        };
+        let mut ctx = Ctx::new(kind, obj, now_rfc3339(), 1, Rng::new(0));
+        ctx.named = related(&self.registry, (kind, None), res, obj, &ctx).await;
+        ctx.named.insert("body".into(), body.clone());
+        ctx.bind(&admit.lets);
+        let denied = |ctx: &Ctx<'_>, d: &Denial| {
+            ApiError::webhook_denied(&admit.webhook, d.code, &ctx.text(&d.message))
+        };
+        for check in &admit.checks {
+            if ctx.matches(&check.when) {
+                return match &check.deny {
+                    Some(d) if !check.allow => Err(denied(&ctx, d)),
+                    _ => Ok(()),
+                };
+            }
+        }
+        // isDryRun: the request's (kube merged it into the options) or the options' own.
+        let dry_run = lifecycle::action::dry_run(&body["deleteOptions"]);
+        let writer =
+            Writer { registry: &self.registry, manager: MANAGER, recorder: &self.recorder };
+        for step in &admit.steps {
+            let Some(planned) = write::plan(kind, res, obj, step, &ctx) else { continue };
+            if let Err(e) = writer.apply(&planned, Guard::Request { dry_run }).await {
+                let Some(on_error) = &admit.on_error else { return Err(e) };
+                let message = e.to_status().message.unwrap_or_default();
+                ctx.named.insert("error".into(), Value::String(message));
+                return Err(denied(&ctx, on_error));
+            }
+        }
+        match &admit.deny {
+            Some(d) => Err(denied(&ctx, d)),
+            None => Ok(()),
+        }
     }
 
     /// The lifecycle kind of `res`, when it has admission data.
@@ -82,5 +146,24 @@ impl Admission for Webhooks {
             .filter(|w| ctx.matches(&w.when))
             .map(|w| ctx.text(&w.message))
             .collect()
+    }
+
+    fn admit_subresource_create<'a>(
+        &'a self,
+        res: &'static ResourceInfo,
+        subresource: &'a str,
+        obj: &'a Value,
+        body: &'a Value,
+    ) -> Admitted<'a> {
+        // An evaluation context is not `Send`, an admission must be: the webhook runs on a
+        // blocking thread of the runtime, as a webhook server runs beside kube-apiserver.
+        let (me, sub, obj, body) =
+            (self.clone(), subresource.to_string(), obj.clone(), body.clone());
+        let handle = tokio::runtime::Handle::current();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || handle.block_on(me.admit(res, &sub, &obj, &body)))
+                .await
+                .map_err(|e| ApiError::Internal(format!("the admission webhook failed: {e}")))?
+        })
     }
 }

@@ -36,13 +36,16 @@ impl Registry {
                 "name in URL does not match name in Eviction object",
             ));
         }
-        let options = propagate_dry_run(eviction.get("deleteOptions"), dry_run)?;
-        let options = parse_options(&serde_json::to_vec(&options).unwrap_or_default())?;
+        let merged = propagate_dry_run(eviction.get("deleteOptions"), dry_run)?;
+        let options = parse_options(&serde_json::to_vec(&merged).unwrap_or_default())?;
         let key = object_key(res, target.ns(), name);
         // kube's getPod: a missing object is its NotFound.
         let pod = self.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, name))?;
-        // kube's createValidation, where virt-api's eviction webhook may refuse.
-        self.admit_subresource_create(res, "eviction", &pod, eviction).await?;
+        // kube's createValidation, where virt-api's eviction webhook may refuse; it is sent
+        // the Eviction with the request's dry run in its options (its review's `dryRun`).
+        let mut sent = eviction.clone();
+        sent["deleteOptions"] = merged;
+        self.admit_subresource_create(res, "eviction", &pod, &sent).await?;
         // Whether the budgets could be ignored (canIgnorePDB: terminal, pending or deleting)
         // or found none, the object is deleted the same way; only a pending one is held to
         // the revision just read (shouldEnforceResourceVersion), as kube guards it against

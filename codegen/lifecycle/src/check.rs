@@ -407,6 +407,57 @@ fn check_actions<'a>(
     }
 }
 
+/// A kind's validating webhooks on subresource creates: as an action's checks and steps,
+/// with `$body` the object created; each check admits or denies, a denial is an error code.
+fn check_admission<'a>(
+    schemas: &Schemas<'a>,
+    lc: &Lifecycles,
+    kind: &Kind,
+    this: &'a Value,
+    errors: &mut Vec<String>,
+) {
+    let k = &kind.resource;
+    for (sub, admit) in &kind.admission {
+        let at = format!("kind {k}, admission {sub}");
+        let mut vars = vec!["body".to_string()];
+        for l in &admit.lets {
+            let at = format!("{at}, let {}", l.name);
+            scope(schemas, lc, kind, this, &vars, at.clone()).binding(l, errors);
+            if let Some(clash) = clash(kind, &l.name, false) {
+                errors.push(format!("{at}: {clash}"));
+            }
+            vars.push(l.name.clone());
+        }
+        let denial = |d: &crate::Denial, at: String, vars: &[String], errors: &mut Vec<String>| {
+            scope(schemas, lc, kind, this, vars, at.clone()).text(&d.message, errors);
+            if !(400..600).contains(&d.code) {
+                errors.push(format!("{at}: code {} is not an error", d.code));
+            }
+        };
+        for (i, c) in admit.checks.iter().enumerate() {
+            let at = format!("{at}, check {}", i + 1);
+            scope(schemas, lc, kind, this, &vars, at.clone()).pred(&c.when, errors);
+            match (&c.deny, c.allow) {
+                (Some(d), false) => denial(d, at, &vars, errors),
+                (None, true) => {}
+                _ => errors.push(format!("{at}: either allow or deny")),
+            }
+        }
+        for (i, step) in admit.steps.iter().enumerate() {
+            let at = format!("{at}, step {} ({})", i + 1, step.write.verb());
+            check_step(&scope(schemas, lc, kind, this, &vars, at), step, errors);
+        }
+        if let Some(d) = &admit.deny {
+            denial(d, format!("{at}, deny"), &vars, errors);
+        }
+        if let Some(d) = &admit.on_error {
+            let mut vars = vars.clone();
+            vars.push("error".into());
+            denial(d, format!("{at}, onError"), &vars, errors);
+        }
+    }
+}
+
 /// One step of a stage or an action, in `scope` (whose `.` is the object): its guard, its
 /// target, what it writes.
 fn check_step(scope: &Scope<'_, '_>, step: &Step, errors: &mut Vec<String>) {
@@ -598,6 +649,7 @@ pub fn check(doc: &Value, stored: &Stored, lc: &Lifecycles) -> Result<(), Vec<St
                 errors.push(format!("{at}: neither merge nor finalizers"));
             }
         }
+        check_admission(&schemas, lc, kind, this, &mut errors);
         for (i, w) in kind.warnings.iter().enumerate() {
             let at = format!("kind {}, warning {}", kind.resource, i + 1);
             let scope = scope(&schemas, lc, kind, this, &[], at);
@@ -914,6 +966,36 @@ kinds:
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }
+    }
+
+    #[test]
+    fn subresource_admission_is_checked() {
+        let bad = crate::parse(
+            r#"
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    admission:
+      eviction:
+        webhook: w.g.io
+        checks:
+          - {when: {exists: .spec.run}, allow: true}
+          - {when: {exists: .spec.fly}, deny: {code: 200, message: no}}
+          - {when: {exists: .spec.run}}
+        deny: {code: 429, message: "{{ $nobody }}"}
+        onError: {code: 429, message: "{{ $error }}"}
+"#,
+        )
+        .unwrap();
+        let all = check(&doc(), &stored(), &bad).unwrap_err().join("\n");
+        for want in [
+            "admission eviction, check 2: .spec.fly field \"fly\" is not declared",
+            "admission eviction, check 2: code 200 is not an error",
+            "admission eviction, check 3: either allow or deny",
+            "admission eviction, deny: $nobody is neither a related object nor a variable",
+        ] {
+            assert!(all.contains(want), "missing {want:?} in:\n{all}");
+        }
+        assert!(!all.contains("onError"), "{all}");
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //!   or an answer;
 //! - `warnings` and `mutations`: virt-api's admission webhooks, always served (the warnings it
 //!   answers a create or update of the object with; what it merges into a new object, and the
-//!   finalizers its controllers then remove).
+//!   finalizers its controllers then remove); `admission`: its validating webhooks on a create
+//!   through a subresource of the object (a Pod's `eviction`, [`Admit`]).
 //!
 //! One binding form, [`Let`] (a name and a value, or cases), for a kind, a stage and an action;
 //! a stage's and an action's are evaluated once, in order. One write vocabulary, [`Write`], for
@@ -171,6 +172,51 @@ pub struct Kind {
     /// client, an action, the simulated runtime).
     #[serde(default)]
     pub mutations: Vec<Mutation>,
+    /// virt-api's validating webhooks on a create through a subresource of the object (kube's
+    /// Pod `eviction`), by subresource. Served with or without `--simulate`.
+    #[serde(default)]
+    pub admission: BTreeMap<String, Admit>,
+}
+
+/// A validating webhook on a create through a subresource (`$body` is what is created, the
+/// Eviction): its `let`s, then its `checks` in order (the first that holds admits, or denies
+/// with its code and message), then its `steps` (written as virt-api, a dry run when the
+/// request is one), then `deny` (the answer after the writes; none admits). A failed write
+/// denies with `onError` (reading `$error`, the write's message).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Admit {
+    /// The webhook's name, which a denial names.
+    pub webhook: String,
+    #[serde(default, rename = "let")]
+    pub lets: Vec<Let>,
+    #[serde(default)]
+    pub checks: Vec<AdmitCheck>,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    #[serde(default)]
+    pub deny: Option<Denial>,
+    #[serde(default)]
+    pub on_error: Option<Denial>,
+}
+
+/// One check of an [`Admit`]: when `when` holds, `allow`, or deny as `deny` says.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AdmitCheck {
+    pub when: Pred,
+    #[serde(default)]
+    pub allow: bool,
+    #[serde(default)]
+    pub deny: Option<Denial>,
+}
+
+/// A webhook's refusal: its AdmissionResponse's Status code and message (a template).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Denial {
+    pub code: u16,
+    pub message: Template,
 }
 
 /// One create-time mutation: when `when` holds (always without one), `merge` (a template, as a
@@ -468,6 +514,7 @@ impl Lifecycles {
                     mine.actions.extend(kind.actions);
                     mine.warnings.extend(kind.warnings);
                     mine.mutations.extend(kind.mutations);
+                    mine.admission.extend(kind.admission);
                     for stage in kind.stages {
                         match mine.stages.iter_mut().find(|s| s.name == stage.name) {
                             Some(old) => *old = stage,

@@ -88,6 +88,39 @@ fn a_migration_goes_through_its_phases_and_moves_the_vmi() {
     assert_eq!(state["mode"], "PreCopy");
     assert!(state["targetPod"].as_str().unwrap().starts_with("virt-launcher-vm1-"), "{state}");
     assert!(state["startTimestamp"].is_string() && state["endTimestamp"].is_string(), "{state}");
+    // The target pod (KV migration.go createTargetPod): the launch template with KubeVirt's
+    // migration label and annotation and the anti-affinity that keeps it off the VMI's pods'
+    // nodes, run on the target node; the source pod completed; both are the VMI's active pods.
+    let pods = "/api/v1/namespaces/mig/pods";
+    let target_pod = server.get_json(&format!("{pods}/{}", state["targetPod"].as_str().unwrap()));
+    assert_eq!(target_pod["spec"]["nodeName"], target);
+    let labels = &target_pod["metadata"]["labels"];
+    assert_eq!(labels["kubevirt.io/migrationJobUID"], state["migrationUid"]);
+    assert_eq!(
+        (labels["kubevirt.io"].as_str(), labels["vm.kubevirt.io/name"].as_str()),
+        (Some("virt-launcher"), Some("vm1"))
+    );
+    assert_eq!(target_pod["metadata"]["annotations"]["kubevirt.io/migrationJobName"], "m1");
+    assert_eq!(
+        target_pod["spec"]["affinity"]["podAntiAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"],
+        json!([{"labelSelector": {"matchLabels": {"kubevirt.io/created-by": vmi["metadata"]["uid"]}},
+                "topologyKey": "kubernetes.io/hostname"}])
+    );
+    let source_pods = eventually(Duration::from_secs(10), || {
+        let list = found(&server, &format!("{pods}?fieldSelector=spec.nodeName%3D{source}"))?;
+        let items = list["items"].as_array()?.clone();
+        items.iter().all(|p| p["status"]["phase"] == "Succeeded").then_some(items)
+    });
+    assert_eq!(source_pods.len(), 1);
+    let active = eventually(Duration::from_secs(10), || {
+        let vmi =
+            found(&server, "/apis/kubevirt.io/v1/namespaces/mig/virtualmachineinstances/vm1")?;
+        let active = vmi["status"]["activePods"].as_object()?.clone();
+        (active.len() == 2).then_some(active)
+    });
+    assert_eq!(active[target_pod["metadata"]["uid"].as_str().unwrap()], target);
+    assert_eq!(active[source_pods[0]["metadata"]["uid"].as_str().unwrap()], source.as_str());
     let m = eventually(Duration::from_secs(10), || {
         found(&server, &format!("{KV}/mig/virtualmachineinstancemigrations/m1"))
             .filter(|m| m["metadata"].get("finalizers").is_none())
@@ -126,6 +159,12 @@ fn migrations_fail_on_request_and_without_a_running_vmi() {
     assert_eq!(vmi["status"]["nodeName"], before["status"]["nodeName"]);
     assert_eq!(vmi["status"]["migrationState"]["failed"], true);
     assert_eq!(vmi["status"]["migrationState"]["completed"], true);
+    // The failed migration's target pod goes; the VMI's pod stays.
+    let target = vmi["status"]["migrationState"]["targetPod"].as_str().unwrap();
+    eventually(Duration::from_secs(10), || {
+        (server.get(&format!("/api/v1/namespaces/migfail/pods/{target}")).status == 404)
+            .then_some(())
+    });
     // No such VMI: Failed, with KubeVirt's Event.
     create(&server, &path, migration("migfail", "ghost", "nope", false));
     let phases = sequence(&watch, "ghost", "/status/phase", &["Succeeded", "Failed"]);
@@ -139,6 +178,43 @@ fn migrations_fail_on_request_and_without_a_running_vmi() {
     });
     assert!(events.iter().any(|e| e["reason"] == "FailedMigration" && e["type"] == "Warning"));
     assert!(events.iter().any(|e| e["message"] == "source node reported migration failed"));
+}
+
+/// With one node the target pod finds none (its anti-affinity keeps it off the VMI's node):
+/// it stays Pending, Unschedulable, and the migration in Scheduling, as on a real cluster.
+#[test]
+fn a_migration_with_no_other_node_waits_in_scheduling() {
+    let server = crate::common::simulating(&["--simulate-speed", "0", "--simulate-nodes", "1"]);
+    server.namespace("lone");
+    running_vm(&server, "lone", "vm1");
+    let path = format!("{KV}/lone/virtualmachineinstancemigrations");
+    create(&server, &path, migration("lone", "m1", "vm1", false));
+    let pod = eventually(Duration::from_secs(10), || {
+        let list = found(
+            &server,
+            "/api/v1/namespaces/lone/pods?labelSelector=kubevirt.io%2FmigrationJobUID",
+        )?;
+        let pod = list["items"].as_array()?.first()?.clone();
+        let scheduled = pod["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "PodScheduled")?
+            .clone();
+        (scheduled["reason"] == "Unschedulable").then_some((pod, scheduled))
+    });
+    let (pod, scheduled) = pod;
+    assert!(pod["spec"].get("nodeName").is_none(), "{pod}");
+    assert_eq!(pod["status"]["phase"], "Pending");
+    let message = scheduled["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
+        ),
+        "{message}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let m = found(&server, &format!("{path}/m1")).unwrap();
+    assert_eq!(m["status"]["phase"], "Scheduling");
 }
 
 fn replica_set(replicas: i64) -> Value {
