@@ -63,7 +63,7 @@ impl Webhooks {
         };
         let mut ctx = Ctx::new(kind, obj, now_rfc3339(), 1, Rng::new(0));
         ctx.named = related(&self.registry, (kind, None), res, obj, &ctx).await;
-        ctx.named.insert("body".into(), body.clone());
+        ctx.named.insert("body".into(), Arc::new(body.clone()));
         ctx.bind(&admit.lets);
         let denied = |ctx: &Ctx<'_>, d: &Denial| {
             ApiError::webhook_denied(&admit.webhook, d.code, &ctx.text(&d.message))
@@ -85,7 +85,7 @@ impl Webhooks {
             if let Err(e) = writer.apply(&planned, Guard::Request { dry_run }).await {
                 let Some(on_error) = &admit.on_error else { return Err(e) };
                 let message = e.to_status().message.unwrap_or_default();
-                ctx.named.insert("error".into(), Value::String(message));
+                ctx.named.insert("error".into(), Arc::new(Value::String(message)));
                 return Err(denied(&ctx, on_error));
             }
         }
