@@ -6,6 +6,7 @@ mod endpoints;
 mod kinds;
 mod launchers;
 mod nodes;
+mod pod_events;
 mod pod_logs;
 mod pod_subresources;
 mod services;
