@@ -9,11 +9,14 @@
 //!   always served;
 //! - `related`: the objects a kind relates to, found forward (from an object, for a stage or an
 //!   action) and in reverse (from a changed object, the objects relating to it);
+//! - `launcher_logs`: what the simulated containers write to their logs (the lifecycles'
+//!   `logs`), the registry's log source under `--simulate`;
 //! - `simulate`: KubeVirt's controllers under `--simulate`: the lifecycles' stages;
 //! - `write`: the one executor of both's writes, and `procedures`, the patches a write `call`s
 //!   (virt-api's that are programs over the object's shape).
 
 pub mod actions;
+pub mod launcher_logs;
 mod procedures;
 pub mod related;
 mod reverse;
@@ -55,6 +58,19 @@ impl Behaviour {
         let webhooks =
             webhooks::Webhooks::new(self.program.clone(), self.controllers, registry.clone());
         registry.with_admission(Arc::new(webhooks))
+    }
+
+    /// `registry` with the simulated containers' logs as its log source, while the controllers
+    /// run (without them no container runs: every log stays empty).
+    pub fn logging(&self, registry: Registry) -> Registry {
+        match self.controllers {
+            true => {
+                let source =
+                    launcher_logs::LauncherLogs::new(registry.clone(), self.program.clone());
+                registry.with_log_source(Arc::new(source))
+            }
+            false => registry,
+        }
     }
 
     /// virt-api's action API over `registry`.

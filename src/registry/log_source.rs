@@ -3,7 +3,10 @@
 
 use std::fmt::Debug;
 
+use futures_util::future::LocalBoxFuture;
 use serde_json::Value;
+
+use crate::resource::ResourceInfo;
 
 /// `PodLogOptions`, as the query gives them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -22,9 +25,15 @@ pub struct LogOptions {
 }
 
 /// Where containers' logs come from: the lines a container wrote, oldest first, each with its
-/// RFC 3339 (nano) time. Handed to the registry from above, as the kubelet is to kube's.
+/// RFC 3339 (nano) time. Handed to the registry from above, as the kubelet is to kube's (a
+/// source may read what else is stored: the objects a log tells of).
 pub trait LogSource: Debug + Send + Sync {
-    fn lines(&self, pod: &Value, container: &str, opts: &LogOptions) -> Vec<(String, String)>;
+    fn lines<'a>(
+        &'a self,
+        res: &'static ResourceInfo,
+        pod: &'a Value,
+        container: &'a str,
+    ) -> LocalBoxFuture<'a, Vec<(String, String)>>;
 }
 
 /// No kubelet: every container's log is empty.
@@ -32,7 +41,12 @@ pub trait LogSource: Debug + Send + Sync {
 pub struct NoLogs;
 
 impl LogSource for NoLogs {
-    fn lines(&self, _: &Value, _: &str, _: &LogOptions) -> Vec<(String, String)> {
-        Vec::new()
+    fn lines<'a>(
+        &'a self,
+        _: &'static ResourceInfo,
+        _: &'a Value,
+        _: &'a str,
+    ) -> LocalBoxFuture<'a, Vec<(String, String)>> {
+        Box::pin(std::future::ready(Vec::new()))
     }
 }

@@ -41,7 +41,7 @@ impl Registry {
         if node.is_empty() {
             return Ok(None);
         }
-        let lines = self.log_source.lines(&pod, &container, opts);
+        let lines = self.log_source.lines(res, &pod, &container).await;
         Ok(Some(render(&lines, opts, std::time::SystemTime::now())))
     }
 }

@@ -34,7 +34,7 @@ pub use admission::Admission;
 pub use apply::{ApplyOptions, ApplyRequest};
 pub use delete::Deleted;
 pub use handle::Registry;
-pub use log_source::LogOptions;
+pub use log_source::{LogOptions, LogSource};
 pub use options::{ContinueToken, DeleteOptions, ListOptions, Propagation, RvMatch, WriteOptions};
 pub use outcome::{Change, Object, Outcome};
 pub use read::{decode_stored, Page};

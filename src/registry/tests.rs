@@ -207,12 +207,17 @@ async fn a_refused_eviction_is_the_webhooks_answer_and_deletes_nothing() {
 struct FixedLogs;
 
 impl log_source::LogSource for FixedLogs {
-    fn lines(&self, pod: &Value, container: &str, _: &LogOptions) -> Vec<(String, String)> {
+    fn lines<'a>(
+        &'a self,
+        _: &'static ResourceInfo,
+        pod: &'a Value,
+        container: &'a str,
+    ) -> futures_util::future::LocalBoxFuture<'a, Vec<(String, String)>> {
         let name = pod["metadata"]["name"].as_str().unwrap_or("");
-        vec![
+        Box::pin(std::future::ready(vec![
             ("2026-01-01T00:00:00.5Z".into(), format!("{name}/{container} first")),
             ("2026-01-01T00:00:01Z".into(), format!("{name}/{container} second")),
-        ]
+        ]))
     }
 }
 

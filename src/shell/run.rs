@@ -69,6 +69,8 @@ pub fn run(config: Config) -> Result<(), Error> {
         let registry = crate::registry::Registry::new(store.clone())
             .with_implicit_namespaces(config.implicit_namespaces)
             .with_address_ranges(config.service_ranges);
+        // The kubelet's log reader: the simulated containers' lines, or none.
+        let registry = behaviour.logging(registry);
         let state = AppState { watch, ..AppState::new(store, &behaviour, registry) };
         // kube-apiserver's system namespaces, and those objects already live in, exist before
         // the first request is served.

@@ -656,6 +656,15 @@ pub fn check(doc: &Value, stored: &Stored, lc: &Lifecycles) -> Result<(), Vec<St
             scope.pred(&w.when, &mut errors);
             scope.text(&w.message, &mut errors);
         }
+        for log in &kind.logs {
+            for (i, l) in log.lines.iter().enumerate() {
+                let at = format!("kind {}, log {}, line {}", kind.resource, log.container, i + 1);
+                let scope = scope(&schemas, lc, kind, this, &[], at);
+                scope.pred(&l.when, &mut errors);
+                scope.text(&l.at, &mut errors);
+                scope.template(&l.line, None, &mut errors);
+            }
+        }
     }
     let node_vars: Vec<String> = crate::NODE_VARS.iter().map(|v| v.to_string()).collect();
     let per_node = lc.cluster.per_node.iter().map(|o| (o, "per-node object", node_vars.as_slice()));
@@ -1029,6 +1038,35 @@ kinds:
             "mutation 1: .spec.fly field \"fly\" is not declared",
             "mutation 1: .spec field \"swim\" is not declared",
             "mutation 2: neither merge nor finalizers",
+        ] {
+            assert!(all.contains(want), "missing {want:?} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn log_lines_are_checked() {
+        let good = crate::parse(
+            r#"
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    logs: [{container: c, lines: [{when: {exists: .spec.run}, at: "{{ now() }}", line: {msg: "{{ .spec.run }}"}}]}]
+"#,
+        )
+        .unwrap();
+        assert_eq!(check(&doc(), &stored(), &good), Ok(()));
+        let bad = crate::parse(
+            r#"
+kinds:
+  - resource: {group: g.io, kind: Thing}
+    logs: [{container: c, lines: [{when: {exists: .spec.walk}, at: "{{ $nobody }}", line: {msg: "{{ .spec.fly }}"}}]}]
+"#,
+        )
+        .unwrap();
+        let all = check(&doc(), &stored(), &bad).unwrap_err().join("\n");
+        for want in [
+            "log c, line 1: .spec.walk field \"walk\" is not declared",
+            "log c, line 1: $nobody is neither a related object nor a variable",
+            "log c, line 1: .spec.fly field \"fly\" is not declared",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }

@@ -32,6 +32,7 @@
 //! request, `simulate.virt-apiserver.io/fail`, supersede the normal step while the annotation
 //! stays); a list element `...each` maps a list (a VM's volumes into export links); a related
 //! object may be looked up in a namespace an expression names (a cluster-scoped clone's VMs);
+//! `logs` are what a kind's containers write ([`logs`]), lines derived from the object's state;
 //! `caCert()` asks the environment for a certificate, so this crate links no cryptography.
 //!
 //! Order is implicit, as in KWOK: a stage's selector matches what earlier stages wrote. The file
@@ -45,6 +46,7 @@ pub mod action;
 pub mod check;
 pub mod eval;
 pub mod expr;
+pub mod logs;
 
 use std::cell::{RefCell, RefMut};
 use std::collections::BTreeMap;
@@ -176,6 +178,10 @@ pub struct Kind {
     /// Pod `eviction`), by subresource. Served with or without `--simulate`.
     #[serde(default)]
     pub admission: BTreeMap<String, Admit>,
+    /// What the object's containers write to their logs ([`logs`]), read whenever a log is
+    /// asked for under `--simulate`.
+    #[serde(default)]
+    pub logs: Vec<logs::ContainerLog>,
 }
 
 /// A validating webhook on a create through a subresource (`$body` is what is created, the
@@ -515,6 +521,12 @@ impl Lifecycles {
                     mine.warnings.extend(kind.warnings);
                     mine.mutations.extend(kind.mutations);
                     mine.admission.extend(kind.admission);
+                    for log in kind.logs {
+                        match mine.logs.iter_mut().find(|l| l.container == log.container) {
+                            Some(old) => *old = log,
+                            None => mine.logs.push(log),
+                        }
+                    }
                     for stage in kind.stages {
                         match mine.stages.iter_mut().find(|s| s.name == stage.name) {
                             Some(old) => *old = stage,

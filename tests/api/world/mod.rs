@@ -7,6 +7,8 @@ mod endpoints;
 mod kinds;
 mod launchers;
 mod nodes;
+mod pod_events;
+mod pod_logs;
 mod pod_subresources;
 mod services;
 mod update_rules;
