@@ -1,0 +1,153 @@
+//! CDI's world around a DataVolume under `--simulate` (CDI pkg/controller/datavolume/
+//! controller-base.go, import-controller.go; KUBE-WORLD.md §7): the DataVolume's claim,
+//! provisioned and bound to a `pvc-<uid>` volume, the importer pod that fills it and goes, the
+//! DataVolume's phases following both; as kubectl shows them.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::{eventually, sequence, simulating, Kubectl, TestServer};
+
+const CDI: &str = "/apis/cdi.kubevirt.io/v1beta1/namespaces";
+
+fn get(s: &TestServer, path: &str) -> Option<Value> {
+    let r = s.get(path);
+    (r.status == 200).then(|| r.json())
+}
+
+fn import_yaml(name: &str, class: Option<&str>, annotations: &str) -> String {
+    let class = class.map(|c| format!("\n    storageClassName: {c}")).unwrap_or_default();
+    format!(
+        "apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: {name}
+  labels: {{team: disks}}
+  annotations: {{{annotations}}}
+spec:
+  source:
+    http: {{url: https://example.com/fedora.qcow2}}
+  storage:
+    resources: {{requests: {{storage: 1Gi}}}}{class}
+"
+    )
+}
+
+#[test]
+fn an_import_binds_its_claim_runs_its_importer_and_succeeds() {
+    let s = simulating(&["--simulate-speed", "0.5", "--simulate-nodes", "2"]);
+    s.namespace("cdi");
+    let k = Kubectl::in_namespace(&s, "cdi");
+    let dvs = s.watch(&format!("{CDI}/cdi/datavolumes?watch=true"));
+    let pods = s.watch("/api/v1/namespaces/cdi/pods?watch=true");
+    let file = k.file("dv.yaml", &import_yaml("fedora", None, ""));
+    k.ok(&["apply", "-f", file.to_str().unwrap()]);
+
+    // The phases follow the claim, then the importer (CDI's updateStatus, updateStatusPhase).
+    let phases = sequence(&dvs, "fedora", "/status/phase", &["Succeeded", "Failed"]);
+    assert_eq!(
+        phases,
+        ["", "Pending", "PVCBound", "ImportScheduled", "ImportInProgress", "Succeeded"],
+        "{phases:?}"
+    );
+    let dv = get(&s, &format!("{CDI}/cdi/datavolumes/fedora")).unwrap();
+    assert_eq!(dv["status"]["progress"], "100.0%");
+
+    // The claim: the DataVolume's name, CDI's labels and annotations, the DataVolume its
+    // controller, the storage API rendered (the default class, ReadWriteOnce, Filesystem).
+    let claim = s.get_json("/api/v1/namespaces/cdi/persistentvolumeclaims/fedora");
+    let labels = &claim["metadata"]["labels"];
+    assert_eq!(labels["app"], "containerized-data-importer");
+    assert_eq!(labels["app.kubernetes.io/managed-by"], "cdi-controller");
+    assert_eq!(labels["team"], "disks", "the DataVolume's labels");
+    let ann = &claim["metadata"]["annotations"];
+    assert_eq!(ann["cdi.kubevirt.io/storage.import.endpoint"], "https://example.com/fedora.qcow2");
+    assert_eq!(ann["cdi.kubevirt.io/storage.import.source"], "http");
+    assert_eq!(ann["cdi.kubevirt.io/storage.contentType"], "kubevirt");
+    assert_eq!(ann["cdi.kubevirt.io/storage.pod.restarts"], "0");
+    assert_eq!(ann["cdi.kubevirt.io/createdForDataVolume"], dv["metadata"]["uid"]);
+    assert_eq!(ann["cdi.kubevirt.io/storage.import.importPodName"], "importer-fedora");
+    assert_eq!(ann["cdi.kubevirt.io/storage.pod.phase"], "Succeeded");
+    assert_eq!(ann["cdi.kubevirt.io/storage.condition.running"], "false");
+    assert_eq!(ann["cdi.kubevirt.io/storage.condition.running.reason"], "Completed");
+    assert_eq!(ann["cdi.kubevirt.io/storage.condition.running.message"], "Import Complete");
+    let owner = &claim["metadata"]["ownerReferences"][0];
+    assert_eq!(
+        (owner["kind"].as_str(), owner["controller"].as_bool()),
+        (Some("DataVolume"), Some(true))
+    );
+    assert_eq!(owner["uid"], dv["metadata"]["uid"]);
+    assert_eq!(claim["spec"]["storageClassName"], "standard");
+    assert_eq!(claim["spec"]["accessModes"], json!(["ReadWriteOnce"]));
+    assert_eq!(claim["spec"]["volumeMode"], "Filesystem");
+    let pv = format!("pvc-{}", claim["metadata"]["uid"].as_str().unwrap());
+    assert_eq!(claim["spec"]["volumeName"], pv.as_str());
+
+    // kubectl get pvc,pv: the claim Bound to its provisioned volume.
+    let table = k.ok(&["get", "pvc,pv"]);
+    let claim_line = table.lines().find(|l| l.starts_with("persistentvolumeclaim/fedora"));
+    let claim_line = claim_line.unwrap_or_else(|| panic!("{table}"));
+    assert!(claim_line.contains("Bound") && claim_line.contains(&pv), "{table}");
+    let pv_line = table.lines().find(|l| l.starts_with(&format!("persistentvolume/{pv}")));
+    assert!(pv_line.is_some_and(|l| l.contains("Bound") && l.contains("cdi/fedora")), "{table}");
+    let table = k.ok(&["get", "dv"]);
+    assert!(table.lines().any(|l| l.starts_with("fedora") && l.contains("Succeeded")), "{table}");
+
+    // The importer pod came, ran on a node with the claim mounted, completed, and went.
+    let mut importer = None;
+    let mut deleted = false;
+    while !deleted {
+        let ev = pods.expect();
+        if ev["object"]["metadata"]["name"] != "importer-fedora" {
+            continue;
+        }
+        deleted = ev["type"] == "DELETED";
+        importer = Some(ev["object"].clone());
+    }
+    let pod = importer.unwrap();
+    assert_eq!(pod["status"]["phase"], "Succeeded");
+    assert_eq!(pod["metadata"]["labels"]["cdi.kubevirt.io"], "importer");
+    assert_eq!(
+        pod["metadata"]["annotations"]["cdi.kubevirt.io/storage.createdByController"],
+        "yes"
+    );
+    let owner = &pod["metadata"]["ownerReferences"][0];
+    assert_eq!(
+        (owner["kind"].as_str(), owner["name"].as_str()),
+        (Some("PersistentVolumeClaim"), Some("fedora"))
+    );
+    assert_eq!(pod["spec"]["restartPolicy"], "OnFailure");
+    assert_eq!(pod["spec"]["containers"][0]["name"], "importer");
+    assert_eq!(pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], "fedora");
+    assert!(pod["spec"]["nodeName"].as_str().is_some_and(|n| n.starts_with("sim-node-")), "{pod}");
+    let term = &pod["status"]["containerStatuses"][0]["state"]["terminated"];
+    assert_eq!(
+        (term["reason"].as_str(), term["message"].as_str()),
+        (Some("Completed"), Some("Import Complete"))
+    );
+    let r = s.get("/api/v1/namespaces/cdi/pods/importer-fedora");
+    assert_eq!(r.status, 404, "the completed importer is deleted");
+}
+
+#[test]
+fn a_retained_importer_stays_after_completion() {
+    let s = simulating(&["--simulate-speed", "0.2"]);
+    s.namespace("cdi");
+    let k = Kubectl::in_namespace(&s, "cdi");
+    let retain = "cdi.kubevirt.io/storage.pod.retainAfterCompletion: \"true\"";
+    let file = k.file("dv.yaml", &import_yaml("kept", None, retain));
+    k.ok(&["apply", "-f", file.to_str().unwrap()]);
+    eventually(Duration::from_secs(20), || {
+        let dv = get(&s, &format!("{CDI}/cdi/datavolumes/kept"))?;
+        (dv["status"]["phase"] == "Succeeded").then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let pod = s.get_json("/api/v1/namespaces/cdi/pods/importer-kept");
+    assert_eq!(pod["status"]["phase"], "Succeeded");
+    let table = k.ok(&["get", "pods"]);
+    assert!(
+        table.lines().any(|l| l.starts_with("importer-kept") && l.contains("Completed")),
+        "{table}"
+    );
+}
