@@ -151,3 +151,95 @@ fn a_retained_importer_stays_after_completion() {
         "{table}"
     );
 }
+
+const KV: &str = "/apis/kubevirt.io/v1/namespaces";
+
+/// A VM whose root disk is a dataVolumeTemplate importing into a claim of `class`.
+fn vm_yaml(name: &str, class: &str) -> String {
+    format!(
+        "apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: {name}
+spec:
+  runStrategy: Always
+  dataVolumeTemplates:
+    - metadata: {{name: {name}-root}}
+      spec:
+        source: {{http: {{url: https://example.com/fedora.qcow2}}}}
+        storage:
+          resources: {{requests: {{storage: 2Gi}}}}
+          storageClassName: {class}
+  template:
+    spec:
+      domain:
+        devices: {{disks: [{{name: root, disk: {{bus: virtio}}}}]}}
+        resources: {{requests: {{memory: 128Mi}}}}
+      volumes:
+        - {{name: root, dataVolume: {{name: {name}-root}}}}
+"
+    )
+}
+
+/// kube-scheduler's VolumeBinding and the external provisioner under WaitForFirstConsumer
+/// (K8S pkg/scheduler/framework/plugins/volumebinding/binder.go; KUBE-WORLD.md §4): a
+/// DataVolume on such a class waits, its claim Pending with no node; a VM using it starts, its
+/// launcher pod placed on a node the claim then records, and the claim is provisioned there.
+#[test]
+fn a_wait_for_first_consumer_data_volume_binds_where_its_vm_is_scheduled() {
+    let s = simulating(&["--simulate-speed", "0.5", "--simulate-nodes", "3"]);
+    s.namespace("wffc");
+    let k = Kubectl::in_namespace(&s, "wffc");
+    let file = k.file("dv.yaml", &import_yaml("alone", Some("hostpath-csi"), ""));
+    k.ok(&["apply", "-f", file.to_str().unwrap()]);
+    eventually(Duration::from_secs(10), || {
+        let dv = get(&s, &format!("{CDI}/wffc/datavolumes/alone"))?;
+        (dv["status"]["phase"] == "WaitForFirstConsumer").then_some(())
+    });
+    // Nothing consumes it: it stays so, the claim Pending with no node and no volume.
+    std::thread::sleep(Duration::from_millis(1500));
+    let dv = s.get_json(&format!("{CDI}/wffc/datavolumes/alone"));
+    assert_eq!(dv["status"]["phase"], "WaitForFirstConsumer");
+    let claim = s.get_json("/api/v1/namespaces/wffc/persistentvolumeclaims/alone");
+    assert_eq!(claim["status"]["phase"], "Pending");
+    assert_eq!(claim["spec"]["storageClassName"], "hostpath-csi");
+    assert!(claim["metadata"]["annotations"].get("volume.kubernetes.io/selected-node").is_none());
+    let r = s.get("/api/v1/namespaces/wffc/pods/importer-alone");
+    assert_eq!(r.status, 404, "no importer before the claim is bound");
+    let table = k.ok(&["get", "dv", "alone"]);
+    assert!(table.contains("WaitForFirstConsumer"), "{table}");
+
+    // A VM with a dataVolumeTemplate on the class: its launcher pod is the first consumer.
+    let file = k.file("vm.yaml", &vm_yaml("web", "hostpath-csi"));
+    k.ok(&["apply", "-f", file.to_str().unwrap()]);
+    let vmi = eventually(Duration::from_secs(30), || {
+        let vmi = get(&s, &format!("{KV}/wffc/virtualmachineinstances/web"))?;
+        (vmi["status"]["phase"] == "Running").then_some(vmi)
+    });
+    let dv = eventually(Duration::from_secs(30), || {
+        let dv = get(&s, &format!("{CDI}/wffc/datavolumes/web-root"))?;
+        (dv["status"]["phase"] == "Succeeded").then_some(dv)
+    });
+    assert_eq!(dv["status"]["claimName"], "web-root");
+    let claim = s.get_json("/api/v1/namespaces/wffc/persistentvolumeclaims/web-root");
+    let node = vmi["status"]["nodeName"].as_str().unwrap();
+    assert_eq!(claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"], node);
+    assert_eq!(claim["status"]["phase"], "Bound");
+    assert!(crate::common::managers(&claim).contains(&"kube-scheduler"), "{claim}");
+    let pods = s.get_json("/api/v1/namespaces/wffc/pods?labelSelector=kubevirt.io%3Dvirt-launcher");
+    let launcher = &pods["items"][0];
+    let mounted = launcher["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["name"] == "root" && v["persistentVolumeClaim"]["claimName"] == "web-root");
+    assert!(mounted, "{launcher}");
+    assert_eq!(launcher["spec"]["nodeName"], node);
+    eventually(Duration::from_secs(10), || {
+        let vm = get(&s, &format!("{KV}/wffc/virtualmachines/web"))?;
+        (vm["status"]["printableStatus"] == "Running").then_some(())
+    });
+    // The lone DataVolume still waits.
+    let dv = s.get_json(&format!("{CDI}/wffc/datavolumes/alone"));
+    assert_eq!(dv["status"]["phase"], "WaitForFirstConsumer");
+}
