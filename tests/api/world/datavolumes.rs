@@ -243,3 +243,78 @@ fn a_wait_for_first_consumer_data_volume_binds_where_its_vm_is_scheduled() {
     let dv = s.get_json(&format!("{CDI}/wffc/datavolumes/alone"));
     assert_eq!(dv["status"]["phase"], "WaitForFirstConsumer");
 }
+
+fn upload_yaml(name: &str, class: &str) -> String {
+    format!(
+        "apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: {name}
+spec:
+  source: {{upload: {{}}}}
+  storage:
+    resources: {{requests: {{storage: 1Gi}}}}
+    storageClassName: {class}
+"
+    )
+}
+
+/// CDI's upload controller (CDI pkg/controller/upload-controller.go): an upload DataVolume's
+/// claim gets the upload server pod and its Service `cdi-upload-<claim>`; the DataVolume is
+/// UploadScheduled, then UploadReady once the server runs and is ready. On a
+/// WaitForFirstConsumer class the upload server is the claim's first consumer.
+#[test]
+fn an_upload_runs_its_upload_server_behind_its_service() {
+    let s = simulating(&["--simulate-speed", "0.5", "--simulate-nodes", "2"]);
+    s.namespace("up");
+    let k = Kubectl::in_namespace(&s, "up");
+    let dvs = s.watch(&format!("{CDI}/up/datavolumes?watch=true"));
+    let file = k.file("up.yaml", &upload_yaml("disk", "standard"));
+    k.ok(&["apply", "-f", file.to_str().unwrap()]);
+    // The upload server may run before the claim is bound (CDI then moves PVCBound on in the
+    // same sync): the phases are in this order, some perhaps unseen.
+    let phases = sequence(&dvs, "disk", "/status/phase", &["UploadReady", "Failed"]);
+    let order = ["", "Pending", "PVCBound", "UploadScheduled", "UploadReady"];
+    let at: Vec<usize> =
+        phases.iter().map(|p| order.iter().position(|o| o == p).unwrap()).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]) && at.last() == Some(&4), "{phases:?}");
+    let claim = s.get_json("/api/v1/namespaces/up/persistentvolumeclaims/disk");
+    let ann = &claim["metadata"]["annotations"];
+    assert_eq!(ann["cdi.kubevirt.io/storage.upload.target"], "");
+    assert_eq!(ann["cdi.kubevirt.io/storage.uploadPodName"], "cdi-upload-disk");
+    assert_eq!(ann["cdi.kubevirt.io/storage.pod.ready"], "true");
+    let pod = s.get_json("/api/v1/namespaces/up/pods/cdi-upload-disk");
+    let labels = &pod["metadata"]["labels"];
+    assert_eq!(labels["cdi.kubevirt.io"], "cdi-upload-server");
+    assert_eq!(labels["service"], "cdi-upload-disk");
+    assert_eq!(labels["cdi.kubevirt.io/uploadTarget"], claim["metadata"]["uid"]);
+    assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "PersistentVolumeClaim");
+    assert_eq!(pod["spec"]["containers"][0]["name"], "cdi-upload-server");
+    assert_eq!(pod["status"]["phase"], "Running");
+    let svc = s.get_json("/api/v1/namespaces/up/services/cdi-upload-disk");
+    assert_eq!(svc["spec"]["selector"], json!({"service": "cdi-upload-disk"}));
+    assert_eq!(svc["spec"]["ports"][0]["port"], 443);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8443);
+    assert_eq!(svc["metadata"]["ownerReferences"][0]["name"], "disk");
+    let table = k.ok(&["get", "svc,pods"]);
+    assert!(table.lines().any(|l| l.starts_with("service/cdi-upload-disk")), "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("pod/cdi-upload-disk") && l.contains("Running")),
+        "{table}"
+    );
+    let table = k.ok(&["get", "dv", "disk"]);
+    assert!(table.contains("UploadReady"), "{table}");
+
+    // On a WaitForFirstConsumer class, the claim binds where the upload server is placed.
+    let file = k.file("late.yaml", &upload_yaml("late", "hostpath-csi"));
+    k.ok(&["apply", "-f", file.to_str().unwrap()]);
+    let phases = sequence(&dvs, "late", "/status/phase", &["UploadReady", "Failed"]);
+    assert_eq!(phases.last().map(String::as_str), Some("UploadReady"), "{phases:?}");
+    let claim = s.get_json("/api/v1/namespaces/up/persistentvolumeclaims/late");
+    let pod = s.get_json("/api/v1/namespaces/up/pods/cdi-upload-late");
+    assert_eq!(
+        claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"],
+        pod["spec"]["nodeName"]
+    );
+    assert_eq!(claim["status"]["phase"], "Bound");
+}
