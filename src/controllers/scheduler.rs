@@ -5,7 +5,11 @@
 //! node selector and required node affinity), NodeResourcesFit (requests against what the
 //! node has left, pods counted), InterPodAffinity (required pod anti-affinity per hostname).
 //! A node records the first filter it fails. Among the nodes that fit, the least allocated
-//! wins (NodeResourcesFit's default score), ties drawn from the seed. A pod that fits nowhere
+//! wins (NodeResourcesFit's default score), ties drawn from the seed. Before the binding,
+//! VolumeBinding's PreBind gives each unbound claim the pod uses under a WaitForFirstConsumer
+//! class the chosen node (`volume.kubernetes.io/selected-node`), which lets its provisioner
+//! act (pkg/scheduler/framework/plugins/volumebinding/binder.go BindPodVolumes); unlike kube,
+//! the pod is bound at once rather than once its claims are. A pod that fits nowhere
 //! gets kube-scheduler's `PodScheduled` False condition and a `FailedScheduling` event with
 //! the FitError's message (pkg/scheduler/framework/types.go), and is tried again when a pod or
 //! a node changes.
@@ -27,7 +31,7 @@ use crate::object::meta::is_deleting;
 use crate::object::meta_str;
 use crate::object::selector::{label_selector_matches, requirement_holds};
 use crate::object::subresource::Part;
-use crate::registry::keys::{collection_prefix, split};
+use crate::registry::keys::{collection_prefix, object_key, split};
 use crate::registry::{ListOptions, Registry, Target};
 use crate::resource::{KubeRole, ResourceInfo};
 use crate::store::EventType;
@@ -41,6 +45,9 @@ const NO_NODES: &str = "no nodes available to schedule pods";
 /// The taint a cordoned node is read as carrying (NodeUnschedulable's toleration check).
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 const HOSTNAME: &str = "kubernetes.io/hostname";
+/// The claim annotation VolumeBinding writes (K8S pkg/controller/volume/persistentvolume/util
+/// AnnSelectedNode).
+const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 
 /// The filter reasons, in kube's words (each plugin's `ErrReason…`).
 const REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
@@ -486,11 +493,7 @@ async fn list(
         cluster.nodes.insert(meta_str(&n, "name").to_string(), n);
     }
     for p in registry.list(pods, None, &all).await?.objects()? {
-        let key = crate::registry::keys::object_key(
-            pods,
-            meta_str(&p, "namespace"),
-            meta_str(&p, "name"),
-        );
+        let key = object_key(pods, meta_str(&p, "namespace"), meta_str(&p, "name"));
         cluster.pod(&key, Some(&p));
     }
     Ok(())
@@ -517,7 +520,7 @@ async fn schedule(
         let mut rng = Rng::derived(seed, &["schedule", &key]);
         let about = ObjectRef::to(pods, &pod);
         match place(&pod, &cluster.nodes, &cluster.pods, &mut rng) {
-            Ok(node) => match bind(registry, pods, ns, name, &node).await {
+            Ok(node) => match pre_bind_and_bind(registry, pods, &pod, &node).await {
                 Ok(()) => {
                     // Counted on its node at once, before its event comes back.
                     if let Some(p) = cluster.pods.get_mut(&key) {
@@ -567,6 +570,68 @@ async fn unschedulable(
         Some(())
     };
     registry.update_with(pods, (ns, name, Part::Status), MANAGER, edit).await.map(|_| ())
+}
+
+/// The binding cycle: PreBind (VolumeBinding's), then the binding.
+async fn pre_bind_and_bind(
+    registry: &Registry,
+    pods: &'static ResourceInfo,
+    pod: &Value,
+    node: &str,
+) -> Result<(), ApiError> {
+    select_node_for_claims(registry, pod, node).await?;
+    bind(registry, pods, meta_str(pod, "namespace"), meta_str(pod, "name"), node).await
+}
+
+/// VolumeBinding's PreBind for a pod placed on `node`: each claim of its volumes that is not
+/// bound, of a WaitForFirstConsumer class and with no node yet, is annotated with `node`
+/// (binder.go bindAPIUpdate: a claim update as the scheduler).
+async fn select_node_for_claims(
+    registry: &Registry,
+    pod: &Value,
+    node: &str,
+) -> Result<(), ApiError> {
+    let (Some(claims), Some(classes)) =
+        (kind_of_role(KubeRole::Claim), kind_of_role(KubeRole::StorageClass))
+    else {
+        return Ok(());
+    };
+    let ns = meta_str(pod, "namespace");
+    let volumes = pod.pointer("/spec/volumes").and_then(Value::as_array);
+    let names = volumes
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str));
+    for claim_name in names {
+        let key = object_key(claims, ns, claim_name);
+        let Ok(Some(claim)) = registry.store().get(&key).await else { continue };
+        let unbound =
+            claim.pointer("/spec/volumeName").and_then(Value::as_str).is_none_or(str::is_empty);
+        let selected = claim.pointer("/metadata/annotations").and_then(|a| a.get(SELECTED_NODE));
+        if !unbound || selected.is_some() || is_deleting(&claim) {
+            continue;
+        }
+        let class_name = claim.pointer("/spec/storageClassName").and_then(Value::as_str);
+        let Some(class_name) = class_name.filter(|c| !c.is_empty()) else { continue };
+        let Ok(Some(class)) = registry.store().get(&object_key(classes, "", class_name)).await
+        else {
+            continue;
+        };
+        if class.get("volumeBindingMode").and_then(Value::as_str) != Some("WaitForFirstConsumer") {
+            continue;
+        }
+        let edit = |c: &mut Value| -> Option<()> {
+            let meta = c.get_mut("metadata")?.as_object_mut()?;
+            let ann = meta.entry("annotations").or_insert_with(|| json!({})).as_object_mut()?;
+            if ann.contains_key(SELECTED_NODE) {
+                return None;
+            }
+            ann.insert(SELECTED_NODE.to_string(), json!(node));
+            Some(())
+        };
+        registry.update_with(claims, (ns, claim_name, Part::Main), MANAGER, edit).await?;
+    }
+    Ok(())
 }
 
 /// The binding kube-scheduler posts (`pods/binding`: the node and PodScheduled True, one write).

@@ -297,7 +297,7 @@ fn data_volume(name: &str, fail: bool) -> Value {
 
 #[test]
 fn a_data_volume_imports_with_progress_and_kubes_conditions() {
-    let server = simulating("0");
+    let server = simulating("0.2");
     server.namespace("cdi");
     let path = format!("{CDI}/namespaces/cdi/datavolumes");
     let watch = server.watch(&format!("{path}?watch=true"));
@@ -317,7 +317,10 @@ fn a_data_volume_imports_with_progress_and_kubes_conditions() {
             }
         }
     }
-    assert_eq!(phases, ["", "Pending", "ImportScheduled", "ImportInProgress", "Succeeded"]);
+    assert_eq!(
+        phases,
+        ["", "Pending", "PVCBound", "ImportScheduled", "ImportInProgress", "Succeeded"]
+    );
     assert_eq!(progress.first().unwrap(), "N/A");
     assert_eq!(progress.last().unwrap(), "100.0%");
     let readings = &progress[1..progress.len() - 1];
@@ -402,13 +405,16 @@ fn a_data_volume_imports_with_progress_and_kubes_conditions() {
 
 #[test]
 fn an_import_fails_on_request() {
-    let server = simulating("0");
+    let server = simulating("0.2");
     server.namespace("cdifail");
     let path = format!("{CDI}/namespaces/cdifail/datavolumes");
     let watch = server.watch(&format!("{path}?watch=true"));
     create(&server, &path, data_volume("bad", true));
     let phases = sequence(&watch, "bad", "/status/phase", &["Succeeded", "Failed"]);
-    assert_eq!(phases, ["", "Pending", "ImportScheduled", "ImportInProgress", "Failed"]);
+    assert_eq!(
+        phases,
+        ["", "Pending", "PVCBound", "ImportScheduled", "ImportInProgress", "Failed"]
+    );
     let dv = found(&server, &format!("{path}/bad")).unwrap();
     assert_eq!(dv["status"]["progress"], "N/A");
     assert_eq!(dv["status"]["restartCount"], 1);

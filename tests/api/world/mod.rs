@@ -2,6 +2,7 @@
 //! services, endpoints, volumes and their claims, storage classes, endpoint slices), served
 //! as kube-apiserver serves them.
 
+mod datavolumes;
 mod drain;
 mod endpoints;
 mod kinds;
