@@ -158,6 +158,7 @@ fn create(
     target.check_identity(&obj)?;
     check_create_meta(res, target, &mut obj)?;
     super::default_class::fill(res, &mut obj, default_class);
+    super::in_use_protection::protect(res, &mut obj)?;
     registry.mutate_on_create(res, &mut obj)?;
     init_new_object(res, &mut obj)?;
     check_size(&obj)?;

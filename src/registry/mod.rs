@@ -16,6 +16,7 @@ mod delete;
 mod errors;
 mod eviction;
 mod handle;
+pub mod in_use_protection;
 pub mod keys;
 pub mod log_source;
 mod logs;

@@ -44,6 +44,8 @@ impl Registry {
         // DefaultStorageClass comes after NamespaceLifecycle among kube's admission plugins.
         let class = self.default_class(res).await?;
         super::default_class::fill(res, &mut obj, class.as_deref());
+        // StorageObjectInUseProtection follows DefaultStorageClass.
+        super::in_use_protection::protect(res, &mut obj)?;
         // virt-api's mutating webhooks come after kube's own mutating admission.
         self.mutate_on_create(res, &mut obj)?;
         if let Some(field) = res.token_field {

@@ -7,7 +7,8 @@ use std::net::TcpListener;
 
 use crate::behaviour::{simulate, Behaviour};
 use crate::controllers::{
-    apiserver_service, endpoints, event_ttl, gc, leading, namespaces, scheduler, volumes,
+    apiserver_service, endpoints, event_ttl, gc, leading, namespaces, protection, scheduler,
+    volumes,
 };
 use crate::http::server::{self, AppState, ShutdownSignals};
 use crate::shell::config::Config;
@@ -104,6 +105,7 @@ pub fn run(config: Config) -> Result<(), Error> {
             namespaces::spawn(r.clone(), interval);
             endpoints::spawn(r.clone());
             volumes::spawn(r.clone());
+            protection::spawn(r.clone());
             if let Some(cfg) = simulation.clone() {
                 // The simulated cluster's kube-scheduler places pods on its nodes.
                 scheduler::spawn(r.clone(), cfg.seed);

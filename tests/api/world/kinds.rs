@@ -119,9 +119,10 @@ fn kubectl_reads_and_writes_the_world_kinds_by_name_and_short_name() {
     let targets: Vec<&Value> =
         svc["spec"]["ports"].as_array().unwrap().iter().map(|p| &p["targetPort"]).collect();
     assert_eq!(targets, [&json!(8080), &json!("http")]);
-    // Deletes, namespaced and cluster-scoped.
-    k.ok(&["delete", "pod/web", "pv/pv1", "sc/local"]);
-    assert_eq!(k.ok(&["get", "pods,pv,sc", "-o", "name"]).trim(), "");
+    // Deletes, namespaced and cluster-scoped; a Bound volume goes once its claim has gone
+    // (K8S pkg/controller/volume/pvprotection).
+    k.ok(&["delete", "pod/web", "pvc/disk", "pv/pv1", "sc/local", "--timeout=20s"]);
+    assert_eq!(k.ok(&["get", "pods,pvc,pv,sc", "-o", "name"]).trim(), "");
 }
 
 #[test]

@@ -12,5 +12,6 @@ mod pod_events;
 mod pod_logs;
 mod pod_subresources;
 mod services;
+mod storage_protection;
 mod update_rules;
 mod volumes;
