@@ -97,19 +97,34 @@ fn a_launchers_log_tells_its_vmis_start_migration_and_stop() {
         let vmi = get(&s, &format!("{KV}/logs/virtualmachineinstances/web"))?;
         (vmi["status"]["migrationState"]["completed"] == true).then_some(())
     });
-    let lines = parsed(&k.ok(&["logs", name]));
-    let last = lines.last().unwrap();
+    // The source launcher reports it, then exits (its pod ends Succeeded) without a shutdown.
+    let text = eventually(Duration::from_secs(15), || {
+        let text = k.ok(&["logs", name]);
+        text.contains("Exiting...").then_some(text)
+    });
+    let lines = parsed(&text);
+    let migrated = lines.iter().position(|l| l["msg"] == "Live migration succeeded.").expect(&text);
+    assert_eq!(lines[migrated]["pos"], "live-migration-source.go:1421");
+    assert_eq!(lines[migrated]["uid"], vmi["metadata"]["uid"]);
     assert_eq!(
-        (&last["msg"], &last["pos"]),
-        (&json!("Live migration succeeded."), &json!("live-migration-source.go:1421"))
+        msgs(&lines)[migrated + 1..],
+        [
+            "Waiting on final notifications to be sent to virt-handler.",
+            "Final Delete notification sent",
+            "Exiting...",
+        ]
     );
-    assert_eq!(last["uid"], vmi["metadata"]["uid"]);
 
-    // Stopped: the domain shuts down and the launcher exits. A finalizer keeps the pod to read.
+    // Stopped: the domain shuts down in the target launcher, which exits. A finalizer keeps
+    // the pod to read.
+    let vmi = get(&s, &format!("{KV}/logs/virtualmachineinstances/web")).unwrap();
+    let target = vmi["status"]["migrationState"]["targetPod"].as_str().unwrap().to_string();
+    assert_ne!(target, name);
+    assert_eq!(msgs(&parsed(&k.ok(&["logs", &target]))), ["Marked as ready"]);
     k.ok(&[
         "patch",
         "pod",
-        name,
+        &target,
         "--type",
         "merge",
         "-p",
@@ -117,7 +132,7 @@ fn a_launchers_log_tells_its_vmis_start_migration_and_stop() {
     ]);
     k.ok(&["patch", "vm", "web", "--type", "merge", "-p", r#"{"spec":{"runStrategy":"Halted"}}"#]);
     let text = eventually(Duration::from_secs(15), || {
-        let text = k.ok(&["logs", name]);
+        let text = k.ok(&["logs", &target]);
         text.contains("Exiting...").then_some(text)
     });
     let lines = parsed(&text);
@@ -132,7 +147,15 @@ fn a_launchers_log_tells_its_vmis_start_migration_and_stop() {
     );
     assert_eq!(lines[lines.len() - 4]["pos"], "manager.go:2182");
     assert_eq!(lines[lines.len() - 1]["pos"], "virt-launcher.go:564");
-    k.ok(&["patch", "pod", name, "--type", "merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+    k.ok(&[
+        "patch",
+        "pod",
+        &target,
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
 }
 
 #[test]
