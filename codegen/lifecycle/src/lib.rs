@@ -49,7 +49,7 @@ pub mod expr;
 pub mod logs;
 
 use std::cell::{RefCell, RefMut};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -560,6 +560,10 @@ pub struct Ctx<'a> {
     pub ca_cert: Option<CaCertFn>,
     /// The kind's values being computed (one that reads itself is `null`).
     computing: RefCell<Vec<String>>,
+    /// The kind's values computed so far, while `named` holds as many values as then (a kind's
+    /// value reads the object and its related objects, which a context never changes once set,
+    /// not a stage's own values): a stage's selector reads the same few many times.
+    computed: RefCell<(usize, HashMap<String, Value>)>,
 }
 
 impl<'a> Ctx<'a> {
@@ -573,6 +577,7 @@ impl<'a> Ctx<'a> {
             rng: RefCell::new(rng),
             ca_cert: None,
             computing: RefCell::default(),
+            computed: RefCell::default(),
         }
     }
 
@@ -620,10 +625,27 @@ impl expr::Env for Ctx<'_> {
         if self.computing.borrow().iter().any(|n| n == name) {
             return Value::Null;
         }
+        {
+            let mut memo = self.computed.borrow_mut();
+            if memo.0 != self.named.len() {
+                *memo = (self.named.len(), HashMap::new());
+            }
+            if let Some(v) = memo.1.get(name) {
+                return v.clone();
+            }
+        }
         let Some(l) = self.kind.lets.iter().find(|l| l.name == name) else { return Value::Null };
         self.computing.borrow_mut().push(name.to_string());
         let value = l.eval(self.object, self);
         self.computing.borrow_mut().pop();
+        // Only a value read at the top: one read while another computes may have seen null for
+        // a value in a cycle.
+        if self.computing.borrow().is_empty() {
+            let mut memo = self.computed.borrow_mut();
+            if memo.0 == self.named.len() {
+                memo.1.insert(name.to_string(), value.clone());
+            }
+        }
         value
     }
     fn now(&self) -> String {
