@@ -370,15 +370,7 @@ fn check_actions<'a>(
     let k = &kind.resource;
     for (name, action) in &kind.actions {
         let at = format!("kind {k}, action {name}");
-        let mut vars = vec!["body".to_string()];
-        for l in &action.lets {
-            let at = format!("{at}, let {}", l.name);
-            scope(schemas, lc, kind, this, &vars, at.clone()).binding(l, errors);
-            if let Some(clash) = clash(kind, &l.name, false) {
-                errors.push(format!("{at}: {clash}"));
-            }
-            vars.push(l.name.clone());
-        }
+        let vars = check_lets(schemas, lc, kind, this, (&at, &action.lets), errors);
         if action.code.is_some_and(|c| c != 200 && c != 202) {
             errors.push(format!("{at}: code is 200 or 202"));
         }
@@ -400,10 +392,44 @@ fn check_actions<'a>(
             scope(schemas, lc, kind, this, &vars, format!("{at}, answer"))
                 .template(answer, None, errors);
         }
-        for (i, step) in action.steps.iter().enumerate() {
-            let at = format!("{at}, step {} ({})", i + 1, step.write.verb());
-            check_step(&scope(schemas, lc, kind, this, &vars, at), step, errors);
+        check_steps(schemas, lc, kind, this, (&at, &action.steps, &vars), errors);
+    }
+}
+
+/// The `let`s of an action or a webhook at `at`, in order, each read with `$body`, the values
+/// before it and the kind's; answers those names.
+fn check_lets<'a>(
+    schemas: &Schemas<'a>,
+    lc: &Lifecycles,
+    kind: &Kind,
+    this: &'a Value,
+    (at, lets): (&str, &[Let]),
+    errors: &mut Vec<String>,
+) -> Vec<String> {
+    let mut vars = vec!["body".to_string()];
+    for l in lets {
+        let at = format!("{at}, let {}", l.name);
+        scope(schemas, lc, kind, this, &vars, at.clone()).binding(l, errors);
+        if let Some(clash) = clash(kind, &l.name, false) {
+            errors.push(format!("{at}: {clash}"));
         }
+        vars.push(l.name.clone());
+    }
+    vars
+}
+
+/// The steps of an action or a webhook at `at`, reading `vars`.
+fn check_steps<'a>(
+    schemas: &Schemas<'a>,
+    lc: &Lifecycles,
+    kind: &Kind,
+    this: &'a Value,
+    (at, steps, vars): (&str, &[Step], &[String]),
+    errors: &mut Vec<String>,
+) {
+    for (i, step) in steps.iter().enumerate() {
+        let at = format!("{at}, step {} ({})", i + 1, step.write.verb());
+        check_step(&scope(schemas, lc, kind, this, vars, at), step, errors);
     }
 }
 
@@ -419,15 +445,7 @@ fn check_admission<'a>(
     let k = &kind.resource;
     for (sub, admit) in &kind.admission {
         let at = format!("kind {k}, admission {sub}");
-        let mut vars = vec!["body".to_string()];
-        for l in &admit.lets {
-            let at = format!("{at}, let {}", l.name);
-            scope(schemas, lc, kind, this, &vars, at.clone()).binding(l, errors);
-            if let Some(clash) = clash(kind, &l.name, false) {
-                errors.push(format!("{at}: {clash}"));
-            }
-            vars.push(l.name.clone());
-        }
+        let vars = check_lets(schemas, lc, kind, this, (&at, &admit.lets), errors);
         let denial = |d: &crate::Denial, at: String, vars: &[String], errors: &mut Vec<String>| {
             scope(schemas, lc, kind, this, vars, at.clone()).text(&d.message, errors);
             if !(400..600).contains(&d.code) {
@@ -443,10 +461,7 @@ fn check_admission<'a>(
                 _ => errors.push(format!("{at}: either allow or deny")),
             }
         }
-        for (i, step) in admit.steps.iter().enumerate() {
-            let at = format!("{at}, step {} ({})", i + 1, step.write.verb());
-            check_step(&scope(schemas, lc, kind, this, &vars, at), step, errors);
-        }
+        check_steps(schemas, lc, kind, this, (&at, &admit.steps, &vars), errors);
         if let Some(d) = &admit.deny {
             denial(d, format!("{at}, deny"), &vars, errors);
         }

@@ -37,6 +37,12 @@ fn msgs(lines: &[Value]) -> Vec<&str> {
 }
 
 /// `2006-01-02T15:04:05.000000Z`, KubeVirt's logTimestampFormat.
+/// Sets the pod's finalizers (`finalizers`: a JSON list, or null).
+fn keep(k: &Kubectl, pod: &str, finalizers: &str) {
+    let patch = format!(r#"{{"metadata":{{"finalizers":{finalizers}}}}}"#);
+    k.ok(&["patch", "pod", pod, "--type", "merge", "-p", &patch]);
+}
+
 fn kubevirts_timestamp(t: &str) -> bool {
     let b = t.as_bytes();
     t.len() == 27 && b[10] == b'T' && b[19] == b'.' && t.ends_with('Z')
@@ -121,15 +127,7 @@ fn a_launchers_log_tells_its_vmis_start_migration_and_stop() {
     let target = vmi["status"]["migrationState"]["targetPod"].as_str().unwrap().to_string();
     assert_ne!(target, name);
     assert_eq!(msgs(&parsed(&k.ok(&["logs", &target]))), ["Marked as ready"]);
-    k.ok(&[
-        "patch",
-        "pod",
-        &target,
-        "--type",
-        "merge",
-        "-p",
-        r#"{"metadata":{"finalizers":["test.io/keep"]}}"#,
-    ]);
+    keep(&k, &target, r#"["test.io/keep"]"#);
     k.ok(&["patch", "vm", "web", "--type", "merge", "-p", r#"{"spec":{"runStrategy":"Halted"}}"#]);
     let text = eventually(Duration::from_secs(15), || {
         let text = k.ok(&["logs", &target]);
@@ -147,15 +145,7 @@ fn a_launchers_log_tells_its_vmis_start_migration_and_stop() {
     );
     assert_eq!(lines[lines.len() - 4]["pos"], "manager.go:2182");
     assert_eq!(lines[lines.len() - 1]["pos"], "virt-launcher.go:564");
-    k.ok(&[
-        "patch",
-        "pod",
-        &target,
-        "--type",
-        "merge",
-        "-p",
-        r#"{"metadata":{"finalizers":null}}"#,
-    ]);
+    keep(&k, &target, "null");
 }
 
 #[test]
