@@ -150,10 +150,6 @@ fn owner_uids(obj: &Value) -> Vec<(String, bool)> {
         .unwrap_or_default()
 }
 
-fn finalizers(obj: &Value) -> Vec<String> {
-    obj.get("metadata").and_then(Value::as_object).map(meta::finalizers).unwrap_or_default()
-}
-
 /// The part of an object a pass looks at, as an object with only those metadata fields.
 ///
 /// A pass holds every object at once; keeping whole decoded objects would cost several times
@@ -387,7 +383,7 @@ pub async fn collect(registry: &Registry, warnings: &mut Warnings) -> Result<boo
     for (key, obj) in &all {
         let Some(res) = resource_of(key) else { continue };
         let uid = meta_str(obj, "uid");
-        let fins = finalizers(obj);
+        let fins = meta::object_finalizers(obj);
         let deps = dependents.get(uid).cloned().unwrap_or_default();
         if meta::is_deleting(obj) && fins.iter().any(|f| f == ORPHAN) {
             let is_owner = |u: &str| u == uid;

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::generated::kind_of_role;
 use crate::object::error::ApiError;
-use crate::object::meta::{edit_finalizers, finalizers, is_deleting};
+use crate::object::meta::{edit_finalizers, is_deleting, object_finalizers};
 use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::registry::in_use_protection::{PVC_PROTECTION, PV_PROTECTION};
@@ -80,7 +80,7 @@ fn uses(pod: &Value, ns: &str, claim: &str) -> bool {
 
 async fn pass(registry: &Registry, kinds: Kinds) -> Result<(), ApiError> {
     let opts = ListOptions::default();
-    let held = |o: &Value, f: &str| is_deleting(o) && finalizers_of(o).iter().any(|x| x == f);
+    let held = |o: &Value, f: &str| is_deleting(o) && object_finalizers(o).iter().any(|x| x == f);
     let claims = registry.list(kinds.claim, None, &opts).await?.objects()?;
     let deleting: Vec<&Value> =
         claims.iter().map(|c| &**c).filter(|c| held(c, PVC_PROTECTION)).collect();
@@ -103,10 +103,6 @@ async fn pass(registry: &Registry, kinds: Kinds) -> Result<(), ApiError> {
         release(registry, kinds.volume, "", meta_str(volume, "name"), PV_PROTECTION).await?;
     }
     Ok(())
-}
-
-fn finalizers_of(obj: &Value) -> Vec<String> {
-    obj.get("metadata").and_then(Value::as_object).map(finalizers).unwrap_or_default()
 }
 
 /// removeFinalizer: the object's finalizer removed (a gone object is fine).

@@ -24,6 +24,7 @@ use lifecycle::expr::{parse_quantity, Rng};
 use serde_json::{json, Map, Value};
 
 use crate::controllers::recorder::{ObjectRef, Recorder, Severity};
+use crate::controllers::volumes::SELECTED_NODE;
 use crate::generated::kind_of_role;
 use crate::object::conditions::{self, update_condition};
 use crate::object::error::ApiError;
@@ -45,9 +46,6 @@ const NO_NODES: &str = "no nodes available to schedule pods";
 /// The taint a cordoned node is read as carrying (NodeUnschedulable's toleration check).
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 const HOSTNAME: &str = "kubernetes.io/hostname";
-/// The claim annotation VolumeBinding writes (K8S pkg/controller/volume/persistentvolume/util
-/// AnnSelectedNode).
-const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 
 /// The filter reasons, in kube's words (each plugin's `ErrReason…`).
 const REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";

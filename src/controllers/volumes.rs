@@ -38,7 +38,9 @@ const COMPONENT: &str = "persistentvolume-controller";
 /// pv_helpers.go's annotations.
 const BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 const BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
-const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+/// Where a WaitForFirstConsumer claim is provisioned (kube-scheduler's VolumeBinding writes it;
+/// K8S pkg/controller/volume/persistentvolume/util AnnSelectedNode).
+pub(crate) const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 const STORAGE_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
 const BETA_STORAGE_PROVISIONER: &str = "volume.beta.kubernetes.io/storage-provisioner";
 const BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";

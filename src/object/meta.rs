@@ -43,6 +43,11 @@ pub fn metadata_mut(
 }
 
 /// The finalizers `meta` lists.
+/// The finalizers of object `obj` (its metadata's).
+pub fn object_finalizers(obj: &Value) -> Vec<String> {
+    obj.get("metadata").and_then(Value::as_object).map(finalizers).unwrap_or_default()
+}
+
 pub fn finalizers(meta: &Map<String, Value>) -> Vec<String> {
     meta.get("finalizers")
         .and_then(Value::as_array)
