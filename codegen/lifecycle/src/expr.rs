@@ -65,6 +65,20 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
     ),
     ("get", 2, 2, "the member of an object named by the second argument (null if none)"),
     (
+        "fromJson",
+        1,
+        1,
+        "the value the text holds as JSON (null if it holds none): a container's JSON \
+         termination message",
+    ),
+    (
+        "split",
+        3,
+        3,
+        "the part (3rd, from 0) of the text cut at the separator (2nd): the namespace of CDI's \
+         \"ns/name\" annotations (null past the last part)",
+    ),
+    (
         "transitionTime",
         2,
         2,
@@ -697,6 +711,16 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             (Value::Object(mut m), Some(k)) => m.remove(&k).unwrap_or(Value::Null),
             _ => Value::Null,
         },
+        "fromJson" => match arg(0) {
+            Value::String(t) => serde_json::from_str(&t).unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        "split" => match (text(&arg(0)), text(&arg(1)), arg(2).as_u64()) {
+            (Some(s), Some(sep), Some(i)) if !sep.is_empty() => {
+                s.split(sep.as_str()).nth(i as usize).map_or(Value::Null, |p| json!(p))
+            }
+            _ => Value::Null,
+        },
         "str" => text(&arg(0)).map_or(Value::Null, Value::String),
         "int" => match arg(0) {
             Value::Number(n) if n.is_i64() => Value::Number(n),
@@ -1006,6 +1030,15 @@ mod tests {
             assert!((lo as f64..=hi as f64).contains(&secs), "{count}: {d}");
         }
         assert_eq!(ev("backoff(.nope, 10, 300)").as_str().unwrap().len(), 3);
+        assert_eq!(ev("split('src-ns/disk', '/', 0)"), json!("src-ns"));
+        assert_eq!(ev("split('src-ns/disk', '/', 1)"), json!("disk"));
+        assert_eq!(ev("split('src-ns/disk', '/', 2)"), Value::Null);
+        assert_eq!(ev("split(.nope, '/', 0)"), Value::Null);
+        assert_eq!(
+            ev("get(fromJson('{\"message\":\"Clone Complete\"}'), 'message')"),
+            json!("Clone Complete")
+        );
+        assert_eq!(ev("fromJson('Import Complete')"), Value::Null);
     }
 
     #[test]

@@ -318,3 +318,157 @@ fn an_upload_runs_its_upload_server_behind_its_service() {
     );
     assert_eq!(claim["status"]["phase"], "Bound");
 }
+
+fn clone_yaml(name: &str, source: &str) -> String {
+    format!(
+        "apiVersion: cdi.kubevirt.io/v1beta1
+kind: DataVolume
+metadata:
+  name: {name}
+spec:
+  {source}
+  storage:
+    resources: {{requests: {{storage: 1Gi}}}}
+"
+    )
+}
+
+fn event_message(s: &TestServer, ns: &str, kind: &str, name: &str, reason: &str) -> String {
+    eventually(Duration::from_secs(10), || {
+        let path = format!(
+            "/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.kind%3D{kind},\
+             involvedObject.name%3D{name},reason%3D{reason}"
+        );
+        let list = s.get_json(&path);
+        list["items"].as_array()?.first()?["message"].as_str().map(str::to_string)
+    })
+}
+
+/// A host-assisted clone (CDI pkg/controller/datavolume/pvc-clone-controller.go with no
+/// populator for the class, clone-controller.go, upload-controller.go): the target claim asks
+/// for its source (`k8s.io/CloneRequest`), its upload server takes the stream, the source pod
+/// `<claim uid>-source-pod` in the source's namespace sends it; both finish with "Clone
+/// Complete", the claim is marked `k8s.io/CloneOf`, both pods go, and the DataVolume's phases
+/// follow the upload server. A `sourceRef` to a DataSource clones the claim it names.
+#[test]
+fn a_clone_copies_its_source_through_a_source_pod_and_an_upload_server() {
+    let s = simulating(&["--simulate-speed", "0.5", "--simulate-nodes", "2"]);
+    s.namespace("golden");
+    s.namespace("vms");
+    let golden = Kubectl::in_namespace(&s, "golden");
+    let k = Kubectl::in_namespace(&s, "vms");
+    let source_dvs = s.watch(&format!("{CDI}/golden/datavolumes?watch=true"));
+    let file = golden.file("fedora.yaml", &import_yaml("fedora", None, ""));
+    golden.ok(&["apply", "-f", file.to_str().unwrap()]);
+    sequence(&source_dvs, "fedora", "/status/phase", &["Succeeded", "Failed"]);
+
+    let dvs = s.watch(&format!("{CDI}/vms/datavolumes?watch=true"));
+    let sources = s.watch("/api/v1/namespaces/golden/pods?watch=true");
+    let file = k
+        .file("copy.yaml", &clone_yaml("copy", "source: {pvc: {namespace: golden, name: fedora}}"));
+    k.ok(&["apply", "-f", file.to_str().unwrap()]);
+    let phases = sequence(&dvs, "copy", "/status/phase", &["Succeeded", "Failed"]);
+    assert_eq!(
+        phases,
+        ["", "Pending", "PVCBound", "CloneScheduled", "CloneInProgress", "Succeeded"],
+        "{phases:?}"
+    );
+    let dv = s.get_json(&format!("{CDI}/vms/datavolumes/copy"));
+    assert_eq!(dv["status"]["progress"], "100.0%");
+    let running =
+        dv["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Running");
+    assert_eq!(
+        (&running.unwrap()["reason"], &running.unwrap()["message"]),
+        (&json!("Completed"), &json!("Clone Complete"))
+    );
+
+    // The claim: the request, the fallback to a host-assisted copy, the pods it named.
+    let claim = eventually(Duration::from_secs(10), || {
+        let c = s.get_json("/api/v1/namespaces/vms/persistentvolumeclaims/copy");
+        let held = c["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| f.contains(&json!("cdi.kubevirt.io/cloneSource")));
+        (!held).then_some(c)
+    });
+    let uid = claim["metadata"]["uid"].as_str().unwrap().to_string();
+    let ann = &claim["metadata"]["annotations"];
+    assert_eq!(ann["k8s.io/CloneRequest"], "golden/fedora");
+    assert_eq!(ann["k8s.io/CloneOf"], "true");
+    assert_eq!(ann["cdi.kubevirt.io/cloneType"], "copy");
+    assert_eq!(
+        ann["cdi.kubevirt.io/cloneFallbackReason"],
+        "In tree storage class does not support snapshot/clone"
+    );
+    assert_eq!(ann["cdi.kubevirt.io/storage.sourceClonePodName"], format!("{uid}-source-pod"));
+    assert_eq!(ann["cdi.kubevirt.io/uploadClientName"], "golden/fedora-vms/copy");
+    assert_eq!(ann["cdi.kubevirt.io/storage.uploadPodName"], "cdi-upload-copy");
+    assert_eq!(ann["cdi.kubevirt.io/storage.pod.phase"], "Succeeded");
+    assert_eq!(ann["cdi.kubevirt.io/storage.condition.running.message"], "Clone Complete");
+    assert_eq!(ann["cdi.kubevirt.io/storage.condition.source.running"], "false");
+    assert_eq!(ann["cdi.kubevirt.io/storage.condition.source.running.reason"], "Completed");
+    assert_eq!(ann["cdi.kubevirt.io/storage.condition.source.running.message"], "Clone Complete");
+
+    // The source pod ran in the source's namespace, reading the source claim, and went.
+    let mut source_pod: Option<Value> = None;
+    while source_pod.as_ref().is_none_or(|p| p["status"]["phase"] != "Running") {
+        let ev = sources.expect();
+        if ev["object"]["metadata"]["name"] == format!("{uid}-source-pod") {
+            source_pod = Some(ev["object"].clone());
+        }
+    }
+    let pod = source_pod.unwrap();
+    let labels = &pod["metadata"]["labels"];
+    assert_eq!(labels["cdi.kubevirt.io"], "cdi-clone-source");
+    assert_eq!(labels["cdi.kubevirt.io/storage.clone.cloneUniqeId"], format!("{uid}-source-pod"));
+    let source_claim = s.get_json("/api/v1/namespaces/golden/persistentvolumeclaims/fedora");
+    assert_eq!(
+        labels["cdi.kubevirt.io/hostAssistedSourcePodCloneSource"],
+        source_claim["metadata"]["uid"]
+    );
+    assert_eq!(pod["metadata"]["annotations"]["cdi.kubevirt.io/storage.ownerRef"], "vms/copy");
+    assert_eq!(pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], "fedora");
+    assert!(pod["spec"]["nodeName"].is_string(), "{pod}");
+    eventually(Duration::from_secs(10), || {
+        let gone = |path: &str| s.get(path).status == 404;
+        (gone(&format!("/api/v1/namespaces/golden/pods/{uid}-source-pod"))
+            && gone("/api/v1/namespaces/vms/pods/cdi-upload-copy"))
+        .then_some(())
+    });
+
+    // The events, in CDI's words.
+    assert_eq!(
+        event_message(&s, "vms", "DataVolume", "copy", "CloneScheduled"),
+        "Cloning from golden/fedora into vms/copy scheduled"
+    );
+    assert_eq!(
+        event_message(&s, "vms", "DataVolume", "copy", "CloneInProgress"),
+        "Cloning from golden/fedora into vms/copy in progress"
+    );
+    assert_eq!(
+        event_message(&s, "vms", "DataVolume", "copy", "CloneSucceeded"),
+        "Successfully cloned from golden/fedora into vms/copy"
+    );
+    assert_eq!(
+        event_message(&s, "vms", "PersistentVolumeClaim", "copy", "CloneSucceeded"),
+        "Clone Complete"
+    );
+    let table = k.ok(&["get", "dv", "copy"]);
+    assert!(table.contains("Succeeded") && table.contains("100.0%"), "{table}");
+
+    // A DataSource's claim, cloned through a sourceRef.
+    let ds = json!({"apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "DataSource",
+        "metadata": {"name": "fedora-latest", "namespace": "golden"},
+        "spec": {"source": {"pvc": {"name": "fedora", "namespace": "golden"}}}});
+    let file = golden.file("ds.json", &ds.to_string());
+    golden.ok(&["apply", "-f", file.to_str().unwrap()]);
+    let file = k.file(
+        "ref.yaml",
+        &clone_yaml("ref", "sourceRef: {kind: DataSource, name: fedora-latest, namespace: golden}"),
+    );
+    k.ok(&["apply", "-f", file.to_str().unwrap()]);
+    let phases = sequence(&dvs, "ref", "/status/phase", &["Succeeded", "Failed"]);
+    assert_eq!(phases.last().map(String::as_str), Some("Succeeded"), "{phases:?}");
+    let claim = s.get_json("/api/v1/namespaces/vms/persistentvolumeclaims/ref");
+    assert_eq!(claim["metadata"]["annotations"]["k8s.io/CloneRequest"], "golden/fedora");
+    assert_eq!(claim["metadata"]["annotations"]["k8s.io/CloneOf"], "true");
+}
