@@ -375,6 +375,7 @@ fn a_clone_copies_its_source_through_a_source_pod_and_an_upload_server() {
     );
     let dv = s.get_json(&format!("{CDI}/vms/datavolumes/copy"));
     assert_eq!(dv["status"]["progress"], "100.0%");
+    assert_eq!(dv["metadata"]["annotations"]["cdi.kubevirt.io/cloneType"], "copy");
     let running =
         dv["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Running");
     assert_eq!(
