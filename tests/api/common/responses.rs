@@ -24,7 +24,8 @@ impl Resp {
     }
 }
 
-/// Polls `f` until it returns Some, for at most `timeout`.
+/// Polls `f` until it returns Some, for at most `timeout`. A timeout names the caller's line.
+#[track_caller]
 pub fn eventually<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
     loop {

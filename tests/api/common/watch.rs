@@ -14,7 +14,8 @@ impl Watch {
         self.rx.recv_timeout(timeout).ok()
     }
 
-    /// The next event, failing the test after 5 s.
+    /// The next event, failing the test (at the caller's line) after 5 s.
+    #[track_caller]
     pub fn expect(&self) -> Value {
         self.next(Duration::from_secs(5)).expect("a watch event within 5 s")
     }
@@ -69,6 +70,7 @@ pub fn next_event(w: &Watch, kind: &str, name: &str) -> Value {
 
 /// The distinct values the string at `field` takes on the watched object `name`, in order,
 /// until one of `last`.
+#[track_caller]
 pub fn sequence(watch: &Watch, name: &str, field: &str, last: &[&str]) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     while seen.last().is_none_or(|v| !last.contains(&v.as_str())) {
