@@ -46,17 +46,17 @@ pub fn spawn(registry: Registry) {
             .iter()
             .map(|r| collection_prefix(r, None))
             .collect();
-        let mut events = registry
+        let events = registry
             .store()
             .subscribe(move |ev| prefixes.iter().any(|p| ev.key.starts_with(p.as_str())));
-        loop {
-            if let Err(e) = pass(&registry, kinds).await {
+        super::level_triggered(events, async || match pass(&registry, kinds).await {
+            Ok(()) => true,
+            Err(e) => {
                 log::warn!("pvc/pv-protection controller pass failed: {e}");
+                false
             }
-            if events.batch().await.is_none() {
-                return;
-            }
-        }
+        })
+        .await
     });
 }
 

@@ -74,30 +74,28 @@ async fn run(registry: Registry, kinds: Kinds) {
         .iter()
         .map(|r| collection_prefix(r, None))
         .collect();
-    let watched = prefixes.clone();
-    let mut events = registry
+    let events = registry
         .store()
-        .subscribe(move |ev| watched.iter().any(|p| ev.key.starts_with(p.as_str())));
+        .subscribe(move |ev| prefixes.iter().any(|p| ev.key.starts_with(p.as_str())));
     let recorder = Recorder::new(registry.clone(), MANAGER, COMPONENT, "");
-    loop {
-        if let Err(e) = pass(&registry, kinds, &recorder).await {
+    super::level_triggered(events, async || match pass(&registry, kinds, &recorder).await {
+        Ok(failures) => failures == 0,
+        Err(e) => {
             log::warn!("persistentvolume controller pass failed: {e}");
+            false
         }
-        // A pass reads every claim, volume and class (they are few): any batch of changes,
-        // or a loss, asks for the next.
-        if events.batch().await.is_none() {
-            return;
-        }
-    }
+    })
+    .await
 }
 
-/// One pass over every claim and volume.
-async fn pass(registry: &Registry, kinds: Kinds, recorder: &Recorder) -> Result<(), ApiError> {
+/// One pass over every claim and volume; answers how many of their syncs failed.
+async fn pass(registry: &Registry, kinds: Kinds, recorder: &Recorder) -> Result<usize, ApiError> {
     let opts = ListOptions::default();
     let claims = registry.list(kinds.claim, None, &opts).await?.objects()?;
     let volumes = registry.list(kinds.volume, None, &opts).await?.objects()?;
     let classes = registry.list(kinds.class, None, &opts).await?.objects()?;
     let mut taken: BTreeSet<String> = BTreeSet::new();
+    let mut failures = 0;
     for claim in &claims {
         let claim: &Value = claim;
         if is_deleting(claim) {
@@ -106,6 +104,7 @@ async fn pass(registry: &Registry, kinds: Kinds, recorder: &Recorder) -> Result<
         if let Err(e) =
             sync_claim(registry, kinds, recorder, claim, &volumes, &classes, &mut taken).await
         {
+            failures += 1;
             log::warn!(
                 "persistentvolume controller: claim {}/{}: {e}",
                 meta_str(claim, "namespace"),
@@ -118,10 +117,11 @@ async fn pass(registry: &Registry, kinds: Kinds, recorder: &Recorder) -> Result<
             continue;
         }
         if let Err(e) = sync_volume(registry, kinds, volume, &claims).await {
+            failures += 1;
             log::warn!("persistentvolume controller: volume {}: {e}", meta_str(volume, "name"));
         }
     }
-    Ok(())
+    Ok(failures)
 }
 
 fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
