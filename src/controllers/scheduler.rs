@@ -244,11 +244,12 @@ fn violates_anti_affinity(pod: &Value, on_node: &[&PodInfo]) -> bool {
     })
 }
 
-/// The pods on a node that count against it, and the sum of their requests.
-#[derive(Default)]
+/// What a filter reads of a node's pods: how many count against it, the sum of their
+/// requests, and (for a pod with anti-affinity) the pods themselves.
 struct OnNode<'a> {
+    count: usize,
     pods: Vec<&'a PodInfo>,
-    used: Amounts,
+    used: &'a Amounts,
 }
 
 /// Runs the filters on one node; `None` when the pod fits.
@@ -282,10 +283,10 @@ fn filter(pod: &Value, want: &Amounts, node: &Value, on: &OnNode) -> Option<Fail
     let allocatable = node.pointer("/status/allocatable").and_then(Value::as_object);
     let alloc = |r: &str| allocatable.and_then(|a| a.get(r)).map_or(0.0, |q| amount(r, q));
     let mut reasons = Vec::new();
-    if on_node.len() as f64 + 1.0 > alloc("pods") {
+    if on.count as f64 + 1.0 > alloc("pods") {
         reasons.push(REASON_TOO_MANY_PODS.to_string());
     }
-    let used = &on.used;
+    let used = on.used;
     let order = ["cpu", "memory", "ephemeral-storage"];
     let rest = want.keys().filter(|k| !order.contains(&k.as_str())).map(String::as_str);
     for r in order.into_iter().chain(rest) {
@@ -325,34 +326,31 @@ fn fit_error(nodes: usize, failures: &[Failure]) -> String {
     format!("0/{nodes} nodes are available: {filters}. preemption: 0/{nodes} nodes are available: {preemption}..")
 }
 
-/// Where `pod` goes among `nodes` (name → node), given the pods placed so far, or the
+/// Where `pod` goes among the cluster's nodes, given the pods placed so far, or the
 /// FitError's message.
-fn place(
-    pod: &Value,
-    nodes: &BTreeMap<String, Arc<Value>>,
-    placed: &HashMap<String, PodInfo>,
-    rng: &mut Rng,
-) -> Result<String, String> {
+fn place(pod: &Value, cluster: &Cluster, rng: &mut Rng) -> Result<String, String> {
+    let nodes = &cluster.nodes;
     if nodes.is_empty() {
         return Err(NO_NODES.to_string());
     }
     let want = requests(pod);
-    let mut by_node: HashMap<&str, OnNode> = HashMap::new();
-    for p in placed.values().filter(|p| p.active) {
-        if let Some(n) = &p.node {
-            let on = by_node.entry(n.as_str()).or_default();
-            on.pods.push(p);
-            add(&mut on.used, &p.requests);
-        }
-    }
-    let empty = OnNode::default();
+    // Only a pod with required anti-affinity reads the pods on each node (InterPodAffinity).
+    let reads_pods = pod
+        .pointer("/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution")
+        .is_some();
+    let empty = NodeUse::default();
     let mut failures = Vec::new();
     let mut best: Vec<(&str, f64)> = Vec::new();
     for (name, node) in nodes {
-        let on = by_node.get(name.as_str()).unwrap_or(&empty);
-        match filter(pod, &want, node, on) {
+        let usage = cluster.usage.get(name.as_str()).unwrap_or(&empty);
+        let pods = match reads_pods {
+            true => usage.pods.iter().filter_map(|k| cluster.pods.get(k)).collect(),
+            false => Vec::new(),
+        };
+        let on = OnNode { count: usage.pods.len(), pods, used: &usage.used };
+        match filter(pod, &want, node, &on) {
             Some(f) => failures.push(f),
-            None => best.push((name, least_allocated(node, &want, &on.used))),
+            None => best.push((name, least_allocated(node, &want, &usage.used))),
         }
     }
     if best.is_empty() {
@@ -386,15 +384,49 @@ pub fn spawn(registry: Registry, seed: u64) {
     }
 }
 
-/// What the scheduler knows: the nodes, the pods, and the pods waiting for a node.
+/// What the scheduler knows: the nodes, the pods, the pods waiting for a node, and what the
+/// active pods on each node use (kept as pods come and go, as kube-scheduler's cache keeps
+/// NodeInfo, so a placement does not add up every pod again).
 #[derive(Default)]
 struct Cluster {
     nodes: BTreeMap<String, Arc<Value>>,
     pods: HashMap<String, PodInfo>,
     pending: BTreeSet<String>,
+    usage: HashMap<String, NodeUse>,
+}
+
+/// The active pods on a node (their keys) and the sum of their requests.
+#[derive(Default)]
+struct NodeUse {
+    pods: BTreeSet<String>,
+    used: Amounts,
 }
 
 impl Cluster {
+    /// Replaces what is known of the pod at `key` (`None`: it is gone), its usage with it.
+    fn set(&mut self, key: &str, info: Option<PodInfo>) {
+        if let Some(old) = self.pods.remove(key) {
+            if let (true, Some(node)) = (old.active, &old.node) {
+                if let Some(u) = self.usage.get_mut(node) {
+                    u.pods.remove(key);
+                    for (r, v) in &old.requests {
+                        if let Some(sum) = u.used.get_mut(r) {
+                            *sum -= v;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(new) = info {
+            if let (true, Some(node)) = (new.active, &new.node) {
+                let u = self.usage.entry(node.clone()).or_default();
+                u.pods.insert(key.to_string());
+                add(&mut u.used, &new.requests);
+            }
+            self.pods.insert(key.to_string(), new);
+        }
+    }
+
     fn pod(&mut self, key: &str, pod: Option<&Value>) {
         match pod {
             Some(p) => {
@@ -411,10 +443,10 @@ impl Cluster {
                 } else {
                     self.pending.remove(key);
                 }
-                self.pods.insert(key.to_string(), info);
+                self.set(key, Some(info));
             }
             None => {
-                self.pods.remove(key);
+                self.set(key, None);
                 self.pending.remove(key);
             }
         }
@@ -517,12 +549,13 @@ async fn schedule(
         }
         let mut rng = Rng::derived(seed, &["schedule", &key]);
         let about = ObjectRef::to(pods, &pod);
-        match place(&pod, &cluster.nodes, &cluster.pods, &mut rng) {
+        match place(&pod, cluster, &mut rng) {
             Ok(node) => match pre_bind_and_bind(registry, pods, &pod, &node).await {
                 Ok(()) => {
                     // Counted on its node at once, before its event comes back.
-                    if let Some(p) = cluster.pods.get_mut(&key) {
+                    if let Some(mut p) = cluster.pods.get(&key).cloned() {
                         p.node = Some(node.clone());
+                        cluster.set(&key, Some(p));
                     }
                     let message = format!("Successfully assigned {ns}/{name} to {node}");
                     if let Err(e) =
@@ -672,6 +705,24 @@ mod tests {
         list.into_iter().map(|n| (meta_str(&n, "name").to_string(), n)).collect()
     }
 
+    fn cluster(nodes: &BTreeMap<String, Arc<Value>>, placed: Vec<(&str, PodInfo)>) -> Cluster {
+        let mut c = Cluster { nodes: nodes.clone(), ..Cluster::default() };
+        for (key, info) in placed {
+            c.set(key, Some(info));
+        }
+        c
+    }
+
+    fn on(node: &str, memory: f64, active: bool) -> PodInfo {
+        PodInfo {
+            namespace: "ns".into(),
+            node: Some(node.into()),
+            requests: Amounts::from([("memory".to_string(), memory)]),
+            labels: json!({"app": "x"}).as_object().unwrap().clone(),
+            active,
+        }
+    }
+
     #[test]
     fn requests_count_sidecars_init_floors_and_limits_without_requests() {
         let p = json!({"spec": {
@@ -692,7 +743,7 @@ mod tests {
         let ns = nodes(vec![node("a", "2", "1Gi", json!({})), node("b", "8", "32Gi", json!({}))]);
         let mut rng = Rng::new(1);
         assert_eq!(
-            place(&pod("512Mi", json!({})), &ns, &HashMap::new(), &mut rng),
+            place(&pod("512Mi", json!({})), &cluster(&ns, vec![]), &mut rng),
             Ok("b".to_string())
         );
     }
@@ -705,22 +756,19 @@ mod tests {
             node("c", "2", "1Gi", json!({})),
         ]);
         let mut rng = Rng::new(1);
-        let got = place(&pod("2Gi", json!({})), &ns, &HashMap::new(), &mut rng);
+        let got = place(&pod("2Gi", json!({})), &cluster(&ns, vec![]), &mut rng);
         assert_eq!(
             got,
             Err("0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod..".into())
         );
         // A selector no node has: not something preemption helps.
         let picky = pod("1Mi", json!({"nodeSelector": {"disk": "ssd"}}));
-        let got = place(&picky, &ns, &HashMap::new(), &mut rng);
+        let got = place(&picky, &cluster(&ns, vec![]), &mut rng);
         assert_eq!(
             got,
             Err("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling..".into())
         );
-        assert_eq!(
-            place(&picky, &BTreeMap::new(), &HashMap::new(), &mut rng),
-            Err(NO_NODES.into())
-        );
+        assert_eq!(place(&picky, &Cluster::default(), &mut rng), Err(NO_NODES.into()));
     }
 
     #[test]
@@ -735,27 +783,18 @@ mod tests {
         let ns = nodes(vec![Arc::new(cordoned), Arc::new(tainted), free]);
         let mut rng = Rng::new(1);
         assert_eq!(
-            place(&pod("1Mi", json!({})), &ns, &HashMap::new(), &mut rng),
+            place(&pod("1Mi", json!({})), &cluster(&ns, vec![]), &mut rng),
             Ok("c".to_string())
         );
         // On c already: a pod that must not share its host with it fits nowhere.
-        let placed = HashMap::from([(
-            "k".to_string(),
-            PodInfo {
-                namespace: "ns".into(),
-                node: Some("c".into()),
-                requests: Amounts::new(),
-                labels: json!({"app": "x"}).as_object().unwrap().clone(),
-                active: true,
-            },
-        )]);
+        let placed = cluster(&ns, vec![("k", on("c", 0.0, true))]);
         let anti = pod(
             "1Mi",
             json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
         );
         assert_eq!(
-            place(&anti, &ns, &placed, &mut rng),
+            place(&anti, &placed, &mut rng),
             Err("0/3 nodes are available: 1 node(s) didn't match pod anti-affinity rules, 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling..".into())
         );
         // Tolerated, the taint is no obstacle.
@@ -765,6 +804,23 @@ mod tests {
             "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
         );
-        assert_eq!(place(&tolerant, &ns, &placed, &mut rng), Ok("b".to_string()));
+        assert_eq!(place(&tolerant, &placed, &mut rng), Ok("b".to_string()));
+    }
+
+    #[test]
+    fn a_nodes_usage_follows_its_pods_as_they_come_finish_and_go() {
+        let ns = nodes(vec![node("a", "8", "1Gi", json!({}))]);
+        let mut c = cluster(&ns, vec![("big", on("a", 768.0 * 1024.0 * 1024.0, true))]);
+        let mut rng = Rng::new(1);
+        let small = pod("512Mi", json!({}));
+        assert!(place(&small, &c, &mut rng).is_err());
+        // Finished, it no longer counts; running again, it does; gone, never.
+        c.set("big", Some(on("a", 768.0 * 1024.0 * 1024.0, false)));
+        assert_eq!(place(&small, &c, &mut rng), Ok("a".to_string()));
+        c.set("big", Some(on("a", 768.0 * 1024.0 * 1024.0, true)));
+        assert!(place(&small, &c, &mut rng).is_err());
+        c.set("big", None);
+        assert_eq!(place(&small, &c, &mut rng), Ok("a".to_string()));
+        assert!(c.usage["a"].pods.is_empty() && c.usage["a"].used["memory"] == 0.0);
     }
 }
