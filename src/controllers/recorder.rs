@@ -239,16 +239,18 @@ struct Plan {
     repeat: bool,
 }
 
-/// A bounded map that forgets its least recently used entry when full (client-go's LRU).
+/// A bounded map that forgets its least recently used entry when full (client-go's LRU), its
+/// entries also ordered by last use, so forgetting one is not a scan of them all.
 #[derive(Debug)]
 struct Lru<T> {
     entries: HashMap<String, (u64, T)>,
+    by_use: std::collections::BTreeMap<u64, String>,
     tick: u64,
 }
 
 impl<T> Default for Lru<T> {
     fn default() -> Self {
-        Lru { entries: HashMap::new(), tick: 0 }
+        Lru { entries: HashMap::new(), by_use: Default::default(), tick: 0 }
     }
 }
 
@@ -256,21 +258,28 @@ impl<T> Lru<T> {
     fn get(&mut self, key: &str) -> Option<&mut T> {
         self.tick += 1;
         let tick = self.tick;
-        self.entries.get_mut(key).map(|(used, v)| {
-            *used = tick;
-            v
-        })
+        let (used, v) = self.entries.get_mut(key)?;
+        if let Some(k) = self.by_use.remove(used) {
+            self.by_use.insert(tick, k);
+        }
+        *used = tick;
+        Some(v)
     }
 
     fn put(&mut self, key: String, value: T) {
         self.tick += 1;
-        if self.entries.len() >= CACHE_ENTRIES && !self.entries.contains_key(&key) {
-            if let Some(oldest) =
-                self.entries.iter().min_by_key(|(_, (used, _))| *used).map(|(k, _)| k.clone())
-            {
-                self.entries.remove(&oldest);
+        match self.entries.get(&key).map(|(used, _)| *used) {
+            Some(used) => {
+                self.by_use.remove(&used);
             }
+            None if self.entries.len() >= CACHE_ENTRIES => {
+                if let Some((_, oldest)) = self.by_use.pop_first() {
+                    self.entries.remove(&oldest);
+                }
+            }
+            None => {}
         }
+        self.by_use.insert(self.tick, key.clone());
         self.entries.insert(key, (self.tick, value));
     }
 }
@@ -383,6 +392,23 @@ mod tests {
             "source": {"component": "c"}, "firstTimestamp": "2024-01-01T00:00:00Z",
             "lastTimestamp": "2024-01-01T00:00:00Z",
         })
+    }
+
+    #[test]
+    fn the_cache_forgets_its_least_recently_used_entry() {
+        let mut lru: Lru<usize> = Lru::default();
+        for i in 0..CACHE_ENTRIES {
+            lru.put(format!("k{i}"), i);
+        }
+        // k0 used again: k1 is now the oldest, and goes when another comes.
+        assert_eq!(lru.get("k0").copied(), Some(0));
+        lru.put("k0".into(), 10);
+        lru.put("new".into(), 1);
+        assert_eq!(lru.entries.len(), CACHE_ENTRIES);
+        assert!(lru.get("k1").is_none());
+        assert_eq!(lru.get("k0").copied(), Some(10));
+        assert_eq!((lru.get("k2").copied(), lru.get("new").copied()), (Some(2), Some(1)));
+        assert_eq!(lru.by_use.len(), lru.entries.len());
     }
 
     #[test]
