@@ -38,6 +38,13 @@ impl Entry {
         Entry { rev, create_rev, value, decoded: Decoded::default() }
     }
 
+    /// An entry whose object is already decoded (the writer's): `object` is what `value` holds.
+    pub fn decoded(rev: u64, create_rev: u64, value: Bytes, object: Arc<Value>) -> Entry {
+        let decoded = Decoded::default();
+        let _ = decoded.0.set(object);
+        Entry { rev, create_rev, value, decoded }
+    }
+
     /// The object, decoded once for every copy of this entry.
     pub fn object(&self) -> Result<Arc<Value>, serde_json::Error> {
         if let Some(v) = self.decoded.0.get() {

@@ -130,39 +130,49 @@ impl Feed {
         let Some(rev) = commits.last().map(|c| c.rev) else { return };
         // The resourceVersion goes into the bytes once, here, outside the cache's lock.
         let served: Vec<Bytes> = commits.iter().map(|c| served::serve(&c.value, c.rev)).collect();
-        let prevs = self.cache.apply(
-            rev,
-            commits.iter().zip(&served).map(|(c, value)| {
-                let entry = (c.kind != EventType::Deleted)
-                    .then(|| Entry::new(c.rev, c.create_rev, value.clone()));
-                (c.key.as_str(), entry)
-            }),
-        );
-        self.revision.send_replace(rev);
-
-        let mut answers = Vec::with_capacity(commits.len());
-        for ((commit, value), prev) in commits.into_iter().zip(served).zip(prevs) {
-            let Commit { rev, key, kind, ticket, .. } = commit;
-            let (object, reply) = match ticket {
+        // Each write's object, decoded once: the writer's own, or (a delete, a commit made
+        // elsewhere) the bytes'. The cache keeps it too, so a read after the write decodes
+        // nothing.
+        let mut replies = Vec::with_capacity(commits.len());
+        let mut objects = Vec::with_capacity(commits.len());
+        let mut commits: Vec<Commit> = commits;
+        for (commit, value) in commits.iter_mut().zip(&served) {
+            let (object, reply) = match commit.ticket.take() {
                 Some(Ticket { object, reply }) => (object, Some(reply)),
                 None => (None, None),
             };
             let object = match object {
                 Some(mut object) => {
                     // Checked when the write was made: it is an object with an object metadata.
-                    let _ = served::set(&mut object, rev);
+                    let _ = served::set(&mut object, commit.rev);
                     object
                 }
-                // A delete, or a commit made elsewhere: the one decode of this event.
-                None => serde_json::from_slice(&value).unwrap_or(Value::Null),
+                None => serde_json::from_slice(value).unwrap_or(Value::Null),
             };
+            objects.push(Arc::new(object));
+            replies.push(reply);
+        }
+        let prevs = self.cache.apply(
+            rev,
+            commits.iter().zip(&served).zip(&objects).map(|((c, value), object)| {
+                let entry = (c.kind != EventType::Deleted).then(|| {
+                    Entry::decoded(c.rev, c.create_rev, value.clone(), object.clone())
+                });
+                (c.key.as_str(), entry)
+            }),
+        );
+        self.revision.send_replace(rev);
+
+        let mut answers = Vec::with_capacity(commits.len());
+        let all = commits.into_iter().zip(served).zip(prevs).zip(objects).zip(replies);
+        for ((((commit, value), prev), object), reply) in all {
+            let Commit { rev, key, kind, .. } = commit;
             let prev = match kind {
                 EventType::Added => None,
                 _ => prev.map(|p| Prev::new(p.value)),
             };
             let size = value.len() + prev.as_ref().map_or(0, |p| p.bytes().len());
-            let event =
-                Arc::new(Event { rev, key, kind, object: Arc::new(object), value, prev, size });
+            let event = Arc::new(Event { rev, key, kind, object, value, prev, size });
             self.hub.publish(&event);
             if let Some(reply) = reply {
                 answers.push((reply, event));
