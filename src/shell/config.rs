@@ -150,7 +150,8 @@ pub struct Options {
     /// A factor on every simulated delay (0: each step as soon as the previous one is written).
     #[arg(long, default_value_t = 1.0)]
     simulate_speed: f64,
-    /// Seeds jitter, names, addresses and node choice, so runs repeat them.
+    /// Seeds jitter, names, addresses and node choice, so runs repeat them; and the Faults'
+    /// probabilities and jitter, with or without --simulate.
     #[arg(long)]
     simulate_seed: Option<u64>,
     /// How many simulated nodes VMIs are scheduled on (sim-node-1 … sim-node-N).
@@ -174,6 +175,9 @@ pub struct Config {
     pub service_ranges: Ranges,
     /// `--simulate`: the checked lifecycles (they also replace the actions) and the engine's knobs.
     pub simulation: Option<simulate::Config>,
+    /// What Faults' `probability` and jitter draw from: `--simulate-seed` (the simulation's
+    /// seed under `--simulate`), else 0, so the same requests fire on every run.
+    pub fault_seed: u64,
     pub garbage_collector: bool,
     /// The collector's and the namespace controller's pass interval.
     pub gc_interval: Duration,
@@ -254,6 +258,7 @@ impl Options {
                 cluster_ips: cluster_ips.unwrap_or(Ranges::default().cluster_ips),
                 node_ports: node_ports.unwrap_or(Ranges::default().node_ports),
             },
+            fault_seed: simulation.as_ref().map_or(self.simulate_seed.unwrap_or(0), |s| s.seed),
             simulation,
             garbage_collector: self.enable_garbage_collector,
             gc_interval: Duration::from_secs(self.gc_interval.max(1)),
