@@ -21,8 +21,9 @@ use crate::object::fault::{self, Request, Spec, CAUSE_TYPES, REASONS};
 use crate::object::meta::now_rfc3339;
 use crate::object::meta_str;
 use crate::object::subresource::Part;
-use crate::registry::ListOptions;
+use crate::object::validation::{FieldValidation, Via};
 use crate::registry::Registry;
+use crate::registry::{ListOptions, Target, WriteOptions};
 use crate::resource::{KubeRole, ResourceInfo};
 use crate::store::Subscription;
 
@@ -191,7 +192,8 @@ impl Faults {
             counts.last_fired = Some(now_rfc3339());
             let fired = counts.fired;
             *st.fired_total.entry(f.name.clone()).or_default() += 1;
-            log::info!(
+            // Shown at the default level: a test's log says which of its requests were faulted.
+            log::warn!(
                 "fault {:?} fired on {} {}/{} {:?} (Audit-Id {audit_id})",
                 f.name,
                 req.verb,
@@ -343,4 +345,60 @@ pub async fn labels_of(
         _ => return None,
     };
     Some(obj.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default())
+}
+
+/// Reads `--faults FILE`: YAML (one or more documents) or a JSON list, each document labelled
+/// `FILE document N` (from 1) for the errors that name it.
+pub fn read_file(path: &str) -> Result<Vec<(String, Value)>, String> {
+    use serde::Deserialize as _;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--faults {path}: {e}"))?;
+    let docs: Vec<Value> = if text.trim_start().starts_with('[') {
+        serde_json::from_str(&text).map_err(|e| format!("--faults {path}: {e}"))?
+    } else {
+        let mut out = Vec::new();
+        for (i, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
+            let v = Value::deserialize(doc)
+                .map_err(|e| format!("--faults {path} document {}: {e}", i + 1))?;
+            out.push(v);
+        }
+        out
+    };
+    Ok(docs
+        .into_iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(i, v)| (format!("--faults {path} document {}", i + 1), v))
+        .collect())
+}
+
+/// Creates the Faults `--faults` read, through the registry as a client's create goes; one that
+/// exists already gets the file's spec. The first refusal is the start's, naming its document.
+pub async fn load(registry: &Registry, docs: &[(String, Value)]) -> Result<(), String> {
+    if docs.is_empty() {
+        return Ok(());
+    }
+    let res = kind_of_role(KubeRole::Fault).ok_or("--faults: this document has no Fault kind")?;
+    for (label, obj) in docs {
+        let target = Target::new(None, None);
+        let opts = WriteOptions {
+            dry_run: false,
+            field_validation: FieldValidation::Strict,
+            manager: MANAGER.into(),
+        };
+        let created = registry.create(res, &target, obj.clone(), Via::Body(&[]), &opts).await;
+        let result = match created {
+            Err(ApiError::AlreadyExists { .. }) => {
+                let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+                let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+                let edit = |o: &mut Value| {
+                    o.as_object_mut()?.insert("spec".into(), spec.clone());
+                    Some(())
+                };
+                registry.update_with(res, ("", name, Part::Main), MANAGER, edit).await
+            }
+            other => other,
+        };
+        result.map_err(|e| format!("{label}: {e}"))?;
+    }
+    Ok(())
 }

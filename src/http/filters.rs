@@ -15,6 +15,7 @@ use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
 use crate::http::authn::{TokenFile, User};
 use crate::http::authz::{forbidden_message, Abac};
 use crate::http::faults::{labels_of, Faults, Fired};
+use crate::http::outermost::RequestId;
 use crate::http::request_info::RequestInfo;
 use crate::http::state::AppState;
 use crate::http::tls::ClientCertUser;
@@ -311,8 +312,8 @@ async fn fire_fault(
     } else {
         None
     };
-    let audit = req.headers().get("Audit-Id").and_then(|v| v.to_str().ok()).unwrap_or("");
-    let audit = audit.to_string();
+    // The id `outermost` gave the request, which its answer's `Audit-Id` header carries.
+    let audit = req.extensions().get::<RequestId>().map(ToString::to_string).unwrap_or_default();
     faults.fire(&fr, req.method().as_str(), labels.as_ref(), &audit).await
 }
 

@@ -10,7 +10,7 @@ use crate::controllers::{
     apiserver_service, endpoints, event_ttl, gc, leading, namespaces, protection, scheduler,
     volumes,
 };
-use crate::http::faults::Faults;
+use crate::http::faults::{self, Faults};
 use crate::http::server::{self, AppState, ShutdownSignals};
 use crate::shell::config::Config;
 use crate::store::Store;
@@ -80,6 +80,8 @@ pub fn run(config: Config) -> Result<(), Error> {
         if let Err(e) = state.registry.ensure_namespaces().await {
             return Err(Error::Start(format!("cannot create the namespaces: {e}")));
         }
+        // `--faults`: in force before the first request is served.
+        faults::load(&state.registry, &config.faults).await.map_err(Error::Start)?;
         // kube-apiserver's own Service holds the range's first address before anyone asks.
         if let Err(e) = apiserver_service::ensure(&state.registry, addr.port()).await {
             log::warn!("cannot create the default/kubernetes service: {e}");

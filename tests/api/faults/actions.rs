@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{create_cm, fault};
-use crate::common::{assert_status, Kubectl, TestServer};
+use crate::common::{assert_status, eventually, Kubectl, ServerOptions, TestServer};
 
 #[test]
 fn a_status_fault_answers_as_kube_writes_the_error() {
@@ -68,6 +68,23 @@ fn a_status_fault_answers_as_kube_writes_the_error() {
                                       "action": {"status": {"code": 503}}}),
     );
     assert_status(&s.get("/api/v1/namespaces/a/configmaps"), 503, "ServiceUnavailable");
+}
+
+#[test]
+fn each_firing_is_logged_with_the_requests_audit_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let opts = ServerOptions { stderr: Some(log.clone()), ..Default::default() };
+    let s = TestServer::start_with(opts);
+    fault(&s, "logged", json!({"match": {"verbs": ["list"]}, "action": {"status": {"code": 409}}}));
+    let r = s.get("/api/v1/namespaces/default/configmaps");
+    assert_eq!(r.status, 409);
+    let id = r.header("Audit-Id").expect("an Audit-Id").to_string();
+    let line = eventually(Duration::from_secs(5), || {
+        let text = std::fs::read_to_string(&log).ok()?;
+        text.lines().find(|l| l.contains("fault \"logged\" fired")).map(str::to_string)
+    });
+    assert!(line.contains(&format!("(Audit-Id {id})")), "{line}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! seen by a client; and nothing changes without them.
 
 mod actions;
+mod file;
 mod matching;
 mod objects;
 
