@@ -26,6 +26,12 @@ spec:
 ";
 
 #[test]
+fn the_readme_shows_this_fault() {
+    let readme = std::fs::read_to_string(crate::common::repo_root().join("README.md")).unwrap();
+    assert!(readme.contains(SECOND_CREATE_CONFLICTS), "README.md's Faults section");
+}
+
+#[test]
 fn kubectl_applies_lists_and_deletes_faults() {
     let s = TestServer::start();
     s.namespace("team-a");
