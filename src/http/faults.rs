@@ -39,6 +39,25 @@ pub enum Fired {
     Delay(Duration),
     /// Close the connection with no answer.
     Drop,
+    /// Let the watch start, then cut it (`WatchCut`, handed to the watch in the request's
+    /// extensions).
+    CutWatch(WatchCut),
+}
+
+/// Where a Fault cuts a watch stream: after this many events (bookmarks not counted), cleanly or
+/// with an ERROR event carrying a 410 Status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchCut {
+    pub after_events: u64,
+    pub error_event: bool,
+}
+
+impl WatchCut {
+    /// The 410 a cut answers or sends, as kube's watch cache words an expired version
+    /// (K8S staging/src/k8s.io/apiserver/pkg/storage/cacher/watch_cache.go).
+    pub fn expired() -> ApiError {
+        ApiError::Expired { message: "too old resource version".into(), continue_token: None }
+    }
 }
 
 /// The Faults in force and what they counted.
@@ -172,7 +191,9 @@ impl Faults {
         let mut st = self.lock();
         for f in faults.iter() {
             let spec = &f.spec;
-            if !spec.matches(req) || !spec.selects(labels) || !spec.in_window(now) {
+            // A watch cut fires only on watches.
+            let cuts = spec.action.watch.is_some() && req.verb != "watch";
+            if cuts || !spec.matches(req) || !spec.selects(labels) || !spec.in_window(now) {
                 continue;
             }
             let counts = st.counts.entry(f.uid.clone()).or_default();
@@ -221,14 +242,14 @@ impl Faults {
             });
             return Fired::Delay(base + Duration::from_millis(extra));
         }
-        if a.watch.is_some() {
-            // The only cut served: the watch request itself answered 410, as kube's watch
-            // cache answers a resourceVersion it no longer holds (K8S staging/src/k8s.io/
-            // apiserver/pkg/storage/cacher/watch_cache.go: "too old resource version").
-            return Fired::Answer(ApiError::Expired {
-                message: "too old resource version".into(),
-                continue_token: None,
-            });
+        if let Some(w) = &a.watch {
+            return match w.cut.as_str() {
+                "expired" => Fired::Answer(WatchCut::expired()),
+                cut => Fired::CutWatch(WatchCut {
+                    after_events: w.after_events,
+                    error_event: cut == "errorEvent",
+                }),
+            };
         }
         Fired::Drop
     }

@@ -225,6 +225,9 @@ pub async fn chain(
         Some(Fired::Answer(err)) => return Ok(reject(req, err)),
         Some(Fired::Drop) => return Ok(req.into_response(dropped()).map_into_right_body()),
         Some(Fired::Delay(d)) => tokio::time::sleep(d).await,
+        Some(Fired::CutWatch(cut)) => {
+            req.extensions_mut().insert(cut);
+        }
         None => {}
     }
     if let Some(len) = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()) {

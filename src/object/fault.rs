@@ -19,8 +19,10 @@ pub const VERBS: &[&str] =
     &["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"];
 
 /// The ways a `watch` action cuts a watch that this server serves: `expired`, the watch request
-/// answered 410. The contract's `end`, `errorEvent` and `goaway` are refused until served.
-pub const WATCH_CUTS: &[&str] = &["expired"];
+/// answered 410; `end`, the stream closed cleanly after `afterEvents` events; `errorEvent`, an
+/// ERROR event carrying a 410 Status after them, then the end. The contract's `goaway` is
+/// refused until served.
+pub const WATCH_CUTS: &[&str] = &["end", "expired", "errorEvent"];
 
 /// kube's known Status reasons (errors.go `knownReasons`, metav1 types.go `StatusReason*`).
 pub const REASONS: &[&str] = &[
@@ -135,8 +137,11 @@ pub struct Delay {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WatchCut {
     pub cut: String,
+    #[serde(default)]
+    pub after_events: u64,
 }
 
 /// What a request is, as a fault matches it.

@@ -172,3 +172,58 @@ fn an_expired_cut_answers_the_watch_with_410() {
     let err = k.fails(&["get", "configmaps", "--watch", "--request-timeout=5s"]);
     assert!(err.contains("too old resource version"), "{err}");
 }
+
+/// A watch of the default namespace's ConfigMaps from now on.
+fn watch_from_now(s: &TestServer) -> crate::common::Watch {
+    let list = s.get_json("/api/v1/namespaces/default/configmaps");
+    let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    s.watch(&format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}"))
+}
+
+#[test]
+fn an_end_cut_closes_the_watch_cleanly_after_its_events() {
+    let s = TestServer::start();
+    fault(
+        &s,
+        "end",
+        json!({"match": {"verbs": ["watch"]}, "times": 1,
+                            "action": {"watch": {"cut": "end", "afterEvents": 2}}}),
+    );
+    // A cut fires only on watches: the list before it is answered.
+    let w = watch_from_now(&s);
+    for n in ["a", "b", "c"] {
+        assert_eq!(create_cm(&s, "default", n).status, 201);
+    }
+    assert_eq!(w.expect_event("ADDED", "a")["type"], "ADDED");
+    assert_eq!(w.expect()["object"]["metadata"]["name"], "b");
+    assert!(w.ends_within(Duration::from_secs(5)), "the stream ends after two events");
+    // times: 1 — the next watch is whole.
+    let w = watch_from_now(&s);
+    for n in ["d", "e", "f"] {
+        assert_eq!(create_cm(&s, "default", n).status, 201);
+    }
+    for n in ["d", "e", "f"] {
+        w.expect_event("ADDED", n);
+    }
+}
+
+#[test]
+fn an_error_event_cut_sends_a_410_status_then_ends() {
+    let s = TestServer::start();
+    fault(
+        &s,
+        "gone",
+        json!({"match": {"verbs": ["watch"], "resources": ["configmaps"]},
+                             "action": {"watch": {"cut": "errorEvent", "afterEvents": 1}}}),
+    );
+    let w = watch_from_now(&s);
+    assert_eq!(create_cm(&s, "default", "a").status, 201);
+    assert_eq!(create_cm(&s, "default", "b").status, 201);
+    w.expect_event("ADDED", "a");
+    let ev = w.expect();
+    assert_eq!(ev["type"], "ERROR", "{ev}");
+    assert_eq!(ev["object"]["kind"], "Status");
+    assert_eq!(ev["object"]["code"], 410);
+    assert_eq!(ev["object"]["reason"], "Expired");
+    assert!(w.ends_within(Duration::from_secs(5)));
+}
