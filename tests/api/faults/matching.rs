@@ -71,19 +71,13 @@ fn users_match_the_authenticated_name() {
     std::fs::write(&tokens, "tok-alice,alice,1\ntok-bob,bob,2\n").unwrap();
     let args = vec!["--token-auth-file".to_string(), tokens.display().to_string()];
     let s = TestServer::start_with(ServerOptions { memory: true, args, ..Default::default() });
-    let as_user = |token: &str, method: &str, path: &str, body: Option<&Value>| {
-        let auth = format!("Bearer {token}");
-        let text = body.map(Value::to_string);
-        let body = text.as_deref().map(|t| ("application/json", t.as_bytes()));
-        s.request(method, path, &[("Authorization", &auth)], body)
-    };
     let f = json!({"apiVersion": "testing.virt-apiserver.io/v1alpha1", "kind": "Fault",
                    "metadata": {"name": "alice-only"},
                    "spec": {"match": {"users": ["alice"], "verbs": ["list"]},
                             "action": {"status": {"code": 403, "message": "no"}}}});
-    assert_eq!(as_user("tok-bob", "POST", FAULTS, Some(&f)).status, 201);
-    assert_eq!(as_user("tok-alice", "GET", CM, None).status, 403);
-    assert_eq!(as_user("tok-bob", "GET", CM, None).status, 200);
+    assert_eq!(s.as_user("tok-bob", "POST", FAULTS, Some(&f)).status, 201);
+    assert_eq!(s.as_user("tok-alice", "GET", CM, None).status, 403);
+    assert_eq!(s.as_user("tok-bob", "GET", CM, None).status, 200);
 }
 
 #[test]

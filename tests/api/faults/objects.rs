@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{apply, create_cm, fault, FAULTS};
-use crate::common::{assert_status, eventually, Kubectl, TestServer};
+use crate::common::{assert_status, cause_fields, eventually, Kubectl, TestServer};
 
 /// The README's Fault: the second ConfigMap create in `team-a` fails once with a 409.
 const SECOND_CREATE_CONFLICTS: &str = "\
@@ -79,12 +79,7 @@ fn a_fault_that_cannot_fire_is_invalid_with_kubes_field_causes() {
                               "action": {"drop": {}, "status": {"code": 200, "reason": "Odd",
                                          "causes": [{"reason": "Nope"}]}}}});
     let st = assert_status(&s.post(FAULTS, &bad), 422, "Invalid");
-    let fields: Vec<&str> = st["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["field"].as_str().unwrap())
-        .collect();
+    let fields = cause_fields(&st);
     for f in [
         "spec.action",
         "spec.action.status.code",
