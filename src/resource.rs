@@ -162,7 +162,8 @@ pub struct DefaultClass {
 /// The parts kinds play in kube's own controllers: the endpoints controllers' (K8S
 /// pkg/controller/endpoint, endpointslice) service whose selector picks pods, the pods and the
 /// nodes they run on, and the two kinds written; the volume binder's claims, volumes and
-/// storage classes (K8S pkg/controller/volume/persistentvolume).
+/// storage classes (K8S pkg/controller/volume/persistentvolume); and the server's own Fault
+/// kind, which the filter chain follows (`http::faults`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KubeRole {
     Service,
@@ -173,6 +174,7 @@ pub enum KubeRole {
     Claim,
     Volume,
     StorageClass,
+    Fault,
 }
 
 /// How a built-in kind's data maps are validated and written, as kube's ConfigMap and Secret

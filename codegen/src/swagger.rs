@@ -277,7 +277,8 @@ pub struct VirtResource {
     /// with an address and readiness, placed on a `node`), `node`, `endpoints` and
     /// `endpointSlices` (what the endpoints controllers write: `controllers::endpoints`, K8S
     /// pkg/controller/endpoint, endpointslice), and the volume binder's `claim`, `volume` and
-    /// `storageClass` (`controllers::volumes`, K8S pkg/controller/volume/persistentvolume).
+    /// `storageClass` (`controllers::volumes`, K8S pkg/controller/volume/persistentvolume), and
+    /// `fault`: the server's own faults its requests pass (`http::faults`, not kube's).
     #[serde(default)]
     pub kube_role: Option<KubeRole>,
     /// Marks the kind whose objects kube-apiserver's own registry gives cluster addresses
@@ -386,6 +387,7 @@ pub enum KubeRole {
     Claim,
     Volume,
     StorageClass,
+    Fault,
 }
 
 impl KubeRole {
@@ -400,6 +402,7 @@ impl KubeRole {
             KubeRole::Claim => "Claim",
             KubeRole::Volume => "Volume",
             KubeRole::StorageClass => "StorageClass",
+            KubeRole::Fault => "Fault",
         }
     }
 }

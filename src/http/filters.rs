@@ -14,10 +14,13 @@ use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
 
 use crate::http::authn::{TokenFile, User};
 use crate::http::authz::{forbidden_message, Abac};
+use crate::http::faults::{labels_of, Faults, Fired};
+use crate::http::outermost::RequestId;
 use crate::http::request_info::RequestInfo;
 use crate::http::state::AppState;
 use crate::http::tls::ClientCertUser;
 use crate::object::error::ApiError;
+use crate::object::fault::Request as FaultRequest;
 use crate::object::limits::MAX_BODY_BYTES;
 
 /// kube-apiserver's defaults for `--max-requests-inflight` and `--max-mutating-requests-inflight`.
@@ -168,7 +171,7 @@ fn reject<B>(req: ServiceRequest, err: ApiError) -> ServiceResponse<EitherBody<B
 
 /// The middleware: `App::wrap(from_fn(filters::chain))`, with `web::Data<Filters>` registered.
 pub async fn chain(
-    req: ServiceRequest,
+    mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
     let Some(filters) = req.app_data::<web::Data<Filters>>().cloned() else {
@@ -211,6 +214,21 @@ pub async fn chain(
             };
             return Ok(reject(req, err));
         }
+    }
+    let fault = match req.app_data::<web::Data<AppState>>().and_then(|s| s.faults.clone()) {
+        Some(faults) if info.is_resource && !faults.is_own(&info.api_group, &info.resource) => {
+            fire_fault(&mut req, &faults, &info, &user).await
+        }
+        _ => None,
+    };
+    match fault {
+        Some(Fired::Answer(err)) => return Ok(reject(req, err)),
+        Some(Fired::Drop) => return Ok(req.into_response(dropped()).map_into_right_body()),
+        Some(Fired::Delay(d)) => tokio::time::sleep(d).await,
+        Some(Fired::CutWatch(cut)) => {
+            req.extensions_mut().insert(cut);
+        }
+        None => {}
     }
     if let Some(len) = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()) {
         if len.parse::<usize>().is_ok_and(|n| n > MAX_BODY_BYTES) {
@@ -261,6 +279,54 @@ pub async fn chain(
             ServiceResponse::new(req, err.error_response()).map_into_right_body()
         }
     })
+}
+
+/// The Fault that fires on `req`, if any (`http::faults`): its object's labels read only when a
+/// matching Fault selects by them, the body's put back for the handler.
+async fn fire_fault(
+    req: &mut ServiceRequest,
+    faults: &Faults,
+    info: &RequestInfo,
+    user: &User,
+) -> Option<Fired> {
+    let agent = req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+    let agent = agent.map(str::to_string);
+    let fr = FaultRequest {
+        verb: &info.verb,
+        group: &info.api_group,
+        resource: &info.resource,
+        subresource: &info.subresource,
+        namespace: &info.namespace,
+        name: &info.name,
+        user: &user.name,
+        user_agent: agent.as_deref().unwrap_or(""),
+    };
+    let labels = if faults.wants_labels(&fr).await {
+        let body = match fr.verb {
+            "create" | "update" => {
+                let bytes = req.extract::<web::Bytes>().await.ok()?;
+                req.set_payload(bytes.clone().into());
+                Some(bytes)
+            }
+            _ => None,
+        };
+        let state = req.app_data::<web::Data<AppState>>()?;
+        labels_of(&state.registry, &fr, body.as_deref()).await
+    } else {
+        None
+    };
+    // The id `outermost` gave the request, which its answer's `Audit-Id` header carries.
+    let audit = req.extensions().get::<RequestId>().map(ToString::to_string).unwrap_or_default();
+    faults.fire(&fr, req.method().as_str(), labels.as_ref(), &audit).await
+}
+
+/// An answer that never comes: its body fails before a byte of it is written, so the
+/// connection closes with nothing sent (a Fault's `drop`).
+fn dropped() -> HttpResponse {
+    let failing = futures_util::stream::once(async {
+        Err::<web::Bytes, _>(std::io::Error::other("dropped by a fault"))
+    });
+    HttpResponse::Ok().streaming(failing)
 }
 
 /// Health probes and metrics are served through the drain, as is kube-apiserver's own loopback

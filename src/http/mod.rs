@@ -10,6 +10,7 @@ pub mod discovery;
 pub mod endpoints;
 pub mod error;
 pub mod extract;
+pub mod faults;
 pub mod filters;
 pub mod health;
 pub mod kubeconfig;

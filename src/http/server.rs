@@ -46,6 +46,15 @@ async fn metrics(state: web::Data<AppState>, filters: Option<web::Data<Filters>>
          apiserver_terminated_watchers_total {}\n",
         stats.watchers, stats.terminated
     );
+    if let Some(faults) = &state.faults {
+        body.push_str(
+            "# HELP virt_apiserver_faults_fired_total Requests a Fault fired on, by Fault.\n\
+             # TYPE virt_apiserver_faults_fired_total counter\n",
+        );
+        for (name, n) in faults.fired_total() {
+            let _ = writeln!(body, "virt_apiserver_faults_fired_total{{fault={name:?}}} {n}");
+        }
+    }
     for m in state.store.metrics() {
         let _ = write!(
             body,

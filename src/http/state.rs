@@ -1,10 +1,12 @@
 //! What every handler shares: the server's state, apart from the server so the filters and the
 //! endpoints name it without naming the server that runs them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::behaviour::actions::Actions;
 use crate::behaviour::Behaviour;
+use crate::http::faults::Faults;
 use crate::http::shutdown::Phases;
 use crate::registry::Registry;
 use crate::store::Store;
@@ -21,6 +23,8 @@ pub struct AppState {
     pub watch: WatchConfig,
     /// The shutdown phase: `/readyz` and open watches follow it.
     pub phases: Phases,
+    /// The Faults the filter chain applies (none when the document has no Fault kind).
+    pub faults: Option<Arc<Faults>>,
 }
 
 impl AppState {
@@ -30,6 +34,7 @@ impl AppState {
         let registry = behaviour.admitting(registry);
         AppState {
             actions: behaviour.actions(registry.clone()),
+            faults: Faults::new(registry.clone(), 0),
             registry,
             store,
             watch: WatchConfig::default(),

@@ -68,6 +68,20 @@ impl Cause {
     }
 }
 
+/// A Fault's `status` answer (`ApiError::Injected`): the Status it gives, naming the request's
+/// object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Injected {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub group: String,
+    pub resource: String,
+    pub name: String,
+    pub retry_after_seconds: u32,
+    pub causes: Vec<Cause>,
+}
+
 /// Everything a request can fail with.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ApiError {
@@ -171,6 +185,10 @@ pub enum ApiError {
         reason: &'static str,
         message: String,
     },
+    /// A Fault's `status` action: the Status as given, as apimachinery's
+    /// `NewGenericServerResponse` shapes it (details name the request's object; `Retry-After`
+    /// with `retryAfterSeconds`).
+    Injected(Box<Injected>),
     /// An answer in plain text (virt-api's guest-agent reads fail so).
     PlainText {
         code: u16,
@@ -380,6 +398,14 @@ impl ApiError {
                 (*code, reason, message.clone(), details)
             }
             PlainText { code, message } => (*code, "", message.clone(), None),
+            Injected(i) => {
+                let details = Details {
+                    causes: i.causes.clone(),
+                    retry_after_seconds: i.retry_after_seconds,
+                    ..Details::named(&i.name, &i.group, &i.resource)
+                };
+                (i.code, i.reason, i.message.clone(), Some(details))
+            }
             Denied { webhook, code, reason, message } => {
                 let denied = format!("admission webhook {webhook:?} denied the request");
                 let message = match (message.is_empty(), reason.is_empty()) {

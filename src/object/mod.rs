@@ -8,6 +8,7 @@ pub mod defaults;
 pub mod duration;
 pub mod error;
 pub mod event_rules;
+pub mod fault;
 pub mod limits;
 pub mod managed_fields;
 pub mod meta;

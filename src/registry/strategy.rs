@@ -12,7 +12,7 @@ use crate::object::limits::MAX_OBJECT_BYTES;
 use crate::object::meta::metadata_mut;
 use crate::object::subresource::{self, Part};
 use crate::object::validation;
-use crate::object::{data_rules, defaults, event_rules, pods, update_rules};
+use crate::object::{data_rules, defaults, event_rules, fault, pods, update_rules};
 use crate::object::{managed_fields, meta, meta_str, metadata};
 use crate::resource::{KubeRole, ResourceInfo};
 
@@ -154,6 +154,9 @@ pub(crate) fn prepare_update(
         causes.extend(event_rules::validate(&new));
     }
     causes.extend(subresource::validate(res, &new));
+    if res.kube_role == Some(KubeRole::Fault) && part == Part::Main {
+        causes.extend(fault::validate(&new));
+    }
     if !causes.is_empty() {
         return Err(ApiError::invalid(res, &name, causes));
     }
@@ -223,7 +226,10 @@ pub fn init_new_object(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiErr
     } else {
         validation::check(res, obj)
     };
-    let data_causes = data_rules::validate(res, obj, None);
+    let mut data_causes = data_rules::validate(res, obj, None);
+    if res.kube_role == Some(KubeRole::Fault) {
+        data_causes.extend(fault::validate(obj));
+    }
     // The events' strategy validates before ObjectMeta is, and alone when it finds a cause
     // (rest.BeforeCreate).
     if res.events {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::behaviour::{self, simulate};
 use crate::http::authn::TokenFile;
 use crate::http::authz::Abac;
+use crate::http::faults;
 use crate::http::filters::{self, Filters};
 use crate::http::server::{ServeOptions, ShutdownOptions, WatchConfig};
 use crate::http::tls::{self, TlsFiles};
@@ -143,6 +144,10 @@ pub struct Options {
     /// (openapi/lifecycles.yaml). Off: a pure API server.
     #[arg(long)]
     simulate: bool,
+    /// Faults (testing.virt-apiserver.io/v1alpha1) created at start: a YAML file of one or more
+    /// documents, or a JSON list. A Fault that exists gets the file's spec.
+    #[arg(long)]
+    faults: Option<String>,
     /// A lifecycle file that extends (or, with `mode: replace`, replaces) the built-in ones:
     /// lifecycles and actions.
     #[arg(long, requires = "simulate")]
@@ -150,7 +155,8 @@ pub struct Options {
     /// A factor on every simulated delay (0: each step as soon as the previous one is written).
     #[arg(long, default_value_t = 1.0)]
     simulate_speed: f64,
-    /// Seeds jitter, names, addresses and node choice, so runs repeat them.
+    /// Seeds jitter, names, addresses and node choice, so runs repeat them; and the Faults'
+    /// probabilities and jitter, with or without --simulate.
     #[arg(long)]
     simulate_seed: Option<u64>,
     /// How many simulated nodes VMIs are scheduled on (sim-node-1 … sim-node-N).
@@ -174,6 +180,11 @@ pub struct Config {
     pub service_ranges: Ranges,
     /// `--simulate`: the checked lifecycles (they also replace the actions) and the engine's knobs.
     pub simulation: Option<simulate::Config>,
+    /// What Faults' `probability` and jitter draw from: `--simulate-seed` (the simulation's
+    /// seed under `--simulate`), else 0, so the same requests fire on every run.
+    pub fault_seed: u64,
+    /// `--faults`: the documents to create at start, each with the label its errors name.
+    pub faults: Vec<(String, serde_json::Value)>,
     pub garbage_collector: bool,
     /// The collector's and the namespace controller's pass interval.
     pub gc_interval: Duration,
@@ -186,6 +197,8 @@ impl Options {
         let mut problems = Vec::new();
         let p = &mut problems;
         let simulation = if self.simulate { noted(p, self.simulation()) } else { None };
+        let faults = self.faults.as_deref().and_then(|f| noted(p, faults::read_file(f)));
+        let faults = faults.unwrap_or_default();
         let tokens = self.token_auth_file.as_deref().and_then(|f| noted(p, TokenFile::load(f)));
         let abac = noted(p, self.authorization()).flatten();
         // The bound address decides (`run` checks it again); one given as a literal is known now.
@@ -254,7 +267,9 @@ impl Options {
                 cluster_ips: cluster_ips.unwrap_or(Ranges::default().cluster_ips),
                 node_ports: node_ports.unwrap_or(Ranges::default().node_ports),
             },
+            fault_seed: simulation.as_ref().map_or(self.simulate_seed.unwrap_or(0), |s| s.seed),
             simulation,
+            faults,
             garbage_collector: self.enable_garbage_collector,
             gc_interval: Duration::from_secs(self.gc_interval.max(1)),
             event_ttl: self.event_ttl,

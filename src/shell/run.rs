@@ -10,6 +10,7 @@ use crate::controllers::{
     apiserver_service, endpoints, event_ttl, gc, leading, namespaces, protection, scheduler,
     volumes,
 };
+use crate::http::faults::{self, Faults};
 use crate::http::server::{self, AppState, ShutdownSignals};
 use crate::shell::config::Config;
 use crate::store::Store;
@@ -72,12 +73,15 @@ pub fn run(config: Config) -> Result<(), Error> {
             .with_address_ranges(config.service_ranges);
         // The kubelet's log reader: the simulated containers' lines, or none.
         let registry = behaviour.logging(registry);
-        let state = AppState { watch, ..AppState::new(store, &behaviour, registry) };
+        let mut state = AppState { watch, ..AppState::new(store, &behaviour, registry) };
+        state.faults = Faults::new(state.registry.clone(), config.fault_seed);
         // kube-apiserver's system namespaces, and those objects already live in, exist before
         // the first request is served.
         if let Err(e) = state.registry.ensure_namespaces().await {
             return Err(Error::Start(format!("cannot create the namespaces: {e}")));
         }
+        // `--faults`: in force before the first request is served.
+        faults::load(&state.registry, &config.faults).await.map_err(Error::Start)?;
         // kube-apiserver's own Service holds the range's first address before anyone asks.
         if let Err(e) = apiserver_service::ensure(&state.registry, addr.port()).await {
             log::warn!("cannot create the default/kubernetes service: {e}");
@@ -116,6 +120,10 @@ pub fn run(config: Config) -> Result<(), Error> {
             }
         });
         tokio::task::spawn_local(term);
+        // Every process counts the Faults its own requests meet.
+        if let Some(faults) = &state.faults {
+            faults.spawn_status_writer();
+        }
         server::serve_until_signalled(http, state.phases.clone(), shutdown, signals).await?;
         // Every request has finished: what was acknowledged is committed. Checkpointing
         // leaves one tidy file for the next start.

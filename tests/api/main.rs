@@ -4,6 +4,7 @@
 mod clients;
 mod common;
 mod documents;
+mod faults;
 mod machinery;
 mod operations;
 mod simulation;

@@ -15,6 +15,7 @@ use super::Target;
 use crate::http::codec::{
     api_version_json, encode_item, negotiate_output, respond, respond_stored, Format, Output,
 };
+use crate::http::faults::WatchCut;
 use crate::http::params::{ListOptions, Query};
 use crate::http::shutdown::{Phases, WatchGuard};
 use crate::http::state::AppState;
@@ -311,9 +312,20 @@ async fn watch_response(
     if let Some(b) = &mut stream.bookmarks {
         b.schedule(now, deadline);
     }
-    let body = futures_util::stream::unfold(stream, |mut st| async move {
+    // A Fault's cut (`http::faults`): after its events the stream ends, or sends a 410 first.
+    let cut = actix_web::HttpMessage::extensions(req).get::<WatchCut>().copied();
+    let body = futures_util::stream::unfold((stream, 0u64), move |(mut st, sent)| async move {
+        if let Some(cut) = cut.filter(|c| sent >= c.after_events) {
+            if st.done || !cut.error_event {
+                return None;
+            }
+            st.done = true;
+            let error = line(&json!({"type": "ERROR", "object": WatchCut::expired().to_status()}));
+            return Some((Ok(error), (st, sent)));
+        }
         let line = st.next_line().await?;
-        Some((Ok::<_, actix_web::Error>(line), st))
+        let bookmark = line.get(..24).is_some_and(|head| head.windows(8).any(|w| w == b"BOOKMARK"));
+        Some((Ok::<_, actix_web::Error>(line), (st, sent + u64::from(!bookmark))))
     });
     let content_type =
         if stream_type { "application/json;stream=watch" } else { "application/json" };

@@ -126,6 +126,12 @@ pub fn sample_content(res: &ResourceInfo, n: i64) -> Option<(&'static str, Value
     if res.namespaces {
         return None;
     }
+    // A Fault's spec must be one that can fire (its validation), here one that never does.
+    if res.kube_role == Some(virt_apiserver::resource::KubeRole::Fault) {
+        let spec = serde_json::json!({"match": {"names": [format!("no-such-name-{n}")]},
+                                      "action": {"status": {"code": 500}}});
+        return Some(("spec", spec));
+    }
     let props = kind_schema(res).get("properties").and_then(Value::as_object);
     let props = props.unwrap_or_else(|| panic!("{} declares its properties", res.kind));
     for field in ["spec", "data", "message", "subsets", "endpoints", "allowVolumeExpansion"] {

@@ -24,6 +24,13 @@ impl Resp {
     }
 }
 
+/// The `field` of each cause of a Status's details, in order.
+pub fn cause_fields(status: &Value) -> Vec<&str> {
+    let causes = status["details"]["causes"].as_array();
+    let causes = causes.unwrap_or_else(|| panic!("a Status with causes: {status}"));
+    causes.iter().map(|c| c["field"].as_str().expect("a cause's field")).collect()
+}
+
 /// Polls `f` until it returns Some, for at most `timeout`. A timeout names the caller's line.
 #[track_caller]
 pub fn eventually<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {

@@ -257,6 +257,14 @@ impl TestServer {
         Resp { status, headers, body }
     }
 
+    /// A request with `token` as its bearer token and `body` as JSON.
+    pub fn as_user(&self, token: &str, method: &str, path: &str, body: Option<&Value>) -> Resp {
+        let auth = format!("Bearer {token}");
+        let text = body.map(Value::to_string);
+        let body = text.as_deref().map(|t| ("application/json", t.as_bytes()));
+        self.request(method, path, &[("Authorization", &auth)], body)
+    }
+
     pub fn get(&self, path: &str) -> Resp {
         self.request("GET", path, &[], None)
     }

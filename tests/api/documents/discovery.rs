@@ -22,6 +22,8 @@ const GROUPS: &[(&str, &[&str])] = &[
     ("cdi.kubevirt.io", &["v1beta1", "v1alpha1"]),
     ("upload.cdi.kubevirt.io", &["v1beta1", "v1alpha1"]),
     ("subresources.kubevirt.io", &["v1", "v1alpha3"]),
+    // The server's own testing kinds (Faults).
+    ("testing.virt-apiserver.io", &["v1alpha1"]),
 ];
 
 /// A.8: (group, kind, plural, namespaced, short names).
@@ -130,6 +132,7 @@ const KINDS: &[(&str, &str, &str, bool, &[&str])] = &[
     ("cdi.kubevirt.io", "DataImportCron", "dataimportcrons", true, &["dic", "dics"]),
     ("cdi.kubevirt.io", "DataSource", "datasources", true, &["das"]),
     ("upload.cdi.kubevirt.io", "UploadTokenRequest", "uploadtokenrequests", true, &["utr", "utrs"]),
+    ("testing.virt-apiserver.io", "Fault", "faults", false, &[]),
 ];
 
 /// kube's verbs for its own kinds, sorted.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{Kubectl, Resp, TestServer};
+use crate::common::{cause_fields, Kubectl, Resp, TestServer};
 
 const APPLY: &str = "application/apply-patch+yaml";
 const MERGE: &str = "application/merge-patch+json";
@@ -248,12 +248,7 @@ fn conflicts_name_exactly_the_conflicting_paths_and_force_takes_them() {
         r["message"],
         "Apply failed with 2 conflicts: conflicts with \"owner\":\n- .spec.runStrategy\n- .spec.running"
     );
-    let fields_named: Vec<&str> = r["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["field"].as_str().unwrap())
-        .collect();
+    let fields_named = cause_fields(&r);
     assert_eq!(fields_named, [".spec.runStrategy", ".spec.running"]);
     // Nothing was written.
     assert_eq!(s.get(&path).json()["spec"]["running"], true);

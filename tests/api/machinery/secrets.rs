@@ -432,33 +432,27 @@ fn abac_authorizes_config_maps_and_secrets_by_resource() {
     std::fs::write(&policy, rules.join("\n") + "\n").unwrap();
     let args = abac_args(&tokens, &policy);
     let s = TestServer::start_with(ServerOptions { memory: true, args, ..Default::default() });
-    let as_user = |token: &str, method: &str, path: &str, body: Option<&Value>| {
-        let auth = format!("Bearer {token}");
-        let text = body.map(Value::to_string);
-        let body = text.as_deref().map(|t| ("application/json", t.as_bytes()));
-        s.request(method, path, &[("Authorization", &auth)], body)
-    };
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "s"}});
-    assert_eq!(as_user("tok-root", "POST", "/api/v1/namespaces", Some(&ns)).status, 201);
+    assert_eq!(s.as_user("tok-root", "POST", "/api/v1/namespaces", Some(&ns)).status, 201);
     let sec = secret("x", json!({"stringData": {"a": "1"}}));
-    assert_eq!(as_user("tok-root", "POST", SECRETS, Some(&sec)).status, 201);
+    assert_eq!(s.as_user("tok-root", "POST", SECRETS, Some(&sec)).status, 201);
 
     let cm = config_map("c", json!({"data": {"a": "1"}}));
-    assert_eq!(as_user("tok-cm", "POST", CONFIGMAPS, Some(&cm)).status, 201);
-    let r = as_user("tok-cm", "GET", &format!("{SECRETS}/x"), None);
+    assert_eq!(s.as_user("tok-cm", "POST", CONFIGMAPS, Some(&cm)).status, 201);
+    let r = s.as_user("tok-cm", "GET", &format!("{SECRETS}/x"), None);
     let st = assert_status(&r, 403, "Forbidden");
     assert_eq!(
         st["message"],
         "secrets \"x\" is forbidden: User \"cm\" cannot get resource \"secrets\" in API group \"\" in the namespace \"s\""
     );
-    let r = as_user("tok-reader", "GET", &format!("{SECRETS}/x"), None);
+    let r = s.as_user("tok-reader", "GET", &format!("{SECRETS}/x"), None);
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.json().get("stringData").is_none());
-    let r = as_user("tok-reader", "POST", SECRETS, Some(&secret("y", json!({}))));
+    let r = s.as_user("tok-reader", "POST", SECRETS, Some(&secret("y", json!({}))));
     let st = assert_status(&r, 403, "Forbidden");
     assert_eq!(
         st["message"],
         "secrets is forbidden: User \"reader\" cannot create resource \"secrets\" in API group \"\" in the namespace \"s\""
     );
-    assert_eq!(as_user("tok-reader", "GET", CONFIGMAPS, None).status, 403);
+    assert_eq!(s.as_user("tok-reader", "GET", CONFIGMAPS, None).status, 403);
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{Kubectl, Resp, TestServer};
+use crate::common::{cause_fields, Kubectl, Resp, TestServer};
 
 const VMS: &str = "/apis/kubevirt.io/v1/namespaces/default/virtualmachines";
 
@@ -384,12 +384,7 @@ fn enum_violations_list_the_supported_values() {
     let mut bad = vm("Bad_Name", json!({"runStrategy": "Sometimes"}));
     bad["metadata"]["name"] = json!("Bad_Name");
     let st = status(&post(&s, VMS, &bad), 422, "Invalid");
-    let fields: Vec<&str> = st["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["field"].as_str().unwrap())
-        .collect();
+    let fields = cause_fields(&st);
     assert_eq!(fields, ["metadata.name", "spec.runStrategy"], "{st}");
 
     let dvs = "/apis/cdi.kubevirt.io/v1beta1/namespaces/default/datavolumes";

@@ -14,7 +14,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Discovery, Scope};
 use kube::runtime::watcher;
-use kube::{Client, Config};
+use kube::{Client, Config, ResourceExt};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -473,4 +473,56 @@ async fn runtime_watcher_follows_a_simulated_vm_to_running() {
     let vm = api.get("runs").await.unwrap();
     assert_eq!(vm.data["status"]["ready"], true);
     assert_eq!(vm.data["status"]["created"], true);
+}
+
+/// A Fault (testing.virt-apiserver.io/v1alpha1) that answers the watcher's first watch with 410
+/// Expired, as kube answers a resourceVersion it no longer holds. kube-rs 3.1's watcher reports
+/// the failed start and watches again from the same resourceVersion: it does not relist
+/// (kube-runtime watcher.rs: `State::InitListed` keeps its `resource_version` on
+/// `WatchStartFailed`, where a 410 from an established watch goes back to `State::Empty`).
+/// With the Fault spent the second watch takes, and changes flow again.
+#[tokio::test]
+async fn runtime_watcher_retries_a_watch_answered_410_from_the_same_version() {
+    let s = start().await;
+    let c = client(&s).await;
+    namespace(&c, "cut").await;
+    let api: Api<DynamicObject> = Api::namespaced_with(c.clone(), "cut", &vm_resource());
+    api.create(&PostParams::default(), &vm("one")).await.unwrap();
+    let faults = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("testing.virt-apiserver.io", "v1alpha1", "Fault"),
+        "faults",
+    );
+    let fault: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "testing.virt-apiserver.io/v1alpha1",
+        "kind": "Fault",
+        "metadata": {"name": "expire-first-watch"},
+        "spec": {"match": {"verbs": ["watch"], "resources": ["virtualmachines"]}, "times": 1,
+                 "action": {"watch": {"cut": "expired"}}}
+    }))
+    .unwrap();
+    let fault_api: Api<DynamicObject> = Api::all_with(c.clone(), &faults);
+    fault_api.create(&PostParams::default(), &fault).await.unwrap();
+
+    let all: Api<DynamicObject> = Api::all_with(c, &vm_resource());
+    let mut events = watcher(all, watcher::Config::default()).boxed();
+    let mut seen: Vec<String> = Vec::new();
+    while !seen.iter().any(|e| e == "apply two") {
+        let ev = tokio::time::timeout(Duration::from_secs(10), events.next())
+            .await
+            .unwrap_or_else(|_| panic!("the watcher stalled after {seen:?}"))
+            .expect("the watcher does not end");
+        match ev {
+            Ok(watcher::Event::Init) => seen.push("init".into()),
+            Ok(watcher::Event::InitApply(o)) => seen.push(format!("list {}", o.name_any())),
+            Ok(watcher::Event::InitDone) => seen.push("listed".into()),
+            Ok(watcher::Event::Apply(o)) => seen.push(format!("apply {}", o.name_any())),
+            Ok(watcher::Event::Delete(o)) => seen.push(format!("delete {}", o.name_any())),
+            Err(e) => {
+                assert!(format!("{e:?}").contains("Expired"), "{e:?}");
+                seen.push("error 410".into());
+                api.create(&PostParams::default(), &vm("two")).await.unwrap();
+            }
+        }
+    }
+    assert_eq!(seen, ["init", "list one", "listed", "error 410", "apply two"]);
 }

@@ -242,6 +242,7 @@ impl<'d> Lowering<'d> {
             crate::swagger::KubeRole::Claim,
             crate::swagger::KubeRole::Volume,
             crate::swagger::KubeRole::StorageClass,
+            crate::swagger::KubeRole::Fault,
         ] {
             let what = format!("kubeRole {}", role.variant());
             self.at_most_one_kind(resources, &what, |r| r.kube_role == Some(role));
