@@ -4,6 +4,7 @@
 mod clients;
 mod common;
 mod documents;
+mod guests;
 mod machinery;
 mod operations;
 mod simulation;
