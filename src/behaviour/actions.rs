@@ -91,6 +91,23 @@ impl Actions {
         Actions { registry, program, recorder, guests }
     }
 
+    /// Whether `guest`'s VMI still runs it; a guest whose VMI stopped, is being deleted (the
+    /// guest is signalled to shut down), went or was replaced goes down with it (its console's
+    /// connection dropped).
+    pub async fn still_running(&self, guest: &Arc<Guest>) -> bool {
+        let key = object_key(guest.res, &guest.namespace, &guest.name);
+        let vmi = self.registry.store().get(&key).await.ok().flatten();
+        let running = vmi.is_some_and(|v| {
+            v["metadata"]["uid"] == guest.uid.as_str()
+                && v["metadata"]["deletionTimestamp"].is_null()
+                && v["status"]["phase"] == "Running"
+        });
+        if !running {
+            guest.halt(&self.guests);
+        }
+        running
+    }
+
     /// What a guest does on a power request made inside it: a reboot boots it again; a
     /// poweroff (or a reboot it does not survive) ends its VMI.
     pub async fn power(&self, guest: &Arc<Guest>, p: Power) -> Result<(), ApiError> {

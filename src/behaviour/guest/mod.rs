@@ -237,7 +237,7 @@ impl Guest {
     }
 
     /// Goes down: the console's connection dropped, the guest forgotten.
-    fn halt(&self, guests: &Guests) {
+    pub fn halt(&self, guests: &Guests) {
         let mut st = self.state.lock().expect("guest");
         st.write(tty::onlcr(boot::POWER_DOWN));
         st.down = true;

@@ -9,13 +9,15 @@
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::web::Payload;
 use actix_web::{HttpRequest, HttpResponse};
-use futures_util::future::{select, Either};
-use futures_util::pin_mut;
+use futures_util::future::Either;
 
 use crate::behaviour::guest::{Console, Guest};
 use crate::http::state::AppState;
 use crate::object::error::ApiError;
 use std::sync::Arc;
+
+/// How often an open console looks whether its VMI still runs.
+const LIVENESS: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// client-go/subresources/constants.go `PlainStreamProtocolName`.
 const PLAIN_STREAM_PROTOCOL: &str = "plain.kubevirt.io";
@@ -67,14 +69,16 @@ async fn pump(
     mut messages: actix_ws::MessageStream,
     actions: crate::behaviour::actions::Actions,
 ) {
+    let mut liveness = tokio::time::interval(LIVENESS);
     loop {
-        let event = {
-            let out = console.output.recv();
-            let input = messages.recv();
-            pin_mut!(out, input);
-            match select(out, input).await {
-                Either::Left((out, _)) => Either::Left(out),
-                Either::Right((input, _)) => Either::Right(input),
+        let event = tokio::select! {
+            out = console.output.recv() => Either::Left(out),
+            input = messages.recv() => Either::Right(input),
+            // A VMI stopped or deleted takes its guest down, and the connection with it.
+            // (Its last words still come on `output`, then its end.)
+            _ = liveness.tick() => {
+                actions.still_running(&console.guest).await;
+                continue;
             }
         };
         match event {

@@ -125,6 +125,11 @@ fn a_console_sees_the_boot_logs_in_with_cloud_init_and_the_shell_answers_as_the_
     second.send("exit\r");
     second.expect("vm1 login: ");
     assert!(users(&s, "gc", "vm1").is_empty());
+    // virtctl stop: the guest goes down with its VMI, and the console with it.
+    let stop = s.put(&format!("{SUB}/gc/virtualmachines/vm1/stop"), &json!({}));
+    assert_eq!(stop.status, 202, "{}", stop.text());
+    second.expect("reboot: Power down");
+    assert_eq!(second.ends(), Ended::Abnormally);
 }
 
 /// kube-apiserver's websocket ProtocolAuthenticator: a browser passes its token as a
