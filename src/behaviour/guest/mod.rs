@@ -124,6 +124,11 @@ impl Guests {
         let booting = up < BOOT_WINDOW;
         let booted = Instant::now().checked_sub(up).unwrap_or_else(Instant::now);
         let meta = &vmi["metadata"];
+        // A VMI of the same name replaced the one a guest ran in: that guest is gone.
+        let same = |g: &Guest| {
+            meta["namespace"] == g.namespace.as_str() && meta["name"] == g.name.as_str()
+        };
+        map.retain(|_, g| !same(g));
         let machine =
             Machine { id: Identity::of(vmi), files: Default::default(), users: vec![], booted };
         let guest = Arc::new(Guest {

@@ -99,3 +99,20 @@ fn the_boot_log_repeats_with_the_seed() {
     assert_ne!(a, c);
     assert!(a[0].1.contains("Linux version 6.8.5-301.fc40.x86_64"), "{:?}", a[0]);
 }
+
+#[tokio::test]
+async fn a_replaced_vmi_leaves_no_guest_behind() {
+    static VMI: crate::resource::ResourceInfo = crate::resource::ResourceInfo::EXAMPLE;
+    let guests = super::Guests::new(1);
+    let vmi = |uid: &str| {
+        json!({"metadata": {"name": "vm1", "namespace": "ns1", "uid": uid},
+               "status": {"phase": "Running"}})
+    };
+    let first = guests.guest(&VMI, &vmi("a")).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &guests.guest(&VMI, &vmi("a")).unwrap()));
+    let second = guests.guest(&VMI, &vmi("b")).unwrap();
+    assert_eq!(second.uid, "b");
+    assert_eq!(guests.map.lock().unwrap().len(), 1);
+    let pending = json!({"metadata": {"uid": "c"}, "status": {"phase": "Pending"}});
+    assert!(guests.guest(&VMI, &pending).is_none());
+}
