@@ -563,9 +563,10 @@ fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
             let object = option(named.then(|| quote!(name)));
             let target = quote!(self::rt::Target::new(Some(namespace), #object));
             if *read {
+                // A read may be a stream: the upgraded connection's bytes come as its payload.
                 (
-                    None,
-                    quote!(self::rt::action_read(&state, &RESOURCES[#index], #name, #target, &req)),
+                    Some(quote!(payload: ::actix_web::web::Payload,)),
+                    quote!(self::rt::action_read(&state, &RESOURCES[#index], #name, #target, &req, payload)),
                 )
             } else {
                 (

@@ -183,6 +183,7 @@ mod rt {
         name: &'static str,
         t: Target,
         _: &HttpRequest,
+        _: actix_web::web::Payload,
     ) -> Answer {
         line(&format!("action_read {name}"), res, &t, None)
     }

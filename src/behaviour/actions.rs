@@ -6,6 +6,11 @@
 //! would, and otherwise writes its steps through the verbs here, as virt-api's field manager.
 //! Actions are served with or without `--simulate`: their effect is a write; the lifecycle that
 //! follows from it runs only when simulating.
+//!
+//! A stream (`stream:`) answers its checks' errors as any action, then hands the VMI's guest
+//! to the caller for the upgrade; `$guest` is what the guest reports (its agent's reads), and
+//! `guest: reboot` reboots it after the steps (softreboot, reset). The guest's own power
+//! events run the kind's `guest/poweroff` action as its `manager` (virt-handler).
 
 use std::sync::Arc;
 
@@ -13,6 +18,8 @@ use lifecycle::action::{self, DryRun};
 use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng};
 use serde_json::Value;
 
+use super::guest::shell::Power;
+use super::guest::{Guest, Guests};
 use super::related::{related, served};
 use super::write::{self, Guard, Writer};
 use crate::controllers::recorder::Recorder;
@@ -28,13 +35,18 @@ const MANAGER: &str = "virt-api";
 /// What virt-api says when a patch's `test` fails (the state moved since its checks).
 const JSONPATCH_TEST_ERR: &str = "jsonpatch test operation does not apply";
 
+/// The action a guest's poweroff runs on its VMI (virt-handler's domain Shutoff).
+const GUEST_POWEROFF: &str = "guest/poweroff";
+
 /// What a successful action answers.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Acted {
     /// A PUT: its code (200 or 202), with an empty body.
     Done(u16),
     /// A read: the answer.
     Answer(Value),
+    /// A stream's checks passed: the guest to stream from (`stream` names which stream).
+    Stream { stream: String, guest: Arc<Guest> },
 }
 
 /// The error a check gives, shaped by its code as virt-api's constructors shape it (409
@@ -69,12 +81,41 @@ pub struct Actions {
     program: Arc<Lifecycles>,
     /// virt-api's, for an action's Events.
     recorder: Recorder,
+    /// The running VMIs' guests, which streams reach and agent reads report.
+    guests: Guests,
 }
 
 impl Actions {
-    pub fn new(registry: Registry, program: Arc<Lifecycles>) -> Actions {
+    pub fn new(registry: Registry, program: Arc<Lifecycles>, guests: Guests) -> Actions {
         let recorder = Recorder::new(registry.clone(), MANAGER, MANAGER, "");
-        Actions { registry, program, recorder }
+        Actions { registry, program, recorder, guests }
+    }
+
+    /// Whether `guest`'s VMI still runs it; a guest whose VMI stopped, is being deleted (the
+    /// guest is signalled to shut down), went or was replaced goes down with it (its console's
+    /// connection dropped).
+    pub async fn still_running(&self, guest: &Arc<Guest>) -> bool {
+        let key = object_key(guest.res, &guest.namespace, &guest.name);
+        let vmi = self.registry.store().get(&key).await.ok().flatten();
+        let running = vmi.is_some_and(|v| {
+            v["metadata"]["uid"] == guest.uid.as_str()
+                && v["metadata"]["deletionTimestamp"].is_null()
+                && v["status"]["phase"] == "Running"
+        });
+        if !running {
+            guest.halt(&self.guests);
+        }
+        running
+    }
+
+    /// What a guest does on a power request made inside it: a reboot boots it again; a
+    /// poweroff (or a reboot it does not survive) ends its VMI.
+    pub async fn power(&self, guest: &Arc<Guest>, p: Power) -> Result<(), ApiError> {
+        if !guest.power(p, &self.guests) {
+            return Ok(());
+        }
+        let target = Target::new(Some(guest.namespace.clone()), Some(guest.name.clone()));
+        self.act(guest.res, GUEST_POWEROFF, &target, &[]).await.map(|_| ())
     }
 
     /// Runs action `name` on object `target` of `res` with the request `body`.
@@ -120,6 +161,9 @@ impl Actions {
             ctx.named = related(&self.registry, (kind, None), res, &obj, &ctx).await;
         }
         ctx.named.insert("body".into(), Arc::new(body.clone()));
+        if action.answer.is_some() {
+            ctx.named.insert("guest".into(), Arc::new(self.guests.report(res, &obj)));
+        }
         ctx.bind(&action.lets);
         for check in &action.checks {
             if ctx.matches(&check.when) {
@@ -131,6 +175,13 @@ impl Actions {
         if named && stored.is_none() {
             return Err(ApiError::not_found(res, target.name()));
         }
+        if let Some(stream) = &action.stream {
+            // The checks saw it Running; a guest that went down since is not running.
+            let Some(guest) = self.guests.guest(res, &obj) else {
+                return Err(ApiError::bad_request("VMI is not running"));
+            };
+            return Ok(Acted::Stream { stream: stream.clone(), guest });
+        }
         if let Some(answer) = &action.answer {
             let mut out = ctx.render(answer);
             lifecycle::eval::strip_nulls(&mut out);
@@ -141,8 +192,15 @@ impl Actions {
             return Ok(Acted::Done(action.code.unwrap_or(200)));
         }
         let guard = Guard::Request { dry_run: dry_run && action.dry_run == DryRun::Write };
-        let writer =
-            Writer { registry: &self.registry, manager: MANAGER, recorder: &self.recorder };
+        let manager = action.manager.as_deref().unwrap_or(MANAGER);
+        let recorder = match manager {
+            MANAGER => self.recorder.clone(),
+            m => {
+                let component = self.program.managers.get(m).map_or(m, |c| c.component.as_str());
+                Recorder::new(self.registry.clone(), m, component, "")
+            }
+        };
+        let writer = Writer { registry: &self.registry, manager, recorder: &recorder };
         for step in &action.steps {
             // Its `when` does not hold, or its object is not there: nothing to do.
             let Some(planned) = write::plan(kind, res, &obj, step, &ctx) else { continue };
@@ -154,6 +212,11 @@ impl Actions {
                 ApiError::Internal(_) => e,
                 other => ApiError::Internal(other.to_status().message.unwrap_or_default()),
             })?;
+        }
+        if action.guest.as_deref() == Some("reboot") && !dry_run {
+            if let Some(guest) = self.guests.guest(res, &obj) {
+                Box::pin(self.power(&guest, Power::Reboot)).await?;
+            }
         }
         Ok(Acted::Done(action.code.unwrap_or(200)))
     }

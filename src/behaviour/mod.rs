@@ -12,10 +12,13 @@
 //! - `launcher_logs`: what the simulated containers write to their logs (the lifecycles'
 //!   `logs`), the registry's log source under `--simulate`;
 //! - `simulate`: KubeVirt's controllers under `--simulate`: the lifecycles' stages;
+//! - `guest`: the simulated guests of running VMIs (serial console, login, shell, in-guest
+//!   power), reached through the actions' streams and agent reads;
 //! - `write`: the one executor of both's writes, and `procedures`, the patches a write `call`s
 //!   (virt-api's that are programs over the object's shape).
 
 pub mod actions;
+pub mod guest;
 pub mod launcher_logs;
 mod procedures;
 pub mod related;
@@ -40,17 +43,19 @@ pub struct Behaviour {
     /// Only the controllers remove the finalizers virt-api's webhooks add, so without them
     /// none is added (a delete would wait forever).
     pub controllers: bool,
+    /// `--simulate-seed`: the guests' draws repeat with it.
+    pub seed: u64,
 }
 
 impl Behaviour {
     /// virt-api alone: webhooks and actions from the built-in file, no controllers.
     pub fn builtin() -> Behaviour {
-        Behaviour { program: builtin(), controllers: false }
+        Behaviour { program: builtin(), controllers: false, seed: 0 }
     }
 
     /// virt-api and KubeVirt's controllers over `program` (checked: `load`).
-    pub fn simulated(program: Lifecycles) -> Behaviour {
-        Behaviour { program: Arc::new(program), controllers: true }
+    pub fn simulated(program: Lifecycles, seed: u64) -> Behaviour {
+        Behaviour { program: Arc::new(program), controllers: true, seed }
     }
 
     /// `registry` with virt-api's webhooks in its admission.
@@ -75,7 +80,7 @@ impl Behaviour {
 
     /// virt-api's action API over `registry`.
     pub fn actions(&self, registry: Registry) -> actions::Actions {
-        actions::Actions::new(registry, self.program.clone())
+        actions::Actions::new(registry, self.program.clone(), guest::Guests::new(self.seed))
     }
 }
 

@@ -80,6 +80,41 @@ impl TokenFile {
     }
 }
 
+/// k8s.io/apiserver/pkg/authentication/request/websocket/protocol.go: browsers cannot set
+/// `Authorization` on a websocket, so they pass the token base64url-encoded as a subprotocol.
+const BEARER_PROTOCOL_PREFIX: &str = "base64url.bearer.authorization.k8s.io.";
+
+/// The bearer token a websocket handshake carries in its `Sec-WebSocket-Protocol` values, and
+/// the other subprotocols (what stays in the header once the token is accepted): `Ok(None)`
+/// without a token; `Err` with kube's message for a malformed one.
+pub fn protocol_token<'a>(
+    values: impl Iterator<Item = &'a str>,
+) -> Result<Option<(String, Vec<String>)>, &'static str> {
+    use base64::Engine;
+    let mut token = None;
+    let mut others = Vec::new();
+    for p in values.flat_map(|v| v.split(',')).map(str::trim) {
+        let Some(encoded) = p.strip_prefix(BEARER_PROTOCOL_PREFIX) else {
+            others.push(p.to_string());
+            continue;
+        };
+        if token.is_some() {
+            return Err("multiple base64.bearer.authorization tokens specified");
+        }
+        let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(encoded)
+            .map_err(|_| "invalid base64.bearer.authorization token encoding")?;
+        let decoded =
+            String::from_utf8(decoded).map_err(|_| "invalid base64.bearer.authorization token")?;
+        token = Some(decoded);
+    }
+    match token {
+        Some(t) if !t.is_empty() && others.is_empty() => Err("missing additional subprotocol"),
+        Some(t) if !t.is_empty() => Ok(Some((t, others))),
+        _ => Ok(None),
+    }
+}
+
 /// Splits one CSV line, honouring double quotes (with `""` as an escaped quote).
 fn csv_fields(line: &str) -> Result<Vec<String>, String> {
     let mut fields = Vec::new();
@@ -108,6 +143,28 @@ fn csv_fields(line: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_websocket_passes_its_token_as_kube_apiserver_reads_it() {
+        // "secret1" base64url-encoded, unpadded.
+        let token = "base64url.bearer.authorization.k8s.io.c2VjcmV0MQ";
+        let both = format!("{token}, plain.kubevirt.io");
+        assert_eq!(
+            protocol_token([both.as_str()].into_iter()),
+            Ok(Some(("secret1".into(), vec!["plain.kubevirt.io".into()])))
+        );
+        assert_eq!(protocol_token([token].into_iter()), Err("missing additional subprotocol"));
+        let twice = format!("{token},{token},x");
+        assert_eq!(
+            protocol_token([twice.as_str()].into_iter()),
+            Err("multiple base64.bearer.authorization tokens specified")
+        );
+        assert_eq!(
+            protocol_token(["base64url.bearer.authorization.k8s.io.c2VjcmV0MQ==,x"].into_iter()),
+            Err("invalid base64.bearer.authorization token encoding")
+        );
+        assert_eq!(protocol_token(["plain.kubevirt.io"].into_iter()), Ok(None));
+    }
 
     #[test]
     fn token_file_in_kube_format() {

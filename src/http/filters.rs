@@ -12,7 +12,7 @@ use actix_web::http::header;
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
 
-use crate::http::authn::{TokenFile, User};
+use crate::http::authn::{self, TokenFile, User};
 use crate::http::authz::{forbidden_message, Abac};
 use crate::http::faults::{labels_of, Faults, Fired};
 use crate::http::outermost::RequestId;
@@ -83,7 +83,7 @@ impl Filters {
 
     /// Who sent `req`: a verified client certificate wins, as in kube's union authenticator,
     /// then a bearer token. `None` when credentials are needed and missing or unknown.
-    fn authenticate(&self, req: &ServiceRequest) -> Option<User> {
+    fn authenticate(&self, req: &mut ServiceRequest) -> Option<User> {
         if !self.authenticates() {
             return Some(User::anonymous());
         }
@@ -93,7 +93,21 @@ impl Filters {
             }
         }
         let auth = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        self.tokens.as_ref().and_then(|t| t.authenticate(auth))
+        if let Some(user) = self.tokens.as_ref().and_then(|t| t.authenticate(auth)) {
+            return Some(user);
+        }
+        // A websocket's token in its subprotocols (kube's websocket ProtocolAuthenticator):
+        // accepted, it leaves the header, so it is never echoed.
+        if !is_websocket(req) {
+            return None;
+        }
+        let values = req.headers().get_all(header::SEC_WEBSOCKET_PROTOCOL);
+        let (token, others) =
+            authn::protocol_token(values.filter_map(|v| v.to_str().ok())).ok()??;
+        let user = self.tokens.as_ref()?.authenticate(Some(&format!("Bearer {token}")))?;
+        let rest = header::HeaderValue::from_str(&others.join(",")).ok()?;
+        req.headers_mut().insert(header::SEC_WEBSOCKET_PROTOCOL, rest);
+        Some(user)
     }
 
     /// Requests holding an in-flight slot now: (read-only, mutating).
@@ -140,6 +154,17 @@ impl Drop for Slot<'_> {
             }
         }
     }
+}
+
+/// wsstream.IsWebSocketRequest: `Connection: upgrade` and `Upgrade: websocket`.
+fn is_websocket(req: &ServiceRequest) -> bool {
+    let has = |name: header::HeaderName, token: &str| {
+        req.headers()
+            .get_all(name)
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    };
+    has(header::CONNECTION, "upgrade") && has(header::UPGRADE, "websocket")
 }
 
 /// Paths whose operations declare no 401 answer in the document: health and version, which
@@ -198,7 +223,7 @@ pub async fn chain(
     };
     let public = public_paths().contains(path.trim_end_matches('/'));
 
-    let user = match filters.authenticate(&req) {
+    let user = match filters.authenticate(&mut req) {
         Some(u) => u,
         None if public => User::anonymous(),
         None => return Ok(reject(req, ApiError::Unauthorized)),

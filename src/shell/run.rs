@@ -65,7 +65,7 @@ pub fn run(config: Config) -> Result<(), Error> {
         // `--simulate-config` extends or replaces virt-api's webhooks and actions as it does
         // the controllers' lifecycles.
         let behaviour = match &simulation {
-            Some(cfg) => Behaviour::simulated(cfg.lifecycles.clone()),
+            Some(cfg) => Behaviour::simulated(cfg.lifecycles.clone(), cfg.seed),
             None => Behaviour::builtin(),
         };
         let registry = crate::registry::Registry::new(store.clone())

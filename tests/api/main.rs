@@ -5,6 +5,7 @@ mod clients;
 mod common;
 mod documents;
 mod faults;
+mod guests;
 mod machinery;
 mod operations;
 mod simulation;

@@ -45,6 +45,17 @@ pub struct Action {
     /// A read's answer (a template).
     #[serde(default)]
     pub answer: Option<Template>,
+    /// A stream (`console`): once the checks pass, the websocket upgrade to the simulated
+    /// guest's stream of that name (KV pkg/virt-api/rest/streamer.go: checks, then upgrade).
+    #[serde(default)]
+    pub stream: Option<String>,
+    /// What the simulated guest does once the steps are written (`reboot`: softreboot, reset).
+    #[serde(default)]
+    pub guest: Option<String>,
+    /// The field manager of the steps' writes, when not virt-api's (the guest's own power
+    /// events are virt-handler's, which sees the domain stop).
+    #[serde(default)]
+    pub manager: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -377,6 +377,12 @@ fn check_actions<'a>(
         if action.answer.is_some() && (action.code.is_some() || !action.steps.is_empty()) {
             errors.push(format!("{at}: a read (answer) has neither code nor steps"));
         }
+        if action.stream.is_some() && (action.answer.is_some() || !action.steps.is_empty()) {
+            errors.push(format!("{at}: a stream has neither answer nor steps"));
+        }
+        if let Some(m) = action.manager.as_ref().filter(|m| !lc.managers.contains_key(*m)) {
+            errors.push(format!("{at}: manager {m} is not declared"));
+        }
         for (i, c) in action.checks.iter().enumerate() {
             let scope = scope(schemas, lc, kind, this, &vars, format!("{at}, check {}", i + 1));
             scope.pred(&c.when, errors);
@@ -406,7 +412,8 @@ fn check_lets<'a>(
     (at, lets): (&str, &[Let]),
     errors: &mut Vec<String>,
 ) -> Vec<String> {
-    let mut vars = vec!["body".to_string()];
+    // `$guest`: what the simulated guest reports (its users, filesystems), null without one.
+    let mut vars = vec!["body".to_string(), "guest".to_string()];
     for l in lets {
         let at = format!("{at}, let {}", l.name);
         scope(schemas, lc, kind, this, &vars, at.clone()).binding(l, errors);
@@ -945,7 +952,10 @@ kinds:
           - create: {resource: {group: g.io, kind: Peer}, template: {metadata: {name: p}}}
           - call: {procedure: runningPatch, with: {running: "{{ $want }}"}}
       info:
-        answer: {phase: "{{ .status.phase }}"}
+        answer: {phase: "{{ .status.phase }}", users: "{{ $guest.users }}"}
+      console:
+        checks: [{when: {doesNotExist: .metadata.name}, code: 404}]
+        stream: console
 "#,
         )
         .unwrap();
@@ -969,6 +979,10 @@ kinds:
       info:
         code: 200
         answer: {}
+      console:
+        stream: console
+        manager: nobody
+        steps: [{patch: {merge: {spec: {run: true}}}}]
 "#,
         )
         .unwrap();
@@ -987,6 +1001,8 @@ kinds:
             "step 4 (call): $none is neither a related object nor a variable",
             "step 4 (call): ChangeRequest takes with: {requests}",
             "action info: a read (answer) has neither code nor steps",
+            "action console: a stream has neither answer nor steps",
+            "action console: manager nobody is not declared",
         ] {
             assert!(all.contains(want), "missing {want:?} in:\n{all}");
         }

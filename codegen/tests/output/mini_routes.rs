@@ -1450,6 +1450,7 @@ async fn v1_mood_animal(
     state: ::actix_web::web::Data<self::rt::AppState>,
     req: ::actix_web::HttpRequest,
     path: ::actix_web::web::Path<(::std::string::String, ::std::string::String)>,
+    payload: ::actix_web::web::Payload,
 ) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     let (namespace, name) = path.into_inner();
     self::rt::action_read(
@@ -1458,6 +1459,7 @@ async fn v1_mood_animal(
             "mood",
             self::rt::Target::new(Some(namespace), ::std::option::Option::Some(name)),
             &req,
+            payload,
         )
         .await
 }

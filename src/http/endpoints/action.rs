@@ -3,7 +3,7 @@
 //! read its JSON answer, a refusal virt-api's Status (or its plain text).
 
 use actix_web::http::StatusCode;
-use actix_web::web::Bytes;
+use actix_web::web::{Bytes, Payload};
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::Target;
@@ -24,15 +24,21 @@ pub async fn action(
     answer(state.actions.act(res, name, &target, &body).await?)
 }
 
-/// `GET …/<action>`: a guest read, or a stream's checks.
+/// `GET …/<action>`: a guest read, or a stream: its checks, then the upgrade.
 pub async fn action_read(
     state: &AppState,
     res: &'static ResourceInfo,
     name: &'static str,
     target: Target,
-    _req: &HttpRequest,
+    req: &HttpRequest,
+    payload: Payload,
 ) -> Result<HttpResponse, ApiError> {
-    answer(state.actions.act(res, name, &target, &[]).await?)
+    match state.actions.act(res, name, &target, &[]).await? {
+        Acted::Stream { stream, guest } => {
+            super::stream::serve(state, req, payload, &stream, guest)
+        }
+        acted => answer(acted),
+    }
 }
 
 fn answer(acted: Acted) -> Result<HttpResponse, ApiError> {
@@ -41,5 +47,6 @@ fn answer(acted: Acted) -> Result<HttpResponse, ApiError> {
             HttpResponse::build(StatusCode::from_u16(code).unwrap_or(StatusCode::OK)).finish()
         }
         Acted::Answer(v) => HttpResponse::Ok().json(v),
+        Acted::Stream { .. } => unreachable!("action_read serves streams"),
     })
 }

@@ -6,6 +6,7 @@ mod action;
 mod assign;
 mod delete;
 mod read;
+mod stream;
 mod subresource;
 mod write;
 

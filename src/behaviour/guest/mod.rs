@@ -1,0 +1,287 @@
+//! The simulated guests: one per running VMI, met lazily (by its console, its agent's reads or
+//! a power action) and kept until it powers off. A guest met within `BOOT_WINDOW` of its VMI's
+//! Running boots then, writing its boot log to the serial console (a console attached during
+//! boot sees it, then the login prompt); one met later is already up. Its serial console is
+//! one port: a new connection cuts the old one, as virt-handler cuts it
+//! (pkg/virt-handler/rest/console.go: the previous stream's stop channel closed, its
+//! connection dropped without a close frame), and the port's session (the tty, who is logged
+//! in) outlives the connections, as a getty's does.
+//!
+//! In-guest power goes through the registry as virt-handler sees it: a poweroff (or a reboot
+//! under `rebootPolicy: Terminate`, converter/compute/reboot_policy.go: on_reboot=destroy) ends
+//! the VMI Succeeded (the kind's `guest/poweroff` action, as virt-handler); a reboot otherwise
+//! keeps it Running and boots again on the same console (QEMU keeps the serial port).
+//!
+//! - `tty`: the serial line discipline; `shell`: login and the shell over any byte stream;
+//! - `identity`: what the guest knows of itself, from its VMI (cloud-init's accounts).
+
+mod boot;
+pub mod identity;
+pub mod shell;
+pub mod tty;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use lifecycle::Rng;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use self::identity::Identity;
+use self::shell::{Machine, Power, Session};
+use crate::object::meta::parse_rfc3339;
+use crate::resource::ResourceInfo;
+
+/// A guest met this long after its VMI turned Running is already up.
+const BOOT_WINDOW: Duration = Duration::from_secs(10);
+
+/// The serial console's session key in the guest's user list (an SSH session takes others).
+const CONSOLE_SESSION: u64 = 0;
+
+/// The guests of the running VMIs, by VMI UID.
+#[derive(Debug, Clone)]
+pub struct Guests {
+    map: Arc<Mutex<HashMap<String, Arc<Guest>>>>,
+    /// `--simulate-seed`: the boot logs' numbers repeat with it.
+    seed: u64,
+}
+
+/// A guest and where it runs.
+#[derive(Debug)]
+pub struct Guest {
+    /// Its VMI: kind, namespace, name, UID.
+    pub res: &'static ResourceInfo,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    /// `spec.domain.rebootPolicy: Terminate`.
+    terminate_on_reboot: bool,
+    seed: u64,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    machine: Machine,
+    console: Session,
+    /// The connection on the serial port: dropping the sender ends it.
+    attached: Option<(u64, mpsc::UnboundedSender<Bytes>)>,
+    connections: u64,
+    /// Bumped by each boot: a boot's writer stops once another began.
+    boots: u64,
+    booting: bool,
+    down: bool,
+}
+
+impl State {
+    fn write(&mut self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        if let Some((_, out)) = &self.attached {
+            if out.send(Bytes::from(bytes)).is_err() {
+                self.attached = None;
+            }
+        }
+    }
+}
+
+/// A connection to a guest's serial console: what the guest writes comes on `output` (closed
+/// when the connection is cut or the guest goes down); what the client types goes to `input`.
+#[derive(Debug)]
+pub struct Console {
+    pub guest: Arc<Guest>,
+    pub output: mpsc::UnboundedReceiver<Bytes>,
+    id: u64,
+}
+
+impl Guests {
+    pub fn new(seed: u64) -> Guests {
+        Guests { map: Default::default(), seed }
+    }
+
+    /// The guest of `vmi` (of `res`), met now if it is Running; `None` otherwise.
+    pub fn guest(&self, res: &'static ResourceInfo, vmi: &Value) -> Option<Arc<Guest>> {
+        if vmi["status"]["phase"] != "Running" {
+            return None;
+        }
+        let uid = vmi["metadata"]["uid"].as_str()?.to_string();
+        let mut map = self.map.lock().expect("guests");
+        map.retain(|_, g| !g.state.lock().expect("guest").down);
+        if let Some(g) = map.get(&uid) {
+            return Some(g.clone());
+        }
+        let since = vmi["status"]["phaseTransitionTimestamps"]
+            .as_array()
+            .and_then(|a| a.iter().rev().find(|t| t["phase"] == "Running"))
+            .and_then(|t| parse_rfc3339(t["phaseTransitionTimestamp"].as_str()?));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let up = Duration::from_secs(since.map_or(0, |s| (now - s).max(0) as u64));
+        let booting = up < BOOT_WINDOW;
+        let booted = Instant::now().checked_sub(up).unwrap_or_else(Instant::now);
+        let meta = &vmi["metadata"];
+        // A VMI of the same name replaced the one a guest ran in: that guest is gone.
+        let same = |g: &Guest| {
+            meta["namespace"] == g.namespace.as_str() && meta["name"] == g.name.as_str()
+        };
+        map.retain(|_, g| !same(g));
+        let machine =
+            Machine { id: Identity::of(vmi), files: Default::default(), users: vec![], booted };
+        let guest = Arc::new(Guest {
+            res,
+            namespace: meta["namespace"].as_str().unwrap_or_default().to_string(),
+            name: meta["name"].as_str().unwrap_or_default().to_string(),
+            uid: uid.clone(),
+            terminate_on_reboot: vmi["spec"]["domain"]["rebootPolicy"] == "Terminate",
+            seed: self.seed,
+            state: Mutex::new(State {
+                machine,
+                console: Session::new(CONSOLE_SESSION),
+                attached: None,
+                connections: 0,
+                boots: 0,
+                booting: false,
+                down: false,
+            }),
+        });
+        map.insert(uid, guest.clone());
+        drop(map);
+        if booting {
+            guest.boot(false);
+        }
+        Some(guest)
+    }
+
+    /// What the guest of `vmi` reports through its agent (`$guest` in the actions): who is
+    /// logged in and its filesystems; null when it is not running.
+    pub fn report(&self, res: &'static ResourceInfo, vmi: &Value) -> Value {
+        match self.guest(res, vmi) {
+            Some(g) => g.report(),
+            None => Value::Null,
+        }
+    }
+
+    /// The guest of a VMI gone down is forgotten.
+    fn forget(&self, uid: &str) {
+        self.map.lock().expect("guests").remove(uid);
+    }
+}
+
+impl Guest {
+    /// Attaches a connection to the serial console, cutting the one attached before.
+    pub fn attach(self: &Arc<Self>) -> Console {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut st = self.state.lock().expect("guest");
+        st.connections += 1;
+        let id = st.connections;
+        // The previous connection's sender dropped: its stream ends, with no close frame.
+        st.attached = Some((id, tx));
+        Console { guest: self.clone(), output: rx, id }
+    }
+
+    /// The agent's view: `userList` and `fsInfo` as virt-launcher builds them
+    /// (pkg/virt-launcher/virtwrap/manager.go `GetGuestInfo`; api/types.go).
+    pub fn report(&self) -> Value {
+        let st = self.state.lock().expect("guest");
+        let users: Vec<Value> = st
+            .machine
+            .users
+            .iter()
+            .map(|(_, u, t)| json!({"userName": u, "loginTime": t}))
+            .collect();
+        let fs = json!({
+            "diskName": "vda1", "mountPoint": "/", "fileSystemType": "ext4",
+            "usedBytes": shell::ROOT_USED, "totalBytes": shell::ROOT_TOTAL,
+            "disk": [{"busType": "virtio"}],
+        });
+        json!({"users": users, "filesystems": [fs]})
+    }
+
+    /// Boots: the boot log on the console over its time, then the login prompt. `reboot`
+    /// first ends the sessions and writes the kernel's restart line.
+    pub fn boot(self: &Arc<Self>, reboot: bool) {
+        let generation = {
+            let mut st = self.state.lock().expect("guest");
+            if reboot {
+                let State { console, machine, .. } = &mut *st;
+                console.logout(machine);
+                machine.users.clear();
+                machine.booted = Instant::now();
+                st.write(tty::onlcr(boot::RESTART));
+            }
+            st.boots += 1;
+            st.booting = true;
+            st.boots
+        };
+        let lines = {
+            let st = self.state.lock().expect("guest");
+            let rng = Rng::derived(self.seed, &["guest", &self.namespace, &self.name]);
+            boot::log(&st.machine.id, rng, generation)
+        };
+        let guest = self.clone();
+        tokio::spawn(async move {
+            for (delay, line) in lines {
+                tokio::time::sleep(delay).await;
+                let mut st = guest.state.lock().expect("guest");
+                if st.boots != generation || st.down {
+                    return;
+                }
+                st.write(tty::onlcr(&line));
+            }
+            let mut st = guest.state.lock().expect("guest");
+            if st.boots == generation && !st.down {
+                st.booting = false;
+                let banner = st.console.banner(&st.machine);
+                st.write(banner);
+            }
+        });
+    }
+
+    /// Goes down: the console's connection dropped, the guest forgotten.
+    pub fn halt(&self, guests: &Guests) {
+        let mut st = self.state.lock().expect("guest");
+        st.write(tty::onlcr(boot::POWER_DOWN));
+        st.down = true;
+        st.attached = None;
+        st.machine.users.clear();
+        drop(st);
+        guests.forget(&self.uid);
+    }
+
+    /// What a power request does to the guest; `true` when the VMI ends (then the caller
+    /// writes it Succeeded).
+    pub fn power(self: &Arc<Self>, p: Power, guests: &Guests) -> bool {
+        match (p, self.terminate_on_reboot) {
+            (Power::Reboot, false) => {
+                self.boot(true);
+                false
+            }
+            _ => {
+                self.halt(guests);
+                true
+            }
+        }
+    }
+}
+
+impl Console {
+    /// Feeds what the client typed; a power request it made, if any. Input while the guest
+    /// boots reaches nothing (no getty yet).
+    pub fn input(&self, bytes: &[u8]) -> Option<Power> {
+        let mut st = self.guest.state.lock().expect("guest");
+        if st.attached.as_ref().is_none_or(|(id, _)| *id != self.id) || st.booting || st.down {
+            return None;
+        }
+        let State { console, machine, .. } = &mut *st;
+        let (out, power) = console.feed(bytes, machine);
+        st.write(out);
+        power
+    }
+}
+
+#[cfg(test)]
+mod tests;
