@@ -155,9 +155,8 @@ impl Feed {
         let prevs = self.cache.apply(
             rev,
             commits.iter().zip(&served).zip(&objects).map(|((c, value), object)| {
-                let entry = (c.kind != EventType::Deleted).then(|| {
-                    Entry::decoded(c.rev, c.create_rev, value.clone(), object.clone())
-                });
+                let entry = (c.kind != EventType::Deleted)
+                    .then(|| Entry::decoded(c.rev, c.create_rev, value.clone(), object.clone()));
                 (c.key.as_str(), entry)
             }),
         );

@@ -245,16 +245,21 @@ fn a_wait_for_first_consumer_data_volume_binds_where_its_vm_is_scheduled() {
 }
 
 fn upload_yaml(name: &str, class: &str) -> String {
+    dv_yaml(name, "source: {upload: {}}", &format!("\n    storageClassName: {class}"))
+}
+
+/// A DataVolume of `source` (a line of its spec), 1Gi of the default class unless `class`
+/// adds a line.
+fn dv_yaml(name: &str, source: &str, class: &str) -> String {
     format!(
         "apiVersion: cdi.kubevirt.io/v1beta1
 kind: DataVolume
 metadata:
   name: {name}
 spec:
-  source: {{upload: {{}}}}
+  {source}
   storage:
-    resources: {{requests: {{storage: 1Gi}}}}
-    storageClassName: {class}
+    resources: {{requests: {{storage: 1Gi}}}}{class}
 "
     )
 }
@@ -320,17 +325,7 @@ fn an_upload_runs_its_upload_server_behind_its_service() {
 }
 
 fn clone_yaml(name: &str, source: &str) -> String {
-    format!(
-        "apiVersion: cdi.kubevirt.io/v1beta1
-kind: DataVolume
-metadata:
-  name: {name}
-spec:
-  {source}
-  storage:
-    resources: {{requests: {{storage: 1Gi}}}}
-"
-    )
+    dv_yaml(name, source, "")
 }
 
 fn event_message(s: &TestServer, ns: &str, kind: &str, name: &str, reason: &str) -> String {
@@ -437,22 +432,14 @@ fn a_clone_copies_its_source_through_a_source_pod_and_an_upload_server() {
     });
 
     // The events, in CDI's words.
-    assert_eq!(
-        event_message(&s, "vms", "DataVolume", "copy", "CloneScheduled"),
-        "Cloning from golden/fedora into vms/copy scheduled"
-    );
-    assert_eq!(
-        event_message(&s, "vms", "DataVolume", "copy", "CloneInProgress"),
-        "Cloning from golden/fedora into vms/copy in progress"
-    );
-    assert_eq!(
-        event_message(&s, "vms", "DataVolume", "copy", "CloneSucceeded"),
-        "Successfully cloned from golden/fedora into vms/copy"
-    );
-    assert_eq!(
-        event_message(&s, "vms", "PersistentVolumeClaim", "copy", "CloneSucceeded"),
-        "Clone Complete"
-    );
+    for (kind, reason, message) in [
+        ("DataVolume", "CloneScheduled", "Cloning from golden/fedora into vms/copy scheduled"),
+        ("DataVolume", "CloneInProgress", "Cloning from golden/fedora into vms/copy in progress"),
+        ("DataVolume", "CloneSucceeded", "Successfully cloned from golden/fedora into vms/copy"),
+        ("PersistentVolumeClaim", "CloneSucceeded", "Clone Complete"),
+    ] {
+        assert_eq!(event_message(&s, "vms", kind, "copy", reason), message, "{kind} {reason}");
+    }
     let table = k.ok(&["get", "dv", "copy"]);
     assert!(table.contains("Succeeded") && table.contains("100.0%"), "{table}");
 
