@@ -25,6 +25,7 @@ pub mod etcd;
 mod feed;
 mod hub;
 mod records;
+mod reset;
 mod retention;
 mod served;
 pub mod sqlite;
@@ -48,6 +49,7 @@ pub use etcd::EtcdConfig;
 use hub::{Hub, Lag};
 pub use hub::{HubStats, QueueLimits, Subscription};
 pub use records::{Event, EventType, ListRequest, ListResult, Prev, RawList, Written};
+pub use reset::{ResetStats, Saved};
 pub use retention::RetentionConfig;
 /// The scanner served bytes are spliced with, for the HTTP layer's splices into the same bytes.
 pub use served::value_end as json_value_end;
