@@ -1,13 +1,14 @@
 //! What every handler shares: the server's state, apart from the server so the filters and the
 //! endpoints name it without naming the server that runs them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::behaviour::actions::Actions;
 use crate::behaviour::Behaviour;
 use crate::http::shutdown::Phases;
 use crate::registry::Registry;
-use crate::store::Store;
+use crate::store::{Saved, Store};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -21,6 +22,9 @@ pub struct AppState {
     pub watch: WatchConfig,
     /// The shutdown phase: `/readyz` and open watches follow it.
     pub phases: Phases,
+    /// What `POST /reset` puts the store back to: the state once the start-up objects and the
+    /// fixtures were written (`None`: reset is refused, the server not started by the shell).
+    pub fixtures: Option<Arc<Saved>>,
 }
 
 impl AppState {
@@ -34,6 +38,7 @@ impl AppState {
             store,
             watch: WatchConfig::default(),
             phases: Phases::default(),
+            fixtures: None,
         }
     }
 }

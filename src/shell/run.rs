@@ -12,6 +12,7 @@ use crate::controllers::{
 };
 use crate::http::server::{self, AppState, ShutdownSignals};
 use crate::shell::config::Config;
+use crate::shell::fixtures;
 use crate::store::Store;
 
 /// Why the server did not start or did not run to its clean end.
@@ -60,7 +61,7 @@ pub fn run(config: Config) -> Result<(), Error> {
     }
     let scheme = if config.serve.tls.is_some() { "https" } else { "http" };
     server::block_on(async move {
-        let Config { filters, serve, watch, simulation, .. } = config;
+        let Config { filters, serve, watch, simulation, fixtures, .. } = config;
         // `--simulate-config` extends or replaces virt-api's webhooks and actions as it does
         // the controllers' lifecycles.
         let behaviour = match &simulation {
@@ -72,7 +73,7 @@ pub fn run(config: Config) -> Result<(), Error> {
             .with_address_ranges(config.service_ranges);
         // The kubelet's log reader: the simulated containers' lines, or none.
         let registry = behaviour.logging(registry);
-        let state = AppState { watch, ..AppState::new(store, &behaviour, registry) };
+        let mut state = AppState { watch, ..AppState::new(store, &behaviour, registry) };
         // kube-apiserver's system namespaces, and those objects already live in, exist before
         // the first request is served.
         if let Err(e) = state.registry.ensure_namespaces().await {
@@ -82,6 +83,13 @@ pub fn run(config: Config) -> Result<(), Error> {
         if let Err(e) = apiserver_service::ensure(&state.registry, addr.port()).await {
             log::warn!("cannot create the default/kubernetes service: {e}");
         }
+        // The fixtures, before anyone is served; the state reached is what a reset puts back.
+        fixtures::apply(&state.registry, &fixtures).await.map_err(Error::Start)?;
+        let saved = state
+            .store
+            .save()
+            .map_err(|e| Error::Start(format!("cannot save the fixtures: {e}")))?;
+        state.fixtures = Some(std::sync::Arc::new(saved));
         let shutdown = serve.shutdown;
         let signals = ShutdownSignals::install()?;
         let http = server::run_with(listener, state.clone(), filters, serve)?;
