@@ -4,6 +4,7 @@
 mod clients;
 mod common;
 mod documents;
+mod harness;
 mod machinery;
 mod operations;
 mod simulation;
