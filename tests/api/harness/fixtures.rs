@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{binary, rv, Kubectl, ServerOptions, TestServer};
+use crate::common::{binary, eventually, rv, Kubectl, ServerOptions, TestServer};
 
 /// A namespaced VM and a claim that defaults its class, in a file named before the one that
 /// makes their namespace and the default StorageClass: the server orders them.
@@ -234,4 +234,45 @@ fn only_system_masters_may_reset_when_authentication_is_on_and_the_subcommand_se
     assert!(said.contains("(resourceVersion "), "{said}");
     let r = s.request("GET", &path, &[("Authorization", &root)], None);
     assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// Under `--simulate` the runtime follows a reset: what it made is gone with the rest, and it
+/// runs the fixtures' VMs again from the state put back (it re-evaluates every object after
+/// the loss, as after a restart).
+#[test]
+fn the_simulation_runs_the_fixtures_again_after_a_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("vm.yaml");
+    let vm = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\n\
+              apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: runs, namespace: team}\n\
+              spec: {runStrategy: Always, template: {spec: {domain: {devices: {}}}}}\n";
+    std::fs::write(&file, vm).unwrap();
+    let args = ["--simulate", "--simulate-speed", "0", "--fixtures", file.to_str().unwrap()];
+    let s = TestServer::start_with(ServerOptions {
+        args: args.map(String::from).to_vec(),
+        ..Default::default()
+    });
+    let k = Kubectl::in_namespace(&s, "team");
+    let running = |name: &str| {
+        let path = format!("{VMS}/{name}");
+        eventually(Duration::from_secs(20), || {
+            let vm = s.get_json(&path);
+            (vm["status"]["printableStatus"] == "Running").then_some(())
+        });
+        let vmi = format!("/apis/kubevirt.io/v1/namespaces/team/virtualmachineinstances/{name}");
+        s.get_json(&vmi)["metadata"]["uid"].as_str().unwrap().to_owned()
+    };
+    let first = running("runs");
+    let file = k.file("extra.yaml", &vm.replace("name: runs", "name: extra"));
+    k.ok(&["apply", "-f", file.to_str().unwrap()]);
+    running("extra");
+
+    reset(&s);
+    let again = running("runs");
+    assert_ne!(again, first, "the VMI the runtime made went with the reset and was made again");
+    assert_eq!(k.ok(&["get", "vm", "-o", "name"]), "virtualmachine.kubevirt.io/runs\n");
+    eventually(Duration::from_secs(10), || {
+        let vmis = k.ok(&["get", "vmi", "-o", "name"]);
+        (vmis == "virtualmachineinstance.kubevirt.io/runs\n").then_some(())
+    });
 }
