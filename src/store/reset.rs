@@ -1,7 +1,8 @@
 //! Reset: the store put back to a state it held before (a server's fixtures), at a new revision,
 //! with older history compacted, as a harness does between tests.
 //!
-//! It needs nothing of a backend beyond the contract: the difference between the live state and
+//! `Store::reset` runs it over what is planned here. It needs nothing of a backend beyond the
+//! contract: the difference between the live state and
 //! the one to restore is written as ordinary compare-and-swap writes (handed over together, so
 //! SQLite commits them in one group commit; etcd takes one transaction each), repeated while
 //! another writer races it, then history is compacted to the revision reached, so a list or a
@@ -15,11 +16,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
-use futures_util::future::join_all;
-use futures_util::FutureExt as _;
 use serde_json::Value;
 
-use super::{served, Store, StoreError};
+use super::cache::Entry;
+use super::{served, StoreError};
 
 /// A state to restore: every live key's object as persisted (no resourceVersion).
 #[derive(Debug, Default)]
@@ -58,86 +58,70 @@ pub struct ResetStats {
 }
 
 /// Passes over the difference before a reset gives up on a writer that keeps racing it.
-const PASSES: usize = 16;
+pub const PASSES: usize = 16;
 
-impl Store {
-    /// The live state, to `reset` to later.
-    pub fn save(&self) -> Result<Saved, StoreError> {
+/// One write of a reset, on the key's live revision.
+#[derive(Debug)]
+pub enum Step {
+    Delete { key: String, rev: u64 },
+    Update { key: String, rev: u64, value: Value },
+    Create { key: String, value: Value },
+}
+
+impl Saved {
+    /// The live `entries`, to reset to later.
+    pub fn of(entries: Vec<(String, Entry)>) -> Result<Saved, StoreError> {
         let (mut objects, mut known) = (BTreeMap::new(), HashMap::new());
-        for (key, entry) in self.inner.cache.entries("") {
+        for (key, entry) in entries {
             objects.insert(key.clone(), persisted(&*entry.object()?)?);
             known.insert(key, entry.rev);
         }
         Ok(Saved { objects, known: Mutex::new(known) })
     }
 
-    /// Puts the store back to `saved` at a new revision: keys not in it deleted, the others
-    /// written back where they differ; then history up to that revision compacted and every
-    /// watch ended (see the module documentation).
-    pub async fn reset(&self, saved: &Saved) -> Result<ResetStats, StoreError> {
-        let mut stats = ResetStats::default();
-        // Watches end before the first write, so none is sent the reset's events: a client
-        // re-watches from a resourceVersion older than the reset, which the compaction below
-        // expires, and relists. The end is repeated once the reset is done, for watches opened
-        // meanwhile.
-        self.inner.hub.restart(self.inner.cache.revision());
-        let mut known = saved.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        for _ in 0..PASSES {
-            let live = self.inner.cache.entries("");
-            let mut writes = Vec::new();
-            for (key, entry) in &live {
-                match saved.objects.get(key) {
-                    None => {
-                        stats.deleted += 1;
-                        writes.push(self.delete(key, entry.rev).map(|r| (None, r)).boxed());
-                    }
-                    Some(_) if known.get(key) == Some(&entry.rev) => {}
-                    Some(want) if persisted(&*entry.object()?)? != *want => {
-                        stats.updated += 1;
-                        let update = self.update(key, entry.rev, want.clone());
-                        writes.push(update.map(move |r| (Some(key), r)).boxed());
-                    }
-                    Some(_) => {
-                        known.insert(key.clone(), entry.rev);
-                    }
+    /// The revisions known to hold the saved state, for one reset to use and give back.
+    pub fn known(&self) -> HashMap<String, u64> {
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn set_known(&self, known: HashMap<String, u64>) {
+        *self.known.lock().unwrap_or_else(|e| e.into_inner()) = known;
+    }
+
+    /// The writes that take `live` back to the saved state, counted into `stats`; a key found
+    /// equal is noted in `known`.
+    pub fn plan(
+        &self,
+        live: &[(String, Entry)],
+        known: &mut HashMap<String, u64>,
+        stats: &mut ResetStats,
+    ) -> Result<Vec<Step>, StoreError> {
+        let mut steps = Vec::new();
+        for (key, entry) in live {
+            match self.objects.get(key) {
+                None => {
+                    stats.deleted += 1;
+                    steps.push(Step::Delete { key: key.clone(), rev: entry.rev });
                 }
-            }
-            let live: BTreeSet<&str> = live.iter().map(|(k, _)| k.as_str()).collect();
-            for (key, want) in &saved.objects {
-                if !live.contains(key.as_str()) {
-                    stats.created += 1;
-                    writes
-                        .push(self.create(key, want.clone()).map(move |r| (Some(key), r)).boxed());
+                Some(_) if known.get(key) == Some(&entry.rev) => {}
+                Some(want) if persisted(&*entry.object()?)? != *want => {
+                    stats.updated += 1;
+                    let value = want.clone();
+                    steps.push(Step::Update { key: key.clone(), rev: entry.rev, value });
                 }
-            }
-            if writes.is_empty() {
-                break;
-            }
-            for (key, result) in join_all(writes).await {
-                match result {
-                    Ok(written) => {
-                        let rev = written.object.pointer("/metadata/resourceVersion");
-                        let rev = rev.and_then(Value::as_str).and_then(|r| r.parse().ok());
-                        if let (Some(key), Some(rev)) = (key, rev) {
-                            known.insert(key.clone(), rev);
-                        }
-                    }
-                    // Another writer got there first: the next pass reads what it left.
-                    Err(
-                        StoreError::Conflict { .. }
-                        | StoreError::AlreadyExists
-                        | StoreError::NotFound,
-                    ) => {}
-                    Err(e) => return Err(e),
+                Some(_) => {
+                    known.insert(key.clone(), entry.rev);
                 }
             }
         }
-        *saved.known.lock().unwrap_or_else(|e| e.into_inner()) = known;
-        let rev = self.inner.cache.revision();
-        self.inner.backend.compact(rev).await?;
-        self.inner.hub.restart(self.inner.cache.revision());
-        stats.revision = rev;
-        Ok(stats)
+        let live: BTreeSet<&str> = live.iter().map(|(k, _)| k.as_str()).collect();
+        for (key, want) in &self.objects {
+            if !live.contains(key.as_str()) {
+                stats.created += 1;
+                steps.push(Step::Create { key: key.clone(), value: want.clone() });
+            }
+        }
+        Ok(steps)
     }
 }
 
