@@ -31,6 +31,10 @@
 //! section of BENCHMARKS.md (with `--quick`: 2 000 objects, target/). On two shared cores it
 //! measures the overhead of the etcd backend and of replication, not scale-out.
 //!
+//! `fixtures [--count N]` (fixtures.rs): our server started with N fixture VMs (500 by default)
+//! and reset between "tests": the start with and without them and the reset's answer time; its
+//! section of BENCHMARKS.md (with `--quick`: 100 VMs, target/).
+//!
 //! Each throughput (creates, gets, lists) also records CPU time per operation (per item for
 //! lists) of the server process, all threads, and of this process (the client), from
 //! utime + stime in /proc/PID/stat and /proc/self/stat around the measurement.
@@ -47,6 +51,7 @@
 mod backend;
 mod compare;
 mod etcd;
+mod fixtures;
 mod http;
 mod object;
 mod ours;
@@ -140,6 +145,18 @@ enum Mode {
         #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
         note: Option<String>,
     },
+    /// Our server started with N fixture VMs and reset between tests (`POST /reset`)
+    Fixtures {
+        /// 100 VMs, 1 start and 5 resets, reported to target/BENCHMARKS-fixtures-quick.md
+        #[arg(long)]
+        quick: bool,
+        /// How many fixture VMs [default: 500, or 100 with --quick]
+        #[arg(long, value_name = "N", value_parser = positive::<usize>)]
+        count: Option<usize>,
+        /// A line added to the report
+        #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+        note: Option<String>,
+    },
     /// Our server on SQLite, on a private etcd with 1 and 3 replicas, and bare etcd
     Replicas {
         /// 2 000 objects, 1 run, reported to target/BENCHMARKS-replicas-quick.md
@@ -191,6 +208,7 @@ fn main() {
             run_vms(count.unwrap_or(if quick { 100 } else { 1000 }), quick, note.as_deref())
         }
         Mode::Replicas { quick, note } => run_replicas(quick, note.as_deref()),
+        Mode::Fixtures { quick, count, note } => run_fixtures(quick, count, note.as_deref()),
     };
     std::process::exit(status);
 }
@@ -377,6 +395,30 @@ fn run_vms(count: usize, quick: bool, note: Option<&str>) -> i32 {
     i32::from(!failures.is_empty())
 }
 
+/// `fixtures`: our server only; answers the exit status (1 when a check failed). A quick run
+/// reports to target/; a full one to its section of BENCHMARKS.md.
+fn run_fixtures(quick: bool, count: Option<usize>, note: Option<&str>) -> i32 {
+    let provenance = format!("Commit {}, {}, {}.", commit(), report::date(), report::machine());
+    let plan = fixtures::FixturesPlan::new(quick, count);
+    println!("fixtures: {} VMs, {} starts, {} resets", plan.count, plan.starts, plan.resets);
+    let result = fixtures::run(&plan, &Body::new());
+    let text = fixtures::markdown(&result, &provenance, note);
+    println!("\n{text}");
+    let md = if quick {
+        target_dir().join("BENCHMARKS-fixtures-quick.md")
+    } else {
+        root().join("BENCHMARKS.md")
+    };
+    let old = std::fs::read_to_string(&md).unwrap_or_default();
+    std::fs::write(&md, report::splice(&old, "fixtures", &text))
+        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
+    println!("fixtures report written to {}", md.display());
+    for f in &result.failures {
+        eprintln!("error: fixtures: {f}");
+    }
+    i32::from(!result.failures.is_empty())
+}
+
 /// `replicas`: answers the exit status (1 on a 429; a failed operation panics). A quick run
 /// reports to target/; a full one to its section of BENCHMARKS.md.
 fn run_replicas(quick: bool, note: Option<&str>) -> i32 {
@@ -448,6 +490,9 @@ mod tests {
         assert!(matches!(cli.mode, Mode::Overload { quick: true }));
         let cli = parse(&["replicas", "--note", "n"]).unwrap();
         assert!(matches!(cli.mode, Mode::Replicas { quick: false, note: Some(_) }));
+        let cli = parse(&["fixtures", "--quick", "--count", "20"]).unwrap();
+        assert!(matches!(cli.mode, Mode::Fixtures { quick: true, count: Some(20), note: None }));
+        assert!(parse(&["fixtures", "--count", "0"]).is_err());
         assert!(parse(&[]).is_err());
         assert!(parse(&["--quick"]).is_err());
     }

@@ -608,6 +608,7 @@ fn handler_call(api: &Api, h: &Handler) -> TokenStream {
         Handler::Ping => quote!(self::rt::ping(&state, &req)),
         Handler::Ready => quote!(self::rt::ready(&state, &req)),
         Handler::StoreProbe => quote!(self::rt::store_probe(&state, &req)),
+        Handler::Reset => quote!(self::rt::reset(&state, &req)),
         Handler::OpenapiV2 => quote!(self::rt::openapi_v2(&state, &req)),
         Handler::OpenapiV3Index => quote!(self::rt::openapi_v3_index(&state, &req)),
         Handler::OpenapiV3Document { core: false } => {

@@ -294,6 +294,9 @@ mod rt {
     pub async fn store_probe(_: &AppState, _: &HttpRequest) -> Answer {
         answer("store probe".into())
     }
+    pub async fn reset(_: &AppState, _: &HttpRequest) -> Answer {
+        answer("reset".into())
+    }
     pub async fn openapi_v2(_: &AppState, _: &HttpRequest) -> Answer {
         answer("openapi v2".into())
     }

@@ -2,7 +2,8 @@
 //! the lifecycles (the built-in `openapi/lifecycles.yaml`, extended or replaced by
 //! `--simulate-config`; format and language in the `lifecycle` crate) against stored objects.
 //!
-//! It keeps no state that matters: on start, and whenever the event hub says it lagged, it
+//! It keeps no state that matters: on start, and whenever the event hub says it lagged (a reset
+//! too, which also makes it register its cluster again), it
 //! evaluates every stored object of the kinds with stages, so a restart resumes each lifecycle
 //! from what is stored. Each committed change of such a kind (or of a kind their stages relate
 //! to) re-evaluates the objects it concerns; a matching stage is scheduled after its delay
@@ -138,6 +139,8 @@ async fn run(engine: Rc<Engine>, mut rx: mpsc::UnboundedReceiver<Msg>) {
                     engine.changed(&batch.events).await;
                     if batch.lagged {
                         engine.rescan().await;
+                        // A reset (`POST /reset`) may have taken the cluster's nodes with it.
+                        engine.register_cluster().await;
                     }
                 }
                 None => return,

@@ -18,6 +18,7 @@ pub mod openapi;
 pub mod outermost;
 pub mod params;
 pub mod request_info;
+pub mod reset;
 pub mod routes;
 pub mod server;
 pub mod shutdown;

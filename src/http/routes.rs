@@ -29,4 +29,5 @@ mod rt {
     pub(super) use crate::http::openapi::{
         v2 as openapi_v2, v3_document as openapi_v3_document, v3_index as openapi_v3_index,
     };
+    pub(super) use crate::http::reset::reset;
 }

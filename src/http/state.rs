@@ -9,7 +9,7 @@ use crate::behaviour::Behaviour;
 use crate::http::faults::Faults;
 use crate::http::shutdown::Phases;
 use crate::registry::Registry;
-use crate::store::Store;
+use crate::store::{Saved, Store};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -25,6 +25,9 @@ pub struct AppState {
     pub phases: Phases,
     /// The Faults the filter chain applies (none when the document has no Fault kind).
     pub faults: Option<Arc<Faults>>,
+    /// What `POST /reset` puts the store back to: the state once the start-up objects and the
+    /// fixtures were written (`None`: reset is refused, the server not started by the shell).
+    pub fixtures: Option<Arc<Saved>>,
 }
 
 impl AppState {
@@ -39,6 +42,7 @@ impl AppState {
             store,
             watch: WatchConfig::default(),
             phases: Phases::default(),
+            fixtures: None,
         }
     }
 }

@@ -13,7 +13,7 @@ use super::log_source::{LogSource, NoLogs};
 use crate::object::error::ApiError;
 use crate::object::subresource::Part;
 use crate::resource::ResourceInfo;
-use crate::store::{Fence, Store};
+use crate::store::{Fence, ResetStats, Saved, Store};
 
 /// The verbs over one store. Cheap to clone: it is a handle.
 #[derive(Clone, Debug)]
@@ -79,6 +79,13 @@ impl Registry {
     }
 
     /// The store underneath, for what is not an object verb: watches, probes, metrics.
+    /// Puts every object back to `saved` (the fixtures), below admission: the objects are
+    /// restored as they were stored, at a new revision, older history compacted and every
+    /// watch ended (`Store::reset`); the controllers re-scan what it leaves.
+    pub async fn reset(&self, saved: &Saved) -> Result<ResetStats, ApiError> {
+        Ok(self.store.reset(saved).await?)
+    }
+
     pub fn store(&self) -> &Store {
         &self.store
     }

@@ -1,6 +1,8 @@
 //! The subcommands: tools that run to their end instead of the server.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::http::kubeconfig::{self, KubeconfigArgs};
 use crate::store::sqlite::files;
@@ -23,6 +25,19 @@ pub enum Command {
         database: PathBuf,
         /// Where the copy goes (replaced if it exists).
         out: PathBuf,
+    },
+    /// Put a running server's store back to its fixtures (`POST /reset`): objects not in them
+    /// deleted, the others written back; older resourceVersions then answer 410 Expired.
+    Reset {
+        /// The server's URL, e.g. `http://127.0.0.1:8080`.
+        #[arg(long)]
+        server: String,
+        /// A bearer token of a user in system:masters (when the server authenticates).
+        #[arg(long)]
+        token: Option<String>,
+        /// The CA bundle (PEM) that verifies an https server's certificate.
+        #[arg(long)]
+        certificate_authority: Option<PathBuf>,
     },
     /// Replace the database with the copy IN (the server stopped). Revisions continue above
     /// every revision the replaced database served and older history counts as compacted, so
@@ -64,6 +79,9 @@ impl Command {
                     out.display()
                 ))
             }
+            Command::Reset { server, token, certificate_authority } => {
+                reset(server, token.as_deref(), certificate_authority.as_deref())
+            }
             Command::Restore { database, input, bump_revision } => {
                 let done = files::restore(database, input, *bump_revision)?;
                 Ok(format!(
@@ -78,4 +96,50 @@ impl Command {
             }
         }
     }
+}
+
+/// Sends `POST /reset` to `server`: the Status message and the revision reached, or the
+/// server's refusal in its own words.
+fn reset(server: &str, token: Option<&str>, ca: Option<&Path>) -> Result<String, String> {
+    let mut agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(60));
+    if let Some(ca) = ca {
+        agent = agent.tls_config(Arc::new(client_tls(ca)?));
+    }
+    let url = format!("{}/reset", server.trim_end_matches('/'));
+    let mut request = agent.build().post(&url);
+    if let Some(token) = token {
+        request = request.set("Authorization", &format!("Bearer {token}"));
+    }
+    let status: serde_json::Value = match request.call() {
+        Ok(answer) => answer.into_json().map_err(|e| format!("{url}: {e}"))?,
+        Err(ureq::Error::Status(code, answer)) => {
+            let text = answer.into_string().unwrap_or_default();
+            let message = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|s| s["message"].as_str().map(str::to_owned))
+                .unwrap_or(text);
+            return Err(format!("{url}: {code}: {message}"));
+        }
+        Err(e) => return Err(format!("{url}: {e}")),
+    };
+    let message = status["message"].as_str().unwrap_or("reset");
+    let rev = status.pointer("/metadata/resourceVersion").and_then(|v| v.as_str()).unwrap_or("");
+    Ok(format!("{message} (resourceVersion {rev})\n"))
+}
+
+/// A TLS client trusting only the CA bundle at `ca`.
+fn client_tls(ca: &Path) -> Result<rustls::ClientConfig, String> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca).map_err(|e| format!("{}: {e}", ca.display()))? {
+        let cert = cert.map_err(|e| format!("{}: {e}", ca.display()))?;
+        roots.add(cert).map_err(|e| format!("{}: {e}", ca.display()))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }

@@ -15,6 +15,7 @@ use crate::http::tls::{self, TlsFiles};
 use crate::object::duration;
 use crate::registry::addresses::{Cidr, PortRange, Ranges};
 use crate::shell::commands::Command;
+use crate::shell::fixtures;
 use crate::store::{EtcdConfig, QueueLimits, RetentionConfig, StoreConfig};
 
 /// A Kubernetes-style API server for the KubeVirt family of resources, on embedded SQLite.
@@ -140,6 +141,11 @@ pub struct Options {
     #[arg(long, hide = true, value_parser = parse_duration)]
     debug_read_header_timeout: Option<Duration>,
 
+    /// Manifests (a YAML or JSON file, or a directory of them) applied at start, in the order
+    /// given, namespaces first; `POST /reset` puts the store back to them. Repeatable.
+    #[arg(long, value_name = "DIR|FILE")]
+    fixtures: Vec<String>,
+
     /// Run the simulated KubeVirt runtime: objects move through their lifecycles
     /// (openapi/lifecycles.yaml). Off: a pure API server.
     #[arg(long)]
@@ -189,6 +195,8 @@ pub struct Config {
     /// The collector's and the namespace controller's pass interval.
     pub gc_interval: Duration,
     pub event_ttl: Duration,
+    /// `--fixtures`: the manifests read, applied at start.
+    pub fixtures: Vec<fixtures::Manifest>,
 }
 
 impl Options {
@@ -208,6 +216,7 @@ impl Options {
             noted(p, unauthenticated_listener(&addr, authenticates, insecure));
         }
         let tls = self.tls().and_then(|r| noted(p, r));
+        let fixtures = noted(p, fixtures::read(&self.fixtures)).unwrap_or_default();
         let cluster_ips = noted(p, cluster_ip_range(&self.service_cluster_ip_range));
         let node_ports = noted(
             p,
@@ -273,6 +282,7 @@ impl Options {
             garbage_collector: self.enable_garbage_collector,
             gc_interval: Duration::from_secs(self.gc_interval.max(1)),
             event_ttl: self.event_ttl,
+            fixtures,
         })
     }
 

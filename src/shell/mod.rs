@@ -4,4 +4,5 @@
 
 pub mod commands;
 pub mod config;
+pub mod fixtures;
 pub mod run;

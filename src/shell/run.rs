@@ -13,6 +13,7 @@ use crate::controllers::{
 use crate::http::faults::{self, Faults};
 use crate::http::server::{self, AppState, ShutdownSignals};
 use crate::shell::config::Config;
+use crate::shell::fixtures;
 use crate::store::Store;
 
 /// Why the server did not start or did not run to its clean end.
@@ -61,7 +62,7 @@ pub fn run(config: Config) -> Result<(), Error> {
     }
     let scheme = if config.serve.tls.is_some() { "https" } else { "http" };
     server::block_on(async move {
-        let Config { filters, serve, watch, simulation, .. } = config;
+        let Config { filters, serve, watch, simulation, fixtures, .. } = config;
         // `--simulate-config` extends or replaces virt-api's webhooks and actions as it does
         // the controllers' lifecycles.
         let behaviour = match &simulation {
@@ -86,6 +87,13 @@ pub fn run(config: Config) -> Result<(), Error> {
         if let Err(e) = apiserver_service::ensure(&state.registry, addr.port()).await {
             log::warn!("cannot create the default/kubernetes service: {e}");
         }
+        // The fixtures, before anyone is served; the state reached is what a reset puts back.
+        fixtures::apply(&state.registry, &fixtures).await.map_err(Error::Start)?;
+        let saved = state
+            .store
+            .save()
+            .map_err(|e| Error::Start(format!("cannot save the fixtures: {e}")))?;
+        state.fixtures = Some(std::sync::Arc::new(saved));
         let shutdown = serve.shutdown;
         let signals = ShutdownSignals::install()?;
         let http = server::run_with(listener, state.clone(), filters, serve)?;

@@ -137,6 +137,12 @@ impl Cache {
         Some(RawList { revision: st.rev, items, more })
     }
 
+    /// Every live key under `prefix` with its entry, in key order, at one revision.
+    pub fn entries(&self, prefix: &str) -> Vec<(String, Entry)> {
+        let st = self.read();
+        range(&st.objects, prefix, None).map(|(k, e)| (k.to_string(), e.clone())).collect()
+    }
+
     /// How many objects under `prefix` follow `after`, or `None` when `rev` is not the cached
     /// revision.
     pub fn count_after(&self, prefix: &str, after: &str, rev: u64) -> Option<u64> {

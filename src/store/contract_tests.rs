@@ -115,7 +115,8 @@ macro_rules! contract_suite {
                 served_bytes_are_the_objects_with_their_revision,
                 waiting_for_a_revision_wakes_on_its_commit,
                 a_watch_subscribed_before_a_read_misses_nothing,
-                the_leader_writes_fenced
+                the_leader_writes_fenced,
+                a_reset_puts_back_the_saved_state_and_expires_history
             );
             $(contract_suite!(@$extra $backing);)*
         }
@@ -732,4 +733,66 @@ async fn a_watch_subscribed_before_a_read_misses_nothing(b: &impl Backing) {
     }
     writer.await.unwrap();
     assert!(reads > 0, "the writer raced no read");
+}
+
+/// A reset deletes what is not saved, writes back what changed or went, leaves the rest, at a new
+/// revision below which history is compacted; open watches end, re-scanning consumers re-scan.
+async fn a_reset_puts_back_the_saved_state_and_expires_history(b: &impl Backing) {
+    let s = b.store();
+    s.create("g/p/ns/kept", obj("kept", 0)).await.unwrap();
+    let changed = s.create("g/p/ns/changed", obj("changed", 0)).await.unwrap();
+    let gone = s.create("g/p/ns/gone", obj("gone", 0)).await.unwrap();
+    let saved = s.save().unwrap();
+    assert_eq!(saved.len(), 3);
+    let kept_rev = s.get_raw("g/p/ns/kept").unwrap().rev;
+    s.update("g/p/ns/changed", rv(&changed.object), obj("changed", 1)).await.unwrap();
+    s.delete("g/p/ns/gone", rv(&gone.object)).await.unwrap();
+    s.create("g/p/ns/new", obj("new", 0)).await.unwrap();
+    let mut watch = s.watch_events("g/p/");
+    let mut consumer = s.subscribe(|_| true);
+    s.create("g/p/ns/queued", obj("queued", 0)).await.unwrap();
+    let before = s.current_revision().await.unwrap();
+
+    let stats = s.reset(&saved).await.unwrap();
+    assert_eq!((stats.created, stats.updated, stats.deleted), (1, 1, 2));
+    assert!(stats.revision > before);
+    assert_eq!(s.current_revision().await.unwrap(), stats.revision);
+    let now = s.list(page("g/p/", None, None, 10)).await.unwrap();
+    assert_eq!(names(&now), ["changed", "gone", "kept"]);
+    assert_eq!(now.items[0].1["spec"]["n"], 0);
+    assert_eq!(s.get_raw("g/p/ns/kept").unwrap().rev, kept_rev, "an unchanged key is not written");
+    assert_eq!(s.save().unwrap(), saved);
+    // History before the reset is gone; the reset's revision is readable.
+    assert!(matches!(
+        s.list(page("g/p/", Some(before), None, 10)).await,
+        Err(StoreError::Expired { .. })
+    ));
+    assert!(matches!(s.events_after("g/p/", before).await, Err(StoreError::Expired { .. })));
+    assert!(s.events_after("g/p/", stats.revision).await.unwrap().is_empty());
+    // The watch gets what was queued before the reset, none of its writes, then its end; the
+    // consumer hears of the loss.
+    let mut ended = false;
+    for _ in 0..10 {
+        match watch.recv().await {
+            Ok(ev) => assert!(ev.rev <= before, "the reset's event {ev:?}"),
+            Err(e) => {
+                assert!(matches!(e, tokio::sync::broadcast::error::RecvError::Closed), "{e:?}");
+                ended = true;
+                break;
+            }
+        }
+    }
+    assert!(ended, "the watch ended");
+    let mut lagged = false;
+    for _ in 0..10 {
+        if let Err(tokio::sync::broadcast::error::RecvError::Lagged(rev)) = consumer.recv().await {
+            assert!(rev >= before);
+            lagged = true;
+            break;
+        }
+    }
+    assert!(lagged, "the consumer was told to re-scan");
+    // A second reset to the same state writes nothing.
+    let again = s.reset(&saved).await.unwrap();
+    assert_eq!((again.created, again.updated, again.deleted), (0, 0, 0));
 }

@@ -172,6 +172,9 @@ impl Hub {
     /// consumers are told of the loss and re-scan.
     pub fn restart(&self, rev: u64) {
         let mut subs = lock(&self.subs);
+        // A reset restarts the hub from outside the committing thread: a commit published
+        // meanwhile is not unpublished.
+        let rev = rev.max(self.rev.load(Ordering::Relaxed));
         self.rev.store(rev, Ordering::Relaxed);
         subs.retain(|_, sub| {
             let mut st = lock(&sub.state);

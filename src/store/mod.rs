@@ -25,6 +25,7 @@ pub mod etcd;
 mod feed;
 mod hub;
 mod records;
+mod reset;
 mod retention;
 mod served;
 pub mod sqlite;
@@ -48,6 +49,8 @@ pub use etcd::EtcdConfig;
 use hub::{Hub, Lag};
 pub use hub::{HubStats, QueueLimits, Subscription};
 pub use records::{Event, EventType, ListRequest, ListResult, Prev, RawList, Written};
+use reset::Step;
+pub use reset::{ResetStats, Saved};
 pub use retention::RetentionConfig;
 /// The scanner served bytes are spliced with, for the HTTP layer's splices into the same bytes.
 pub use served::value_end as json_value_end;
@@ -387,6 +390,69 @@ impl Store {
         }
         let changes = self.inner.backend.events_after(prefix, rev).await?;
         changes.into_iter().map(|change| event(change).map(Arc::new)).collect()
+    }
+
+    /// The live state, to `reset` to later.
+    pub fn save(&self) -> Result<Saved, StoreError> {
+        Saved::of(self.inner.cache.entries(""))
+    }
+
+    /// Puts the store back to `saved` at a new revision: keys not in it deleted, the others
+    /// written back where they differ; then history up to that revision compacted and every
+    /// watch ended (`reset`).
+    pub async fn reset(&self, saved: &Saved) -> Result<ResetStats, StoreError> {
+        let mut stats = ResetStats::default();
+        // Watches end before the first write, so none is sent the reset's events: a client
+        // re-watches from a resourceVersion older than the reset, which the compaction below
+        // expires, and relists. The end is repeated once the reset is done, for watches opened
+        // meanwhile.
+        self.inner.hub.restart(self.inner.cache.revision());
+        let mut known = saved.known();
+        for _ in 0..reset::PASSES {
+            let live = self.inner.cache.entries("");
+            let steps = saved.plan(&live, &mut known, &mut stats)?;
+            if steps.is_empty() {
+                break;
+            }
+            // Handed over together: SQLite commits them in one group commit.
+            let writes = steps.into_iter().map(|step| async move {
+                match step {
+                    Step::Delete { key, rev } => (None, self.delete(&key, rev).await),
+                    Step::Update { key, rev, value } => {
+                        let r = self.update(&key, rev, value).await;
+                        (Some(key), r)
+                    }
+                    Step::Create { key, value } => {
+                        let r = self.create(&key, value).await;
+                        (Some(key), r)
+                    }
+                }
+            });
+            for (key, result) in futures_util::future::join_all(writes).await {
+                match result {
+                    Ok(written) => {
+                        let rev = written.object.pointer("/metadata/resourceVersion");
+                        let rev = rev.and_then(Value::as_str).and_then(|r| r.parse().ok());
+                        if let (Some(key), Some(rev)) = (key, rev) {
+                            known.insert(key, rev);
+                        }
+                    }
+                    // Another writer got there first: the next pass reads what it left.
+                    Err(
+                        StoreError::Conflict { .. }
+                        | StoreError::AlreadyExists
+                        | StoreError::NotFound,
+                    ) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        saved.set_known(known);
+        let rev = self.inner.cache.revision();
+        self.inner.backend.compact(rev).await?;
+        self.inner.hub.restart(self.inner.cache.revision());
+        stats.revision = rev;
+        Ok(stats)
     }
 
     /// Drops history up to `rev` (capped at the current revision) now and answers the compacted

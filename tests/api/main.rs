@@ -6,6 +6,7 @@ mod common;
 mod documents;
 mod faults;
 mod guests;
+mod harness;
 mod machinery;
 mod operations;
 mod simulation;

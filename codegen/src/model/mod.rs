@@ -600,6 +600,8 @@ pub enum Handler {
     /// `/readyz`: kube's readiness checks, `shutdown` among them.
     Ready,
     StoreProbe,
+    /// `POST /reset`: the store back to the fixtures.
+    Reset,
     OpenapiV2,
     OpenapiV3Index,
     /// `/openapi/v3/apis/{group}/{version}`, or `/openapi/v3/api/{version}` for the core group.
@@ -609,7 +611,7 @@ pub enum Handler {
 }
 
 /// The handler names `x-virt-handler` accepts.
-pub const HANDLER_NAMES: [&str; 12] = [
+pub const HANDLER_NAMES: [&str; 13] = [
     "root",
     "api",
     "apis",
@@ -619,6 +621,7 @@ pub const HANDLER_NAMES: [&str; 12] = [
     "ping",
     "ready",
     "storeProbe",
+    "reset",
     "openapiV2",
     "openapiV3Index",
     "openapiV3Document",

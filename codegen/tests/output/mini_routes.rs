@@ -497,6 +497,10 @@ pub fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
             .route(::actix_web::web::get().to(get_zoo_example_io_api_group)),
     );
     cfg.service(
+        ::actix_web::web::resource("/reset")
+            .route(::actix_web::web::post().to(reset_fixtures)),
+    );
+    cfg.service(
         ::actix_web::web::resource("/apis/tickets.example.io/")
             .route(::actix_web::web::get().to(get_tickets_example_io_api_group)),
     );
@@ -809,6 +813,13 @@ async fn get_zoo_example_io_v1beta1_healthz(
     req: ::actix_web::HttpRequest,
 ) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
     self::rt::store_probe(&state, &req).await
+}
+/// `resetFixtures`: `POST /reset`
+async fn reset_fixtures(
+    state: ::actix_web::web::Data<self::rt::AppState>,
+    req: ::actix_web::HttpRequest,
+) -> ::std::result::Result<::actix_web::HttpResponse, self::rt::ApiError> {
+    self::rt::reset(&state, &req).await
 }
 /// `getZooExampleIoV1APIResources`: `GET /apis/zoo.example.io/v1/`
 async fn get_zoo_example_io_v1_api_resources(

@@ -526,3 +526,83 @@ async fn runtime_watcher_retries_a_watch_answered_410_from_the_same_version() {
     }
     assert_eq!(seen, ["init", "list one", "listed", "error 410", "apply two"]);
 }
+
+/// What a runtime watcher's consumer holds: each list replaces it (Init … InitDone), each
+/// event moves it; `relists` counts the lists.
+#[derive(Default)]
+struct Held {
+    objects: std::collections::BTreeSet<String>,
+    listing: Vec<String>,
+    relists: usize,
+}
+
+impl Held {
+    fn take(&mut self, ev: Result<watcher::Event<DynamicObject>, watcher::Error>) {
+        match ev {
+            // A re-watch answered 410 Expired: the watcher relists on its next poll.
+            Err(_) => {}
+            Ok(watcher::Event::Init) => self.listing.clear(),
+            Ok(watcher::Event::InitApply(o)) => self.listing.push(o.metadata.name.unwrap()),
+            Ok(watcher::Event::InitDone) => {
+                self.relists += 1;
+                self.objects = self.listing.drain(..).collect();
+            }
+            Ok(watcher::Event::Apply(o)) => {
+                self.objects.insert(o.metadata.name.unwrap());
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                self.objects.remove(&o.metadata.name.unwrap());
+            }
+        }
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.objects.iter().map(String::as_str).collect()
+    }
+}
+
+/// kube's runtime watcher across a reset (`POST /reset`, sent by `virt-apiserver reset`): its
+/// watch ends, its re-watch from the last resourceVersion is 410 Expired (compacted), and it
+/// relists: the world it then holds is the fixtures, without what the test added.
+#[tokio::test]
+async fn runtime_watcher_relists_after_a_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = dir.path().join("fixtures.yaml");
+    std::fs::write(
+        &fixture,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: fixed}\n---\n\
+         apiVersion: kubevirt.io/v1\nkind: VirtualMachine\n\
+         metadata: {name: web, namespace: fixed, labels: {suite: kube-rs}}\n\
+         spec: {runStrategy: Halted, template: {spec: {domain: {devices: {}}}}}\n",
+    )
+    .unwrap();
+    let s = start_with(&["--fixtures", fixture.to_str().unwrap()]).await;
+    let c = client(&s).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(c, "fixed", &vm_resource());
+    let mut events = watcher(api.clone(), watcher::Config::default()).boxed();
+    let mut held = Held::default();
+    let next = Duration::from_secs(10);
+    while held.relists == 0 {
+        held.take(tokio::time::timeout(next, events.next()).await.unwrap().unwrap());
+    }
+    assert_eq!(held.names(), ["web"]);
+    api.create(&PostParams::default(), &vm("extra")).await.unwrap();
+    while !held.objects.contains("extra") {
+        held.take(tokio::time::timeout(next, events.next()).await.unwrap().unwrap());
+    }
+
+    let bin = std::env::var("VIRT_APISERVER_BIN").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/debug/virt-apiserver").to_string()
+    });
+    let out = tokio::process::Command::new(bin)
+        .args(["reset", "--server", &s.url])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The watch ends, the re-watch is 410, and the watcher lists again (its second InitDone).
+    while held.relists == 1 {
+        held.take(tokio::time::timeout(next, events.next()).await.unwrap().unwrap());
+    }
+    assert_eq!(held.names(), ["web"], "the world after the reset");
+}

@@ -235,6 +235,7 @@ impl<'d> Lowering<'d> {
             "ping" => Handler::Ping,
             "ready" => Handler::Ready,
             "storeProbe" => Handler::StoreProbe,
+            "reset" => Handler::Reset,
             "openapiV2" => Handler::OpenapiV2,
             "openapiV3Index" => Handler::OpenapiV3Index,
             "openapiV3Document" => Handler::OpenapiV3Document { core: core_v3 },
