@@ -334,15 +334,7 @@ fn run_overload(quick: bool) -> i32 {
     drop(ours);
     let text = overload::markdown(&result, &provenance, quick);
     println!("\n{text}");
-    let md = if quick {
-        target_dir().join("BENCHMARKS-overload-quick.md")
-    } else {
-        root().join("BENCHMARKS.md")
-    };
-    let old = std::fs::read_to_string(&md).unwrap_or_default();
-    std::fs::write(&md, report::splice(&old, "overload", &text))
-        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
-    println!("overload report written to {}", md.display());
+    write_report("overload", "overload", quick, &text);
     if result.failures.is_empty() {
         0
     } else {
@@ -376,15 +368,7 @@ fn run_vms(count: usize, quick: bool, note: Option<&str>) -> i32 {
     let text = vms::markdown(&results, &provenance, note);
     println!("\n{text}");
     let key = format!("vms-{count}");
-    let md = if quick {
-        target_dir().join("BENCHMARKS-vms-quick.md")
-    } else {
-        root().join("BENCHMARKS.md")
-    };
-    let old = std::fs::read_to_string(&md).unwrap_or_default();
-    std::fs::write(&md, report::splice(&old, &key, &text))
-        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
-    println!("vms report written to {}", md.display());
+    write_report("vms", &key, quick, &text);
     let failures: Vec<String> = results
         .iter()
         .flat_map(|r| r.failures.iter().map(move |f| format!("{}: {f}", r.speed)))
@@ -393,6 +377,20 @@ fn run_vms(count: usize, quick: bool, note: Option<&str>) -> i32 {
         eprintln!("error: vms: {f}");
     }
     i32::from(!failures.is_empty())
+}
+
+/// Writes a mode's report into its section (`key`) of BENCHMARKS.md, or for a quick run of
+/// target/BENCHMARKS-<mode>-quick.md.
+fn write_report(mode: &str, key: &str, quick: bool, text: &str) {
+    let md = if quick {
+        target_dir().join(format!("BENCHMARKS-{mode}-quick.md"))
+    } else {
+        root().join("BENCHMARKS.md")
+    };
+    let old = std::fs::read_to_string(&md).unwrap_or_default();
+    std::fs::write(&md, report::splice(&old, key, text))
+        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
+    println!("{mode} report written to {}", md.display());
 }
 
 /// `fixtures`: our server only; answers the exit status (1 when a check failed). A quick run
@@ -404,15 +402,7 @@ fn run_fixtures(quick: bool, count: Option<usize>, note: Option<&str>) -> i32 {
     let result = fixtures::run(&plan, &Body::new());
     let text = fixtures::markdown(&result, &provenance, note);
     println!("\n{text}");
-    let md = if quick {
-        target_dir().join("BENCHMARKS-fixtures-quick.md")
-    } else {
-        root().join("BENCHMARKS.md")
-    };
-    let old = std::fs::read_to_string(&md).unwrap_or_default();
-    std::fs::write(&md, report::splice(&old, "fixtures", &text))
-        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
-    println!("fixtures report written to {}", md.display());
+    write_report("fixtures", "fixtures", quick, &text);
     for f in &result.failures {
         eprintln!("error: fixtures: {f}");
     }
@@ -432,15 +422,7 @@ fn run_replicas(quick: bool, note: Option<&str>) -> i32 {
     let result = replicas::run(replicas::ReplicasPlan::new(quick));
     let text = replicas::markdown(&result, &provenance, note);
     println!("\n{text}");
-    let md = if quick {
-        target_dir().join("BENCHMARKS-replicas-quick.md")
-    } else {
-        root().join("BENCHMARKS.md")
-    };
-    let old = std::fs::read_to_string(&md).unwrap_or_default();
-    std::fs::write(&md, report::splice(&old, "replicas", &text))
-        .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
-    println!("replicas report written to {}", md.display());
+    write_report("replicas", "replicas", quick, &text);
     if result.throttled > 0 {
         eprintln!("error: replicas: virt-apiserver answered 429 {} time(s)", result.throttled);
         return 1;
