@@ -42,14 +42,33 @@ pub enum Fired {
     /// Let the watch start, then cut it (`WatchCut`, handed to the watch in the request's
     /// extensions).
     CutWatch(WatchCut),
+    /// Answer a get or list from this many revisions back (`StaleRead`, handed to the read in
+    /// the request's extensions).
+    Stale(StaleRead),
 }
 
-/// Where a Fault cuts a watch stream: after this many events (bookmarks not counted), cleanly or
-/// with an ERROR event carrying a 410 Status.
+/// Where a Fault cuts a watch stream: after this many events (bookmarks not counted), and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WatchCut {
     pub after_events: u64,
-    pub error_event: bool,
+    pub how: CutHow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutHow {
+    /// The response ends as at the watch's timeout.
+    End,
+    /// An ERROR event carrying a 410 Status, then the end.
+    ErrorEvent,
+    /// The connection ends with the response unfinished (HTTP/1.1's last chunk never sent), as
+    /// a client sees a GOAWAY on a server that serves only HTTP/1.1.
+    Abort,
+}
+
+/// A read a Fault sends into the past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaleRead {
+    pub revisions_behind: u64,
 }
 
 impl WatchCut {
@@ -191,9 +210,11 @@ impl Faults {
         let mut st = self.lock();
         for f in faults.iter() {
             let spec = &f.spec;
-            // A watch cut fires only on watches.
-            let cuts = spec.action.watch.is_some() && req.verb != "watch";
-            if cuts || !spec.matches(req) || !spec.selects(labels) || !spec.in_window(now) {
+            if !spec.acts_on(req.verb)
+                || !spec.matches(req)
+                || !spec.selects(labels)
+                || !spec.in_window(now)
+            {
                 continue;
             }
             let counts = st.counts.entry(f.uid.clone()).or_default();
@@ -247,9 +268,16 @@ impl Faults {
                 "expired" => Fired::Answer(WatchCut::expired()),
                 cut => Fired::CutWatch(WatchCut {
                     after_events: w.after_events,
-                    error_event: cut == "errorEvent",
+                    how: match cut {
+                        "errorEvent" => CutHow::ErrorEvent,
+                        "goaway" => CutHow::Abort,
+                        _ => CutHow::End,
+                    },
                 }),
             };
+        }
+        if let Some(st) = &a.stale {
+            return Fired::Stale(StaleRead { revisions_behind: st.revisions_behind.max(1) as u64 });
         }
         Fired::Drop
     }

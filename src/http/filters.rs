@@ -253,6 +253,9 @@ pub async fn chain(
         Some(Fired::CutWatch(cut)) => {
             req.extensions_mut().insert(cut);
         }
+        Some(Fired::Stale(stale)) => {
+            req.extensions_mut().insert(stale);
+        }
         None => {}
     }
     if let Some(len) = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()) {

@@ -20,9 +20,10 @@ pub const VERBS: &[&str] =
 
 /// The ways a `watch` action cuts a watch that this server serves: `expired`, the watch request
 /// answered 410; `end`, the stream closed cleanly after `afterEvents` events; `errorEvent`, an
-/// ERROR event carrying a 410 Status after them, then the end. The contract's `goaway` is
-/// refused until served.
-pub const WATCH_CUTS: &[&str] = &["end", "expired", "errorEvent"];
+/// ERROR event carrying a 410 Status after them, then the end; `goaway`, the connection ended
+/// after them with no end to the response (what a client sees of an HTTP/2 GOAWAY on a
+/// server that, like this one, serves HTTP/1.1 only).
+pub const WATCH_CUTS: &[&str] = &["end", "expired", "errorEvent", "goaway"];
 
 /// kube's known Status reasons (errors.go `knownReasons`, metav1 types.go `StatusReason*`).
 pub const REASONS: &[&str] = &[
@@ -103,7 +104,15 @@ pub struct Action {
     pub delay: Option<Delay>,
     pub drop: Option<Value>,
     pub watch: Option<WatchCut>,
-    pub stale: Option<Value>,
+    pub stale: Option<Stale>,
+}
+
+/// `stale`: gets and lists answer from this many revisions back (at the oldest, the compacted
+/// revision), as a lagging watch cache answers.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stale {
+    pub revisions_behind: i64,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -161,6 +170,14 @@ impl Spec {
     /// The spec of a stored Fault (validated when written; `None` if it does not decode).
     pub fn of(obj: &Value) -> Option<Spec> {
         serde_json::from_value(obj.get("spec")?.clone()).ok()
+    }
+
+    /// Whether the action can act on a request of `verb`: a watch cut on watches only, a stale
+    /// read on gets and lists only.
+    pub fn acts_on(&self, verb: &str) -> bool {
+        let a = &self.action;
+        (a.watch.is_none() || verb == "watch")
+            && (a.stale.is_none() || matches!(verb, "get" | "list"))
     }
 
     /// Whether the request's attributes match (the label selector is `selects`').
@@ -303,8 +320,13 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
             }
         }
     }
-    if a.stale.is_some() {
-        causes.push(Cause::forbidden("spec.action.stale", "stale reads are not served yet"));
+    if let Some(st) = a.stale.as_ref().filter(|st| st.revisions_behind < 1) {
+        let field = "spec.action.stale.revisionsBehind";
+        causes.push(Cause::invalid(
+            field,
+            &st.revisions_behind.to_string(),
+            "must be greater than 0",
+        ));
     }
     if let Some(w) = &a.watch {
         if !WATCH_CUTS.contains(&w.cut.as_str()) {

@@ -50,6 +50,18 @@ impl Registry {
             .ok_or_else(|| ApiError::not_found(res, name))
     }
 
+    /// The object as it was at revision `rev` (404 if it did not exist then), as served then.
+    pub async fn get_at(
+        &self,
+        res: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        rev: u64,
+    ) -> Result<Entry, ApiError> {
+        let key = object_key(res, namespace, name);
+        self.store.get_at(&key, rev).await?.ok_or_else(|| ApiError::not_found(res, name))
+    }
+
     /// The current state of the object `name` in `namespace`, decoded.
     pub async fn get(
         &self,

@@ -15,8 +15,8 @@ use super::Target;
 use crate::http::codec::{
     api_version_json, encode_item, negotiate_output, respond, respond_stored, Format, Output,
 };
-use crate::http::faults::WatchCut;
-use crate::http::params::{ListOptions, Query};
+use crate::http::faults::{CutHow, StaleRead, WatchCut};
+use crate::http::params::{ListOptions, Query, RvMatch};
 use crate::http::shutdown::{Phases, WatchGuard};
 use crate::http::state::AppState;
 use crate::object::error::ApiError;
@@ -41,6 +41,14 @@ pub async fn get(
         return watch_response(state, res, target, req, opts, true).await;
     }
     let output = negotiate_output(req, true, true)?;
+    if let Some(rev) = stale_revision(state, req).await? {
+        let entry = state.registry.get_at(res, target.ns(), target.name(), rev).await?;
+        if output.format == Format::Json && output.table.is_none() {
+            return respond_stored(res, StatusCode::OK, &entry.value);
+        }
+        let obj = decode_stored(&entry.value)?;
+        return respond(StatusCode::OK, output.format, &for_version(res, &obj));
+    }
     match q.get("resourceVersion").filter(|v| !v.is_empty()) {
         // The latest state: every write acknowledged before, on any replica.
         None => {
@@ -73,6 +81,17 @@ pub async fn get(
             respond(StatusCode::OK, output.format, &table::table(res, &opts, metadata, rows))
         }
     }
+}
+
+/// The revision a stale-read Fault (`http::faults`) sends this read to: its distance behind the
+/// current revision, and at the oldest the compacted one.
+async fn stale_revision(state: &AppState, req: &HttpRequest) -> Result<Option<u64>, ApiError> {
+    let Some(stale) = actix_web::HttpMessage::extensions(req).get::<StaleRead>().copied() else {
+        return Ok(None);
+    };
+    let current = state.registry.consistent().await?;
+    let compacted = state.store.compacted_revision().await.map_err(ApiError::from)?;
+    Ok(Some(current.saturating_sub(stale.revisions_behind).max(compacted).max(1)))
 }
 
 /// The Table options when `output` is a Table: `includeObject` and `noHeaders`.
@@ -116,11 +135,18 @@ pub async fn list(
     req: &HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let q = Query::parse(req)?;
-    let opts = ListOptions::parse(&q, res)?;
+    let mut opts = ListOptions::parse(&q, res)?;
     if opts.watch {
         return watch_response(state, res, target, req, opts, true).await;
     }
     let output = negotiate_output(req, true, true)?;
+    // A later page of a list already reads at its first page's revision.
+    if opts.continue_token.is_none() {
+        if let Some(rev) = stale_revision(state, req).await? {
+            opts.resource_version = Some(rev.to_string());
+            opts.rv_match = Some(RvMatch::Exact);
+        }
+    }
     let page = state.registry.list(res, target.namespace.as_deref(), &opts).await?;
     match table_options(&output, &q)? {
         // Streamed from the stored bytes (see `Page::into_json_stream`). Streams are not gzipped.
@@ -316,10 +342,21 @@ async fn watch_response(
     let cut = actix_web::HttpMessage::extensions(req).get::<WatchCut>().copied();
     let body = futures_util::stream::unfold((stream, 0u64), move |(mut st, sent)| async move {
         if let Some(cut) = cut.filter(|c| sent >= c.after_events) {
-            if st.done || !cut.error_event {
-                return None;
+            match cut.how {
+                _ if st.done => return None,
+                CutHow::End => return None,
+                // An error ends the response unfinished; actix then closes the connection.
+                CutHow::Abort => {
+                    st.done = true;
+                    // Pending once, so the events before the cut leave the buffer first.
+                    tokio::task::yield_now().await;
+                    return Some((
+                        Err(actix_web::error::ErrorServiceUnavailable("goaway")),
+                        (st, sent),
+                    ));
+                }
+                CutHow::ErrorEvent => st.done = true,
             }
-            st.done = true;
             let error = line(&json!({"type": "ERROR", "object": WatchCut::expired().to_status()}));
             return Some((Ok(error), (st, sent)));
         }

@@ -227,3 +227,109 @@ fn an_error_event_cut_sends_a_410_status_then_ends() {
     assert_eq!(ev["object"]["reason"], "Expired");
     assert!(w.ends_within(Duration::from_secs(5)));
 }
+
+#[test]
+fn a_goaway_cut_ends_the_connection_with_the_watch_unfinished() {
+    let s = TestServer::start();
+    fault(
+        &s,
+        "goaway",
+        json!({"match": {"verbs": ["watch"]}, "times": 1,
+                               "action": {"watch": {"cut": "goaway", "afterEvents": 1}}}),
+    );
+    let list = s.get_json("/api/v1/namespaces/default/configmaps");
+    let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}");
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let reader = std::thread::spawn(move || {
+        let mut c = TcpStream::connect(&addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut out = Vec::new();
+        let _ = c.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    });
+    // Sent until the reader's watch has its first event and is cut.
+    let answer = loop {
+        for n in ["a", "b"] {
+            let _ = create_cm(&s, "default", n);
+        }
+        if reader.is_finished() {
+            break reader.join().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains(r#""type":"ADDED""#), "the event before the cut: {answer}");
+    // Chunked transfer ends with a zero-length chunk; an aborted response never sends it.
+    assert!(!answer.ends_with("0\r\n\r\n"), "the response is unfinished: {answer:?}");
+    assert_eq!(answer.matches(r#""type":"#).count(), 1, "{answer}");
+}
+
+#[test]
+fn a_stale_fault_answers_gets_and_lists_from_older_revisions() {
+    // The revisions below are counted: on the etcd axis, an etcd no other server writes to.
+    let s = TestServer::start_with(ServerOptions { private_etcd: true, ..Default::default() });
+    let path = "/api/v1/namespaces/default/configmaps/aging";
+    let lagging = format!("{}/lagging", super::FAULTS);
+    let body = |v: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "aging"}, "data": {"v": v}})
+    };
+    fault(
+        &s,
+        "lagging",
+        json!({"match": {"resources": ["configmaps"]}, "action": {"stale": {"revisionsBehind": 2}}}),
+    );
+    // Writes are not faulted: three versions at three revisions.
+    let r = s.post("/api/v1/namespaces/default/configmaps", &body("1"));
+    assert_eq!(r.status, 201);
+    let rv = |o: &serde_json::Value| -> u64 {
+        o["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+    };
+    let first = rv(&r.json());
+    for v in ["2", "3"] {
+        let r = s.patch(path, "application/merge-patch+json", &json!({"data": {"v": v}}));
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    // Each firing's count is written to the Fault's status, a revision of its own, within a
+    // second: waiting for it keeps the revisions below known.
+    let fired = |n: u64| {
+        eventually(Duration::from_secs(5), || {
+            (s.get_json(&lagging)["status"]["fired"] == n).then_some(())
+        });
+    };
+    // Two revisions back from the third version's: the first, with its resourceVersion.
+    let old = s.get_json(path);
+    assert_eq!(old["data"]["v"], "1", "{old}");
+    assert_eq!(rv(&old), first);
+    fired(1);
+    let k = Kubectl::new(&s);
+    let shown = k.ok(&["get", "configmap", "aging", "-o", "jsonpath={.data.v}"]);
+    assert_eq!(shown, "2", "two back from the status write: the second version");
+    fired(2);
+    assert_eq!(create_cm(&s, "default", "newer").status, 201);
+    let list = s.get_json("/api/v1/namespaces/default/configmaps");
+    assert_eq!(rv(&list), first + 3, "{list}");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"aging") && !names.contains(&"newer"), "not made yet: {names:?}");
+    fired(3);
+    assert_status(&s.get("/api/v1/namespaces/default/configmaps/newer"), 404, "NotFound");
+    // Deleted, the fault is gone: reads are current again.
+    assert_eq!(s.delete(&lagging).status, 200);
+    assert_eq!(s.get_json(path)["data"]["v"], "3");
+    assert_eq!(
+        s.get_json("/api/v1/namespaces/default/configmaps/newer")["metadata"]["name"],
+        "newer"
+    );
+    let bad = json!({"apiVersion": "testing.virt-apiserver.io/v1alpha1", "kind": "Fault",
+                     "metadata": {"name": "nowhere"},
+                     "spec": {"action": {"stale": {"revisionsBehind": 0}}}});
+    let st = assert_status(&s.post(super::FAULTS, &bad), 422, "Invalid");
+    assert_eq!(st["details"]["causes"][0]["field"], "spec.action.stale.revisionsBehind", "{st}");
+}
