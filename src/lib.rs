@@ -29,7 +29,7 @@ pub use registry::token;
 /// The flags, the configuration they validate into, and a complete server run from it (the
 /// background work included).
 pub use shell::config::{Config, Options};
-pub use shell::{commands::Command, run::run, run::Error as RunError};
+pub use shell::{commands::Command, run::run, run::start, run::Error as RunError, run::Running};
 /// The scanner served bytes are spliced with (a JSON value's end, found by its structure), which
 /// the benchmark counts list pages with.
 pub mod json {

@@ -109,54 +109,83 @@ pub struct ShutdownOptions {
     pub send_retry_after: bool,
 }
 
-/// SIGTERM and SIGINT, caught from the moment this is made: made before the server says where it
-/// listens, so a signal sent as soon as it does is never the default action (death).
+/// What stops the server: SIGTERM and SIGINT, caught from the moment this is made (made before
+/// the server says where it listens, so a signal sent as soon as it does is never the default
+/// action, death); or, for a server inside another program, a `StopHandle`.
 pub struct ShutdownSignals {
-    term: actix_web::rt::signal::unix::Signal,
-    int: actix_web::rt::signal::unix::Signal,
+    requests: tokio::sync::mpsc::UnboundedReceiver<()>,
+    /// A second signal exits the process; a second stop request from a handle does nothing.
+    exit_on_second: bool,
+}
+
+/// Asks a server started with `ShutdownSignals::handle` to stop, as one signal would; dropped,
+/// it asks too.
+#[derive(Clone)]
+pub struct StopHandle(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl StopHandle {
+    pub fn stop(&self) {
+        let _ = self.0.send(());
+    }
 }
 
 impl ShutdownSignals {
     pub fn install() -> std::io::Result<ShutdownSignals> {
         use actix_web::rt::signal::unix::{signal, SignalKind};
-        Ok(ShutdownSignals {
-            term: signal(SignalKind::terminate())?,
-            int: signal(SignalKind::interrupt())?,
-        })
+        let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
+        let (tx, requests) = tokio::sync::mpsc::unbounded_channel();
+        actix_web::rt::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+                if tx.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(ShutdownSignals { requests, exit_on_second: true })
+    }
+
+    /// Stops the server when the handle says so, or when every handle is dropped; no signal
+    /// handler is installed.
+    pub fn handle() -> (StopHandle, ShutdownSignals) {
+        let (tx, requests) = tokio::sync::mpsc::unbounded_channel();
+        (StopHandle(tx), ShutdownSignals { requests, exit_on_second: false })
     }
 }
 
-/// Runs `server` until SIGTERM or SIGINT, then stops as kube-apiserver does: `/readyz` fails
-/// at once, requests are served for the delay, then the listener closes, watches end cleanly
-/// (each at its turn within the grace period), in-flight requests finish and idle connections
-/// close. A second signal exits at once with status 1 (kube's `SetupSignalHandler`). Returns
-/// once every connection is done; the caller then closes the store.
+/// Runs `server` until SIGTERM or SIGINT (or its stop handle), then stops as kube-apiserver
+/// does: `/readyz` fails at once, requests are served for the delay, then the listener closes,
+/// watches end cleanly (each at its turn within the grace period), in-flight requests finish and
+/// idle connections close. A second signal exits at once with status 1 (kube's
+/// `SetupSignalHandler`). Returns once every connection is done; the caller then closes the
+/// store.
 pub async fn serve_until_signalled(
     server: actix_web::dev::Server,
     phases: Phases,
     opts: ShutdownOptions,
     signals: ShutdownSignals,
 ) -> std::io::Result<()> {
-    let ShutdownSignals { mut term, mut int } = signals;
+    let ShutdownSignals { mut requests, exit_on_second } = signals;
     let handle = server.handle();
     let running = actix_web::rt::spawn(server);
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    // A dropped handle stops too.
+    requests.recv().await;
     phases.initiate_shutdown();
     log::info!(
         "[graceful-termination] shutdown initiated: /readyz fails; serving for {:?}",
         opts.delay
     );
-    actix_web::rt::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-        eprintln!("error: a second signal: exiting without finishing the shutdown");
-        std::process::exit(1);
-    });
+    if exit_on_second {
+        actix_web::rt::spawn(async move {
+            if requests.recv().await.is_some() {
+                eprintln!("error: a second signal: exiting without finishing the shutdown");
+                std::process::exit(1);
+            }
+        });
+    }
     tokio::time::sleep(opts.delay).await;
     phases.set_send_retry_after(opts.send_retry_after);
     phases.stop_accepting(opts.watch_grace);

@@ -200,6 +200,21 @@ pub struct Config {
 }
 
 impl Options {
+    /// The configuration the binary's flags `args` (without the program's name) describe, for
+    /// a server started inside another program (`start`); on failure, every problem found.
+    pub fn config_from_args<I, T>(args: I) -> Result<Config, Vec<String>>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let argv = std::iter::once("virt-apiserver".into()).chain(args.into_iter().map(Into::into));
+        let options = <Options as clap::Parser>::try_parse_from(argv).map_err(|e| vec![e.to_string()])?;
+        if options.command.is_some() {
+            return Err(vec!["a subcommand does not start a server".into()]);
+        }
+        options.into_config()
+    }
+
     /// Checks the flags and reads the files they name; on failure, every problem found.
     pub fn into_config(self) -> Result<Config, Vec<String>> {
         let mut problems = Vec::new();

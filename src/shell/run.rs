@@ -11,7 +11,7 @@ use crate::controllers::{
     volumes,
 };
 use crate::http::faults::{self, Faults};
-use crate::http::server::{self, AppState, ShutdownSignals};
+use crate::http::server::{self, AppState, ShutdownSignals, StopHandle};
 use crate::shell::config::Config;
 use crate::shell::fixtures;
 use crate::store::Store;
@@ -47,6 +47,76 @@ impl From<std::io::Error> for Error {
 /// `listening on <scheme>://<addr>` as the first line of stdout, where tests and scripts read
 /// the bound address.
 pub fn run(config: Config) -> Result<(), Error> {
+    serve(config, None, |url| {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {url}")?;
+        out.flush()
+    })
+}
+
+/// A complete server running inside this process, on a thread (and actix system) of its own,
+/// as `run` runs one, but with no signal handlers and nothing written to stdout; stopped (as
+/// SIGTERM stops the binary) by `stop` or on drop.
+pub struct Running {
+    url: String,
+    stop: StopHandle,
+    thread: Option<std::thread::JoinHandle<Result<(), Error>>>,
+}
+
+/// Starts the server `config` describes in this process; returns once it listens.
+pub fn start(config: Config) -> Result<Running, Error> {
+    let (stop, signals) = ShutdownSignals::handle();
+    let (tx, listening) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new().name("virt-apiserver".into()).spawn(move || {
+        serve(config, Some(signals), move |url| {
+            let _ = tx.send(url.to_string());
+            Ok(())
+        })
+    })?;
+    match listening.recv() {
+        Ok(url) => Ok(Running { url, stop, thread: Some(thread) }),
+        // It ended before it listened: its error says why.
+        Err(_) => match thread.join() {
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(())) => Err(Error::Start("the server ended before it listened".into())),
+            Err(_) => Err(Error::Start("the server panicked before it listened".into())),
+        },
+    }
+}
+
+impl Running {
+    /// `<scheme>://<addr>`, as the binary's first line names it.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Stops the server as SIGTERM does and waits until its store is closed.
+    pub fn stop(mut self) -> Result<(), Error> {
+        self.stop.stop();
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(done)) => done,
+            Some(Err(_)) => Err(Error::Start("the server panicked".into())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The server until `signals` (SIGTERM and SIGINT when none) stop it; `listening` is told
+/// `<scheme>://<addr>` once it listens.
+fn serve(
+    config: Config,
+    signals: Option<ShutdownSignals>,
+    listening: impl FnOnce(&str) -> std::io::Result<()>,
+) -> Result<(), Error> {
     raise_open_files_limit();
     // Opened before the async runtime exists: the etcd backend starts (and on failure drops) a
     // runtime of its own.
@@ -95,13 +165,12 @@ pub fn run(config: Config) -> Result<(), Error> {
             .map_err(|e| Error::Start(format!("cannot save the fixtures: {e}")))?;
         state.fixtures = Some(std::sync::Arc::new(saved));
         let shutdown = serve.shutdown;
-        let signals = ShutdownSignals::install()?;
+        let signals = match signals {
+            Some(s) => s,
+            None => ShutdownSignals::install()?,
+        };
         let http = server::run_with(listener, state.clone(), filters, serve)?;
-        // Tests and scripts read the bound address from this first line.
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "listening on {scheme}://{addr}")?;
-        out.flush()?;
-        drop(out);
+        listening(&format!("{scheme}://{addr}"))?;
         // Background work starts only once the server is listening. Compaction elects itself
         // on every backend (etcd: kube's compare-and-swap on the compaction key). The
         // collector, the namespace, endpoints and volume controllers, the events' expiry and the
