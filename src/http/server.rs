@@ -132,7 +132,8 @@ impl StopHandle {
 impl ShutdownSignals {
     pub fn install() -> std::io::Result<ShutdownSignals> {
         use actix_web::rt::signal::unix::{signal, SignalKind};
-        let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
+        let (mut term, mut int) =
+            (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
         let (tx, requests) = tokio::sync::mpsc::unbounded_channel();
         actix_web::rt::spawn(async move {
             loop {

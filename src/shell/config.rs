@@ -208,7 +208,8 @@ impl Options {
         T: Into<std::ffi::OsString> + Clone,
     {
         let argv = std::iter::once("virt-apiserver".into()).chain(args.into_iter().map(Into::into));
-        let options = <Options as clap::Parser>::try_parse_from(argv).map_err(|e| vec![e.to_string()])?;
+        let options =
+            <Options as clap::Parser>::try_parse_from(argv).map_err(|e| vec![e.to_string()])?;
         if options.command.is_some() {
             return Err(vec!["a subcommand does not start a server".into()]);
         }

@@ -7,3 +7,4 @@ mod logging;
 mod overload;
 mod shutdown;
 mod tls;
+mod tour;
