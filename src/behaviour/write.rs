@@ -199,7 +199,11 @@ impl Writer<'_> {
             Edit::Merge { part, patch } => match guard {
                 Guard::Revision(rev) => {
                     self.update(res, (ns, name, *part), Some(rev), |obj| {
-                        json_patch::merge(obj, patch);
+                        let changes = merge_changes(obj, patch);
+                        if changes {
+                            json_patch::merge(obj, patch);
+                        }
+                        changes
                     })
                     .await
                 }
@@ -218,7 +222,9 @@ impl Writer<'_> {
                         let failed = Cell::new(false);
                         let applied = self
                             .update(res, (ns, name, *part), Some(rev), |obj| {
+                                let before = obj.clone();
                                 failed.set(json_patch::patch(obj, &patch).is_err());
+                                *obj != before
                             })
                             .await?;
                         if failed.get() {
@@ -234,9 +240,10 @@ impl Writer<'_> {
             }
             Edit::Finalizers { add, remove } => {
                 self.update(res, (ns, name, Part::Main), expected, |obj| {
-                    if let Ok(meta) = metadata_mut(obj) {
-                        meta::edit_finalizers(meta, add, remove);
-                    }
+                    let Ok(meta) = metadata_mut(obj) else { return false };
+                    let before = meta.get("finalizers").cloned();
+                    meta::edit_finalizers(meta, add, remove);
+                    meta.get("finalizers") != before.as_ref()
                 })
                 .await
             }
@@ -312,7 +319,7 @@ impl Writer<'_> {
         res: &'static ResourceInfo,
         target: (&str, &str, Part),
         expected: Option<u64>,
-        mut edit: impl FnMut(&mut Value),
+        mut edit: impl FnMut(&mut Value) -> bool,
     ) -> Result<Applied, ApiError> {
         let stale = Cell::new(false);
         let outcome = self
@@ -322,9 +329,7 @@ impl Writer<'_> {
                     stale.set(true);
                     return None;
                 }
-                let before = obj.clone();
-                edit(obj);
-                (*obj != before).then_some(())
+                edit(obj).then_some(())
             })
             .await;
         match outcome {
@@ -337,6 +342,48 @@ impl Writer<'_> {
     }
 }
 
+/// Whether merging `patch` into `target` (RFC 7386, as `json_patch::merge`) changes it: known
+/// without the copy a comparison after the merge would need.
+fn merge_changes(target: &Value, patch: &Value) -> bool {
+    let Value::Object(p) = patch else { return target != patch };
+    let Value::Object(t) = target else { return true };
+    p.iter().any(|(k, v)| match (v, t.get(k)) {
+        (Value::Null, current) => current.is_some(),
+        (_, None) => true,
+        (v, Some(current)) => merge_changes(current, v),
+    })
+}
+
 fn to_vec(v: &Value) -> Result<Vec<u8>, ApiError> {
     serde_json::to_vec(v).map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::merge_changes;
+
+    #[test]
+    fn a_merge_changes_its_target_exactly_when_merging_would() {
+        let target = json!({"a": 1, "b": {"c": [1, 2], "d": null}, "e": "x"});
+        for patch in [
+            json!({}),
+            json!({"a": 1}),
+            json!({"a": 2}),
+            json!({"z": null}),
+            json!({"a": null}),
+            json!({"b": {"c": [1, 2]}}),
+            json!({"b": {"c": [2]}}),
+            json!({"b": {"d": null}}),
+            json!({"b": {"new": {}}}),
+            json!({"e": {"f": null}}),
+            json!({"y": {"f": null}}),
+            json!("replaced"),
+        ] {
+            let mut merged = target.clone();
+            json_patch::merge(&mut merged, &patch);
+            assert_eq!(merge_changes(&target, &patch), merged != target, "{patch}");
+        }
+    }
 }

@@ -32,6 +32,8 @@
 
 use std::sync::LazyLock;
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
@@ -67,6 +69,11 @@ impl Path {
     /// Its value, with `.` reading `this`.
     pub fn eval(&self, this: &Value, env: &dyn Env) -> Value {
         expr::eval(&self.expr, this, env)
+    }
+
+    /// Its value, borrowed where it is read from `this` or a named object.
+    pub fn eval_ref<'a>(&'a self, this: &'a Value, env: &'a dyn Env) -> Cow<'a, Value> {
+        expr::eval_ref(&self.expr, this, env)
     }
 }
 
@@ -320,6 +327,15 @@ pub fn render(t: &Template, this: &Value, env: &dyn Env) -> Value {
     render_node(&t.node, this, env)
 }
 
+/// `render`, borrowing a literal or a single expression's value instead of copying it.
+fn render_ref<'a>(t: &'a Template, this: &'a Value, env: &'a dyn Env) -> Cow<'a, Value> {
+    match &t.node {
+        Node::Lit(v) => Cow::Borrowed(v),
+        Node::Expr(p) => p.eval_ref(this, env),
+        other => Cow::Owned(render_node(other, this, env)),
+    }
+}
+
 /// Renders a template as text (a message): `null` is empty, other values their JSON.
 pub fn render_text(t: &Template, this: &Value, env: &dyn Env) -> String {
     match render(t, this, env) {
@@ -458,17 +474,16 @@ pub struct RelatedPred {
 
 /// Whether `p` holds, with `.` reading `this`.
 pub fn matches(p: &Pred, this: &Value, env: &dyn Env) -> bool {
-    let read = |path: &Path| path.eval(this, env);
     let one_of = |path: &Path, values: &[Template]| {
-        let v = read(path);
-        values.iter().any(|t| render(t, this, env) == v)
+        let v = path.eval_ref(this, env);
+        values.iter().any(|t| *render_ref(t, this, env) == *v)
     };
     match p {
-        Pred::Equals { path, value } => read(path) == render(value, this, env),
+        Pred::Equals { path, value } => *path.eval_ref(this, env) == *render_ref(value, this, env),
         Pred::In { path, values } => one_of(path, values),
         Pred::LessThan { path, value } | Pred::GreaterThan { path, value } => {
-            let a = expr::number(&read(path));
-            let b = expr::number(&render(value, this, env));
+            let a = expr::number(&path.eval_ref(this, env));
+            let b = expr::number(&render_ref(value, this, env));
             match (a, b, p) {
                 (Some(a), Some(b), Pred::LessThan { .. }) => a < b,
                 (Some(a), Some(b), _) => a > b,
@@ -476,10 +491,10 @@ pub fn matches(p: &Pred, this: &Value, env: &dyn Env) -> bool {
             }
         }
         Pred::NotIn { path, values } => !one_of(path, values),
-        Pred::Exists(path) => !read(path).is_null(),
-        Pred::DoesNotExist(path) => read(path).is_null(),
+        Pred::Exists(path) => !path.eval_ref(this, env).is_null(),
+        Pred::DoesNotExist(path) => path.eval_ref(this, env).is_null(),
         Pred::Condition(c) => {
-            let list = read(c.path());
+            let list = c.path().eval_ref(this, env);
             let found = list.as_array().and_then(|items| {
                 items.iter().find(|i| i.get("type").and_then(Value::as_str) == Some(&c.type_))
             });

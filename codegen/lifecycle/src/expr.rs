@@ -10,6 +10,8 @@
 //!   generator, so a seed repeats them; a certificate's key does not (`caCert`, made by the
 //!   caller: this crate links no cryptography).
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 
 /// Every function, with its arity range and what it does (the checker rejects the others).
@@ -380,6 +382,11 @@ pub trait Env {
     fn object(&self) -> &Value;
     /// `$name` of the kind's `let`s, computed when read (`null`: no such value).
     fn computed(&self, name: &str) -> Value;
+    /// The value at `segs` inside `computed(name)`, copying only that part where the value is
+    /// kept.
+    fn computed_at(&self, name: &str, segs: &[Seg]) -> Value {
+        read(&self.computed(name), segs).clone()
+    }
     fn now(&self) -> String;
     fn nodes(&self) -> usize;
     fn rng(&self) -> std::cell::RefMut<'_, Rng>;
@@ -392,6 +399,23 @@ pub fn node_name(i: usize) -> String {
     format!("sim-node-{}", i + 1)
 }
 
+/// `eval`, borrowing what it reads instead of copying it: a predicate compares a path's value
+/// in place (a whole `status` is never copied to ask whether it exists).
+pub fn eval_ref<'a>(e: &'a Expr, this: &'a Value, env: &'a dyn Env) -> Cow<'a, Value> {
+    match e {
+        Expr::Lit(v) => Cow::Borrowed(v),
+        Expr::Path { root: None, segs } => Cow::Borrowed(read(this, segs)),
+        Expr::Path { root: Some(name), segs } if name == SELF => {
+            Cow::Borrowed(read(env.object(), segs))
+        }
+        Expr::Path { root: Some(name), segs } => match env.named(name) {
+            Some(v) => Cow::Borrowed(read(v, segs)),
+            None => Cow::Owned(env.computed_at(name, segs)),
+        },
+        Expr::Call(..) => Cow::Owned(eval(e, this, env)),
+    }
+}
+
 /// Evaluates `e` with `.` reading `this`.
 pub fn eval(e: &Expr, this: &Value, env: &dyn Env) -> Value {
     match e {
@@ -401,10 +425,11 @@ pub fn eval(e: &Expr, this: &Value, env: &dyn Env) -> Value {
         // A related object or a stage's or action's value, else the kind's.
         Expr::Path { root: Some(name), segs } => match env.named(name) {
             Some(v) => read(v, segs).clone(),
-            None => read(&env.computed(name), segs).clone(),
+            None => env.computed_at(name, segs),
         },
         Expr::Call(f, args) => {
-            let arg = |i: usize| args.get(i).map_or(Value::Null, |a| eval(a, this, env));
+            let arg =
+                |i: usize| args.get(i).map_or(Cow::Owned(Value::Null), |a| eval_ref(a, this, env));
             call(f, args.len(), &arg, env)
         }
     }
@@ -607,7 +632,7 @@ fn field_at<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
     field.split('.').try_fold(v, |v, k| v.get(k))
 }
 
-fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value {
+fn call<'a>(f: &str, n: usize, arg: &dyn Fn(usize) -> Cow<'a, Value>, env: &dyn Env) -> Value {
     match f {
         "now" => Value::String(env.now()),
         "node" => {
@@ -654,7 +679,7 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             }
             Value::String(out)
         }
-        "len" => match arg(0) {
+        "len" => match &*arg(0) {
             Value::Array(a) => json!(a.len()),
             Value::Object(m) => json!(m.len()),
             _ => json!(0),
@@ -707,12 +732,12 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             let hex: String = (0..4).map(|_| format!("{:016x}", rng.next_u64())).collect();
             Value::String(format!("sha256:{hex}"))
         }
-        "get" => match (arg(0), text(&arg(1))) {
-            (Value::Object(mut m), Some(k)) => m.remove(&k).unwrap_or(Value::Null),
+        "get" => match (&*arg(0), text(&arg(1))) {
+            (Value::Object(m), Some(k)) => m.get(&k).cloned().unwrap_or(Value::Null),
             _ => Value::Null,
         },
-        "fromJson" => match arg(0) {
-            Value::String(t) => serde_json::from_str(&t).unwrap_or(Value::Null),
+        "fromJson" => match &*arg(0) {
+            Value::String(t) => serde_json::from_str(t).unwrap_or(Value::Null),
             _ => Value::Null,
         },
         "split" => match (text(&arg(0)), text(&arg(1)), arg(2).as_u64()) {
@@ -722,12 +747,12 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             _ => Value::Null,
         },
         "str" => text(&arg(0)).map_or(Value::Null, Value::String),
-        "int" => match arg(0) {
-            Value::Number(n) if n.is_i64() => Value::Number(n),
+        "int" => match &*arg(0) {
+            Value::Number(n) if n.is_i64() => Value::Number(n.clone()),
             Value::String(s) => s.parse::<i64>().map_or(Value::Null, |i| json!(i)),
             _ => Value::Null,
         },
-        "default" => (0..n).map(arg).find(|v| !v.is_null()).unwrap_or(Value::Null),
+        "default" => (0..n).map(arg).find(|v| !v.is_null()).map_or(Value::Null, Cow::into_owned),
         "concat" => Value::String((0..n).filter_map(|i| text(&arg(i))).collect()),
         "controllerRef" => {
             let o = env.object();
@@ -749,36 +774,42 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
         },
         "without" => {
             let (field, value) = (arg(1), arg(2));
-            let items = arg(0).as_array().cloned().unwrap_or_default();
-            let keep = |i: &Value| field.as_str().is_none_or(|f| field_at(i, f) != Some(&value));
-            Value::Array(items.into_iter().filter(keep).collect())
+            let items = arg(0);
+            let keep = |i: &&Value| field.as_str().is_none_or(|f| field_at(i, f) != Some(&value));
+            let kept = items.as_array().into_iter().flatten().filter(keep).cloned();
+            Value::Array(kept.collect())
         }
         "pluck" => {
-            let items = arg(0).as_array().cloned().unwrap_or_default();
+            let items = arg(0);
+            let items = items.as_array().map_or(&[][..], Vec::as_slice);
             let Some(f) = arg(1).as_str().map(str::to_string) else { return json!([]) };
             let values = items.iter().filter_map(|i| field_at(i, &f)).filter(|v| !v.is_null());
             Value::Array(values.cloned().collect())
         }
         "find" => {
             let (field, value) = (arg(1), arg(2));
-            let items = arg(0).as_array().cloned().unwrap_or_default();
+            let items = arg(0);
             let Some(f) = field.as_str() else { return Value::Null };
-            items.into_iter().find(|i| field_at(i, f) == Some(&value)).unwrap_or(Value::Null)
+            let mut all = items.as_array().into_iter().flatten();
+            all.find(|i| field_at(i, f) == Some(&value)).cloned().unwrap_or(Value::Null)
         }
-        "omitPrefixed" => match arg(0) {
+        "omitPrefixed" => match &*arg(0) {
             Value::Object(m) => {
                 let prefixes: Vec<String> = (1..n).filter_map(|i| text(&arg(i))).collect();
                 let keep = |k: &String| !prefixes.iter().any(|p| k.starts_with(p.as_str()));
-                Value::Object(m.into_iter().filter(|(k, _)| keep(k)).collect())
+                let kept = m.iter().filter(|(k, _)| keep(k));
+                Value::Object(kept.map(|(k, v)| (k.clone(), v.clone())).collect())
             }
             _ => Value::Null,
         },
         "indexOf" => {
             let (field, value) = (arg(1), arg(2));
-            let items = arg(0).as_array().cloned().unwrap_or_default();
+            let items = arg(0);
             let Some(f) = field.as_str() else { return Value::Null };
             items
-                .iter()
+                .as_array()
+                .into_iter()
+                .flatten()
                 .position(|i| field_at(i, f) == Some(&value))
                 .map_or(Value::Null, |p| json!(p))
         }
@@ -804,9 +835,9 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
             (Some(a), Some(b)) if b != 0.0 => whole_or_float((a / b).floor()),
             _ => Value::Null,
         },
-        "bytes" => match arg(0) {
+        "bytes" => match &*arg(0) {
             Value::Number(n) => json!(n.as_f64().unwrap_or(0.0).ceil() as i64),
-            Value::String(q) => parse_quantity(&q).map_or(Value::Null, |v| json!(v.ceil() as i64)),
+            Value::String(q) => parse_quantity(q).map_or(Value::Null, |v| json!(v.ceil() as i64)),
             _ => Value::Null,
         },
         "quantity" => match number(&arg(0)) {
@@ -819,7 +850,7 @@ fn call(f: &str, n: usize, arg: &dyn Fn(usize) -> Value, env: &dyn Env) -> Value
         "sum" => {
             let mut total = 0.0;
             for i in 0..n {
-                match arg(i) {
+                match &*arg(i) {
                     Value::Null => {}
                     v => match v.as_f64() {
                         Some(x) => total += x,

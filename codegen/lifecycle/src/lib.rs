@@ -622,6 +622,9 @@ impl expr::Env for Ctx<'_> {
         self.object
     }
     fn computed(&self, name: &str) -> Value {
+        self.computed_at(name, &[])
+    }
+    fn computed_at(&self, name: &str, segs: &[expr::Seg]) -> Value {
         if self.computing.borrow().iter().any(|n| n == name) {
             return Value::Null;
         }
@@ -631,22 +634,23 @@ impl expr::Env for Ctx<'_> {
                 *memo = (self.named.len(), HashMap::new());
             }
             if let Some(v) = memo.1.get(name) {
-                return v.clone();
+                return expr::read(v, segs).clone();
             }
         }
         let Some(l) = self.kind.lets.iter().find(|l| l.name == name) else { return Value::Null };
         self.computing.borrow_mut().push(name.to_string());
         let value = l.eval(self.object, self);
         self.computing.borrow_mut().pop();
+        let part = expr::read(&value, segs).clone();
         // Only a value read at the top: one read while another computes may have seen null for
         // a value in a cycle.
         if self.computing.borrow().is_empty() {
             let mut memo = self.computed.borrow_mut();
             if memo.0 == self.named.len() {
-                memo.1.insert(name.to_string(), value.clone());
+                memo.1.insert(name.to_string(), value);
             }
         }
-        value
+        part
     }
     fn now(&self) -> String {
         self.now.clone()
