@@ -133,3 +133,16 @@ fn explain_vm_metadata_and_the_openapi_v2_protobuf() {
     assert!(out.contains("KIND:     DataVolume"), "{out}");
     assert!(out.contains("Desired DataVolume."), "{out}");
 }
+
+/// `spec.domain.rebootPolicy` (KubeVirt pkg/virt-launcher/virtwrap/converter/compute/
+/// reboot_policy.go reads it; the simulated guest honours it) is declared, not only kept.
+#[test]
+fn explain_shows_the_domains_reboot_policy() {
+    let s = TestServer::start();
+    let k = Kubectl::new(&s);
+    let out = k.ok(&["explain", "vmi.spec.domain.rebootPolicy"]);
+    assert!(out.contains("FIELD: rebootPolicy <string>"), "{out}");
+    assert!(out.contains("Terminate ends the VMI"), "{out}");
+    let out = k.ok(&["explain", "vm.spec.template.spec.domain"]);
+    assert!(fields(&out).contains(&("rebootPolicy".to_string(), "<string>".to_string())), "{out}");
+}
