@@ -39,7 +39,7 @@ pub const UNSET_REPLICAS: i64 = i32::MIN as i64;
 pub fn confine(res: &ResourceInfo, part: Part, current: &Value, mut new: Value) -> Value {
     match part {
         Part::Main | Part::Finalize => {
-            if res.status_subresource {
+            if res.status_subresource && new.get("status") != current.get("status") {
                 if let Some(obj) = new.as_object_mut() {
                     match current.get("status") {
                         Some(s) => obj.insert("status".into(), s.clone()),
@@ -54,6 +54,9 @@ pub fn confine(res: &ResourceInfo, part: Part, current: &Value, mut new: Value) 
             }
             new
         }
+        // Background work mostly edits a copy of the stored object's status: then the copy is
+        // already the answer, found by a comparison where a copy would allocate.
+        Part::Status if same_outside_status(current, &new) => new,
         Part::Status => {
             let status = new.get_mut("status").map(Value::take);
             let managed = new.pointer_mut("/metadata/managedFields").map(Value::take);
@@ -73,6 +76,23 @@ pub fn confine(res: &ResourceInfo, part: Part, current: &Value, mut new: Value) 
             out
         }
     }
+}
+
+/// Whether `a` and `b` agree on everything but `status` and `metadata.managedFields`.
+fn same_outside_status(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else { return false };
+    let (am, bm) = (a.get("metadata"), b.get("metadata"));
+    let meta_same = match (am.and_then(Value::as_object), bm.and_then(Value::as_object)) {
+        (Some(am), Some(bm)) => same_except(am, bm, &["managedFields"]),
+        _ => am == bm,
+    };
+    meta_same && same_except(a, b, &["status", "metadata"])
+}
+
+/// Whether two maps agree on every key but `skip`.
+fn same_except(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) -> bool {
+    let kept = |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
+    kept(a) == kept(b) && a.iter().all(|(k, v)| skip.contains(&k.as_str()) || b.get(k) == Some(v))
 }
 
 /// `new`'s `spec.finalizers` set to `current`'s (removed where `current` has none).
@@ -331,6 +351,36 @@ pub fn set_nested(obj: &mut Value, path: &str, value: Value) -> Result<(), ApiEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_write_keeps_the_stored_object_but_its_status_and_managed_fields() {
+        let current = json!({"metadata": {"name": "a", "labels": {"x": "1"},
+                                          "managedFields": [{"manager": "m"}]},
+                             "spec": {"n": 1}, "status": {"phase": "A"}});
+        let r = res(true, None);
+        for new in [
+            json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"n": 1},
+                   "status": {"phase": "B"}}),
+            json!({"metadata": {"name": "a", "labels": {"x": "1"}, "managedFields": []},
+                   "spec": {"n": 1}}),
+            json!({"metadata": {"name": "a", "labels": {"x": "2"}}, "spec": {"n": 2},
+                   "status": {"phase": "C"}}),
+            json!({"metadata": {"name": "a"}, "spec": {"n": 1}, "extra": true}),
+            json!({"spec": {"n": 1}, "status": {}}),
+        ] {
+            let mut want = current.clone();
+            match new.get("status") {
+                Some(st) => want["status"] = st.clone(),
+                None => _ = want.as_object_mut().unwrap().remove("status"),
+            }
+            let meta = want["metadata"].as_object_mut().unwrap();
+            match new.pointer("/metadata/managedFields") {
+                Some(m) => _ = meta.insert("managedFields".into(), m.clone()),
+                None => _ = meta.remove("managedFields"),
+            }
+            assert_eq!(confine(&r, Part::Status, &current, new.clone()), want, "{new}");
+        }
+    }
 
     fn res(status: bool, scale: Option<ScaleInfo>) -> ResourceInfo {
         ResourceInfo { status_subresource: status, scale, ..ResourceInfo::EXAMPLE }
