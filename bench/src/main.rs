@@ -52,6 +52,7 @@ mod backend;
 mod compare;
 mod etcd;
 mod fixtures;
+mod guests;
 mod http;
 mod object;
 mod ours;
@@ -157,6 +158,18 @@ enum Mode {
         #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
         note: Option<String>,
     },
+    /// N simulated guests Running, then a logged-in serial console held open to each: memory
+    Guests {
+        /// 10 VMs, reported to target/BENCHMARKS-guests-quick.md
+        #[arg(long)]
+        quick: bool,
+        /// How many VMs [default: 100, or 10 with --quick]
+        #[arg(long, value_name = "N", value_parser = positive::<usize>)]
+        count: Option<usize>,
+        /// A line added to the report
+        #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+        note: Option<String>,
+    },
     /// Our server on SQLite, on a private etcd with 1 and 3 replicas, and bare etcd
     Replicas {
         /// 2 000 objects, 1 run, reported to target/BENCHMARKS-replicas-quick.md
@@ -209,6 +222,7 @@ fn main() {
         }
         Mode::Replicas { quick, note } => run_replicas(quick, note.as_deref()),
         Mode::Fixtures { quick, count, note } => run_fixtures(quick, count, note.as_deref()),
+        Mode::Guests { quick, count, note } => run_guests(quick, count, note.as_deref()),
     };
     std::process::exit(status);
 }
@@ -391,6 +405,22 @@ fn write_report(mode: &str, key: &str, quick: bool, text: &str) {
     std::fs::write(&md, report::splice(&old, key, text))
         .unwrap_or_else(|e| panic!("write {}: {e}", md.display()));
     println!("{mode} report written to {}", md.display());
+}
+
+/// `guests`: our server only; answers the exit status (1 when a check failed). A quick run
+/// reports to target/; a full one to its section of BENCHMARKS.md.
+fn run_guests(quick: bool, count: Option<usize>, note: Option<&str>) -> i32 {
+    let provenance = format!("Commit {}, {}, {}.", commit(), report::date(), report::machine());
+    let count = count.unwrap_or(if quick { 10 } else { 100 });
+    println!("guests: {count} VMs, a console to each");
+    let result = guests::run(count);
+    let text = guests::markdown(&result, &provenance, note);
+    println!("\n{text}");
+    write_report("guests", &format!("guests-{count}"), quick, &text);
+    for f in &result.failures {
+        eprintln!("error: guests: {f}");
+    }
+    i32::from(!result.failures.is_empty())
 }
 
 /// `fixtures`: our server only; answers the exit status (1 when a check failed). A quick run
