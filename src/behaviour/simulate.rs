@@ -113,6 +113,8 @@ struct Engine {
     watched: Vec<String>,
     /// The reverse lookups of the relations by controller and by field.
     indexes: Indexes,
+    /// Per kind (as `kinds`), per stage: the stages that supersede it.
+    superseders: Vec<Vec<Vec<usize>>>,
     /// What the engine holds of each object, by key; an object's entry goes with the object
     /// (its delete event, or a rescan that no longer finds it), so the engine's memory is
     /// bounded by what exists, not by what ever did.
@@ -176,6 +178,16 @@ impl Engine {
             }
         }
         let indexes = Indexes::new(&cfg.lifecycles, &kinds);
+        let superseders = kinds
+            .iter()
+            .map(|(i, _)| {
+                let stages = &cfg.lifecycles.kinds[*i].stages;
+                let by = |s: &lifecycle::Stage| {
+                    (0..stages.len()).filter(|&t| stages[t].supersedes.contains(&s.name)).collect()
+                };
+                stages.iter().map(by).collect()
+            })
+            .collect();
         watched.sort();
         watched.dedup();
         let (tx, rx) = mpsc::unbounded_channel();
@@ -185,6 +197,7 @@ impl Engine {
             kinds,
             watched,
             indexes,
+            superseders,
             objects: RefCell::default(),
             recorders: RefCell::default(),
             tx,
@@ -419,6 +432,10 @@ impl Engine {
         let Ok(Some(obj)) = self.registry.store().get(key).await else { return };
         let mut ctx = Ctx::new(kind, &obj, now_rfc3339(), self.cfg.nodes, Rng::new(self.cfg.seed));
         ctx.named = self.related(k, &obj).await;
+        // `holds` for every stage, each selector matched at most once.
+        let mut selected: Vec<Option<bool>> = vec![None; kind.stages.len()];
+        let mut selects =
+            |t: usize| *selected[t].get_or_insert_with(|| ctx.matches(&kind.stages[t].selector));
         for (s, stage) in kind.stages.iter().enumerate() {
             let id = (k, s);
             let scheduled = self.held(key, |h| {
@@ -427,7 +444,7 @@ impl Engine {
                 }
                 h.pending.contains_key(&id)
             });
-            if scheduled || !holds(kind, s, &ctx) {
+            if scheduled || !selects(s) || self.superseders[k][s].iter().any(|&t| selects(t)) {
                 continue;
             }
             let mut rng = self.rng(k, s, key, "delay");
