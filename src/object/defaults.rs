@@ -17,6 +17,25 @@ pub fn apply(res: &ResourceInfo, obj: &mut Value) {
     }
 }
 
+/// `apply` for a write through `/status`, which changes nothing else: the rest of the object is
+/// the stored one, defaulted when it was written, so only `status` is walked.
+pub fn apply_to_status(res: &ResourceInfo, obj: &mut Value) {
+    let Some(schema) = kind_schema(res) else { return };
+    let Some(prop) = resolve(schema).get("properties").and_then(|p| p.get("status")) else {
+        return;
+    };
+    let Some(map) = obj.as_object_mut() else { return };
+    if map.get("status").is_none_or(Value::is_null) {
+        match prop.get("default").or_else(|| resolve(prop).get("default")) {
+            Some(default) => _ = map.insert("status".into(), default.clone()),
+            None => return,
+        }
+    }
+    if let Some(status) = map.get_mut("status") {
+        walk(status, prop, false);
+    }
+}
+
 fn walk(v: &mut Value, schema: &Value, root: bool) {
     let schema = resolve(schema);
     match v {

@@ -62,7 +62,10 @@ pub(crate) fn prepare_update(
 ) -> Result<Next, ApiError> {
     let mut new = subresource::confine(res, part, current, new);
     data_rules::normalize(res, &mut new)?;
-    defaults::apply(res, &mut new);
+    match part {
+        Part::Status => defaults::apply_to_status(res, &mut new),
+        _ => defaults::apply(res, &mut new),
+    }
     if res.service_addresses {
         addresses::default_fields(&mut new);
     }
