@@ -20,6 +20,7 @@ use crate::object::meta::{controller_ref, is_deleting, now_rfc3339};
 use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::object::validation::{FieldValidation, Via};
+use crate::object::At;
 use crate::registry::keys::{collection_prefix, split};
 use crate::registry::{DeleteOptions, ListOptions, Registry, Target, WriteOptions};
 use crate::resource::{KubeRole, ResourceInfo};
@@ -124,7 +125,7 @@ impl Dirty {
         if is(kinds.service) || is(kinds.endpoints) {
             services.insert((ns.to_string(), name.to_string()));
         } else if is(kinds.slices) {
-            let svc = obj.pointer(&format!("/metadata/labels/{}", SERVICE_NAME.replace('/', "~1")));
+            let svc = obj.at(&format!("/metadata/labels/{}", SERVICE_NAME.replace('/', "~1")));
             if let Some(svc) = svc.and_then(Value::as_str) {
                 services.insert((ns.to_string(), svc.to_string()));
             }
@@ -169,8 +170,7 @@ async fn pass(registry: &Registry, kinds: Kinds, dirty: Dirty) -> Result<(), Api
     let zones: BTreeMap<String, Option<String>> = nodes
         .iter()
         .map(|n| {
-            let zone =
-                n.pointer("/metadata/labels").and_then(|l| l.get(ZONE)).and_then(Value::as_str);
+            let zone = n.at("/metadata/labels").and_then(|l| l.get(ZONE)).and_then(Value::as_str);
             (meta_str(n, "name").to_string(), zone.map(str::to_string))
         })
         .collect();
@@ -187,7 +187,7 @@ async fn pass(registry: &Registry, kinds: Kinds, dirty: Dirty) -> Result<(), Api
 /// service that never existed is the client's. The label kube 1.33 adds to tell them apart
 /// does not exist in 1.32 (kubernetes PR #130564): the trigger-time annotation does.
 fn managed_endpoints(ep: &Value) -> bool {
-    ep.pointer("/metadata/annotations").and_then(|a| a.get(TRIGGER_TIME)).is_some()
+    ep.at("/metadata/annotations").and_then(|a| a.get(TRIGGER_TIME)).is_some()
 }
 
 async fn sync(
@@ -216,17 +216,17 @@ async fn sync(
         }
         Err(e) => return Err(e),
     };
-    let selector = service.pointer("/spec/selector").and_then(Value::as_object);
+    let selector = service.at("/spec/selector").and_then(Value::as_object);
     // A service without a selector has the endpoints its owner writes; an ExternalName
     // service has none (endpoints_controller.go, reconciler.go).
-    let external = service.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName");
+    let external = service.at("/spec/type").and_then(Value::as_str) == Some("ExternalName");
     let Some(selector) = selector.filter(|s| !s.is_empty() && !external) else { return Ok(()) };
     let pods = registry.list(kinds.pod, Some(ns), &ListOptions::default()).await?.objects()?;
     let selected: Vec<&Value> = pods
         .iter()
         .map(|p| &**p)
         .filter(|p| {
-            let labels = p.pointer("/metadata/labels").and_then(Value::as_object);
+            let labels = p.at("/metadata/labels").and_then(Value::as_object);
             selector.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
         })
         .collect();
@@ -263,17 +263,16 @@ fn is_ready(pod: &Value) -> bool {
 /// an address, not being deleted unless `include_terminating`, and not finished for its
 /// restart policy.
 fn in_endpoints(pod: &Value, include_terminating: bool) -> bool {
-    let ip = pod.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("");
-    let ips =
-        pod.pointer("/status/podIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    let ip = pod.at("/status/podIP").and_then(Value::as_str).unwrap_or("");
+    let ips = pod.at("/status/podIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
     if ip.is_empty() && !ips {
         return false;
     }
     if !include_terminating && is_deleting(pod) {
         return false;
     }
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
-    match pod.pointer("/spec/restartPolicy").and_then(Value::as_str) {
+    let phase = pod.at("/status/phase").and_then(Value::as_str).unwrap_or("");
+    match pod.at("/spec/restartPolicy").and_then(Value::as_str) {
         Some("Never") => phase != "Failed" && phase != "Succeeded",
         Some("OnFailure") => phase != "Succeeded",
         _ => true,
@@ -281,11 +280,11 @@ fn in_endpoints(pod: &Value, include_terminating: bool) -> bool {
 }
 
 fn pod_ip(pod: &Value) -> String {
-    let ip = pod.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("");
+    let ip = pod.at("/status/podIP").and_then(Value::as_str).unwrap_or("");
     if !ip.is_empty() {
         return ip.to_string();
     }
-    let first = pod.pointer("/status/podIPs/0/ip").and_then(Value::as_str);
+    let first = pod.at("/status/podIPs/0/ip").and_then(Value::as_str);
     first.unwrap_or("").to_string()
 }
 
@@ -298,7 +297,7 @@ fn find_port(pod: &Value, port: &Value) -> Option<i64> {
     }
     let name = target.as_str()?;
     let protocol = port.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
-    let containers = pod.pointer("/spec/containers").and_then(Value::as_array)?;
+    let containers = pod.at("/spec/containers").and_then(Value::as_array)?;
     containers
         .iter()
         .flat_map(|c| c.get("ports").and_then(Value::as_array).into_iter().flatten())
@@ -312,7 +311,7 @@ fn find_port(pod: &Value, port: &Value) -> Option<i64> {
 /// The service's ports as the pod resolves them (`None` for a port it cannot resolve: kube
 /// leaves that pod out of that port's subset; a pod resolving none of them is left out).
 fn ports_of(service: &Value, pod: &Value, slice_form: bool) -> Vec<Value> {
-    let ports = service.pointer("/spec/ports").and_then(Value::as_array);
+    let ports = service.at("/spec/ports").and_then(Value::as_array);
     let mut out = Vec::new();
     for port in ports.into_iter().flatten() {
         let Some(n) = find_port(pod, port) else { continue };
@@ -341,28 +340,27 @@ fn target_ref(pod: &Value) -> Value {
 
 /// `ShouldSetHostname`: the pod's hostname, when its subdomain names the service.
 fn hostname(pod: &Value, service: &Value) -> Option<String> {
-    let host = pod.pointer("/spec/hostname").and_then(Value::as_str).filter(|h| !h.is_empty())?;
-    let sub = pod.pointer("/spec/subdomain").and_then(Value::as_str);
+    let host = pod.at("/spec/hostname").and_then(Value::as_str).filter(|h| !h.is_empty())?;
+    let sub = pod.at("/spec/subdomain").and_then(Value::as_str);
     (sub == Some(meta_str(service, "name"))
         && meta_str(pod, "namespace") == meta_str(service, "namespace"))
     .then(|| host.to_string())
 }
 
 fn is_headless(service: &Value) -> bool {
-    service.pointer("/spec/clusterIP").and_then(Value::as_str) == Some("None")
+    service.at("/spec/clusterIP").and_then(Value::as_str) == Some("None")
 }
 
 fn service_labels(service: &Value) -> Map<String, Value> {
-    service.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default()
+    service.at("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default()
 }
 
 /// The Endpoints object's subsets (endpoints_controller.go syncService, then
 /// `endpoints.RepackSubsets`: addresses grouped by identical ports, each group's addresses
 /// ordered by IP then target uid as `LessEndpointAddress` orders them).
 fn subsets(service: &Value, pods: &[&Value]) -> Vec<Value> {
-    let tolerate = service.pointer("/spec/publishNotReadyAddresses") == Some(&json!(true));
-    let no_ports =
-        service.pointer("/spec/ports").and_then(Value::as_array).is_none_or(|p| p.is_empty());
+    let tolerate = service.at("/spec/publishNotReadyAddresses") == Some(&json!(true));
+    let no_ports = service.at("/spec/ports").and_then(Value::as_array).is_none_or(|p| p.is_empty());
     // (ports, ready addresses, not-ready addresses), in the order port sets first appear.
     let mut groups: Vec<(Vec<Value>, Vec<Value>, Vec<Value>)> = Vec::new();
     for pod in pods.iter().filter(|p| in_endpoints(p, tolerate)) {
@@ -372,7 +370,7 @@ fn subsets(service: &Value, pods: &[&Value]) -> Vec<Value> {
             addr.insert("hostname".into(), json!(h));
         }
         if let Some(node) =
-            pod.pointer("/spec/nodeName").filter(|n| n.as_str().is_some_and(|n| !n.is_empty()))
+            pod.at("/spec/nodeName").filter(|n| n.as_str().is_some_and(|n| !n.is_empty()))
         {
             addr.insert("nodeName".into(), node.clone());
         }
@@ -435,7 +433,7 @@ async fn write_endpoints(
     let subsets = subsets(service, pods);
     let mut labels = service_labels(service);
     // `IsServiceIPSet`: an address that is neither "" nor None.
-    let ip = service.pointer("/spec/clusterIP").and_then(Value::as_str).unwrap_or("");
+    let ip = service.at("/spec/clusterIP").and_then(Value::as_str).unwrap_or("");
     if ip.is_empty() || ip == "None" {
         labels.insert(HEADLESS.into(), json!(""));
     } else {
@@ -444,7 +442,7 @@ async fn write_endpoints(
     let labels = Value::Object(labels);
     let edit = |ep: &mut Value| -> Option<()> {
         let same_subsets = ep.get("subsets").cloned().unwrap_or(json!([])) == json!(subsets);
-        let same_labels = ep.pointer("/metadata/labels").cloned().unwrap_or(json!({})) == labels;
+        let same_labels = ep.at("/metadata/labels").cloned().unwrap_or(json!({})) == labels;
         if same_subsets && same_labels && managed_endpoints(ep) {
             return None;
         }
@@ -505,11 +503,11 @@ fn desired_slices(
     pods: &[&Value],
     zones: &BTreeMap<String, Option<String>>,
 ) -> Vec<SliceContent> {
-    let publish = service.pointer("/spec/publishNotReadyAddresses") == Some(&json!(true));
+    let publish = service.at("/spec/publishNotReadyAddresses") == Some(&json!(true));
     let mut groups: Vec<SliceContent> = Vec::new();
     for pod in pods.iter().filter(|p| in_endpoints(p, true)) {
         // A pod whose node does not exist is left out until it does (reconciler.go).
-        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+        let node = pod.at("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
         let Some(zone) = zones.get(node) else { continue };
         let serving = is_ready(pod);
         let terminating = is_deleting(pod);
@@ -577,7 +575,7 @@ async fn write_slices(
         .map(|s| &**s)
         .filter(|s| {
             let owner = controller_ref(s).and_then(|r| r.get("uid")?.as_str());
-            let ours = s.pointer("/metadata/labels").and_then(|l| l.get(MANAGED_BY))
+            let ours = s.at("/metadata/labels").and_then(|l| l.get(MANAGED_BY))
                 == Some(&json!(CONTROLLER_NAME));
             owner == Some(uid) && ours
         })
@@ -601,7 +599,7 @@ async fn write_slices(
             Some(slice) => {
                 let same = slice.get("endpoints").cloned().unwrap_or(json!([])) == endpoints
                     && slice.get("ports").cloned() == ports
-                    && slice.pointer("/metadata/labels") == Some(&labels);
+                    && slice.at("/metadata/labels") == Some(&labels);
                 if same {
                     continue;
                 }

@@ -14,6 +14,7 @@ use crate::controllers::recorder::{events_kind, is_event, text};
 use crate::object::error::ApiError;
 use crate::object::meta::parse_rfc3339;
 use crate::object::meta_str;
+use crate::object::At;
 use crate::registry::keys::{collection_prefix, split};
 use crate::registry::{decode_stored, DeleteOptions, Registry};
 use crate::resource::ResourceInfo;
@@ -86,7 +87,7 @@ fn last_written(event: &Value) -> Option<i64> {
         .collect();
     times.push(text(event, "/series/lastObservedTime"));
     times.push(text(event, "/metadata/creationTimestamp"));
-    let managed = event.pointer("/metadata/managedFields").and_then(Value::as_array);
+    let managed = event.at("/metadata/managedFields").and_then(Value::as_array);
     times.extend(managed.into_iter().flatten().filter_map(|m| m.get("time")?.as_str()));
     times.into_iter().filter_map(parse_rfc3339).max()
 }

@@ -34,6 +34,7 @@ use crate::object::error::ApiError;
 use crate::object::meta::{self, FOREGROUND_FINALIZER as FOREGROUND, ORPHAN_FINALIZER as ORPHAN};
 use crate::object::meta_str;
 use crate::object::subresource::Part;
+use crate::object::At;
 use crate::registry::keys::{self, collection_prefix, object_key};
 use crate::registry::{Change, DeleteOptions, Propagation, Registry};
 use crate::resource::ResourceInfo;
@@ -95,7 +96,7 @@ fn needs_pass(registry: &Registry, events: &[Arc<Event>]) -> bool {
             return true;
         }
         let cluster_scoped = resource_of(&ev.key).is_some_and(|r| !r.namespaced);
-        let refs = ev.object.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+        let refs = ev.object.at("/metadata/ownerReferences").and_then(Value::as_array);
         refs.into_iter().flatten().any(|r| {
             let uid = r.get("uid").and_then(Value::as_str).unwrap_or("");
             let namespaced_owner = owner_kind(r).is_some_and(|o| o.namespaced);
@@ -113,7 +114,7 @@ fn needs_pass(registry: &Registry, events: &[Arc<Event>]) -> bool {
 /// dependent's references as they were (a status write of an owned object, most writes of a
 /// running simulation) cannot: a pass for each would read every object per write.
 fn relevant(ev: &Event) -> bool {
-    let refs = |v: &Value| v.pointer("/metadata/ownerReferences").filter(|r| !r.is_null()).cloned();
+    let refs = |v: &Value| v.at("/metadata/ownerReferences").filter(|r| !r.is_null()).cloned();
     if matches!(ev.kind, EventType::Deleted) || meta::is_deleting(&ev.object) {
         return true;
     }
@@ -136,7 +137,7 @@ fn resource_of(key: &str) -> Option<&'static ResourceInfo> {
 }
 
 fn owner_uids(obj: &Value) -> Vec<(String, bool)> {
-    obj.pointer("/metadata/ownerReferences")
+    obj.at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .map(|refs| {
             refs.iter()
@@ -340,7 +341,7 @@ pub async fn collect(registry: &Registry, warnings: &mut Warnings) -> Result<boo
     // Cluster-scoped dependents with a namespaced owner kind: neither kept nor collected.
     let mut unresolvable: HashSet<&str> = HashSet::new();
     for (key, obj) in &all {
-        let refs = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+        let refs = obj.at("/metadata/ownerReferences").and_then(Value::as_array);
         let cluster_scoped = resource_of(key).is_some_and(|r| !r.namespaced);
         for r in refs.into_iter().flatten() {
             let Some(uid) = r.get("uid").and_then(Value::as_str) else { continue };
@@ -370,7 +371,7 @@ pub async fn collect(registry: &Registry, warnings: &mut Warnings) -> Result<boo
     // owner uid → its dependents' keys, and whether each blocks the owner's deletion.
     let mut dependents: HashMap<&str, Vec<(&str, bool)>> = HashMap::new();
     for (key, obj) in &all {
-        if let Some(refs) = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array) {
+        if let Some(refs) = obj.at("/metadata/ownerReferences").and_then(Value::as_array) {
             for r in refs {
                 if let Some(uid) = r.get("uid").and_then(Value::as_str) {
                     let blocks = r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true);

@@ -18,6 +18,7 @@ use crate::object::error::ApiError;
 use crate::object::meta::{is_deleting, now_rfc3339};
 use crate::object::meta_str;
 use crate::object::subresource::Part;
+use crate::object::At;
 use crate::registry::keys::collection_prefix;
 use crate::registry::namespaces::namespace_kind;
 use crate::registry::{DeleteOptions, Deleted, ListOptions, Registry};
@@ -103,7 +104,7 @@ async fn empty(
                 obj
             };
             left += 1;
-            let held = held.pointer("/metadata/finalizers").and_then(Value::as_array);
+            let held = held.at("/metadata/finalizers").and_then(Value::as_array);
             for f in held.into_iter().flatten().filter_map(Value::as_str) {
                 match finalizers.iter_mut().find(|(name, _)| name == f) {
                     Some((_, n)) => *n += 1,

@@ -13,6 +13,7 @@ use crate::object::error::ApiError;
 use crate::object::meta::{edit_finalizers, is_deleting, object_finalizers};
 use crate::object::meta_str;
 use crate::object::subresource::Part;
+use crate::object::At;
 use crate::registry::in_use_protection::{PVC_PROTECTION, PV_PROTECTION};
 use crate::registry::keys::collection_prefix;
 use crate::registry::{ListOptions, Registry};
@@ -63,19 +64,19 @@ pub fn spawn(registry: Registry) {
 /// Whether `pod` holds `claim` (its namespace's): scheduled (the kubelet sees no other),
 /// not terminated, naming it in a volume (pvc_protection_controller.go podUsesPVC).
 fn uses(pod: &Value, ns: &str, claim: &str) -> bool {
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str);
-    let scheduled =
-        pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let phase = pod.at("/status/phase").and_then(Value::as_str);
+    let scheduled = pod.at("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
     if meta_str(pod, "namespace") != ns
         || !scheduled
         || matches!(phase, Some("Succeeded" | "Failed"))
     {
         return false;
     }
-    let volumes = pod.pointer("/spec/volumes").and_then(Value::as_array);
-    volumes.into_iter().flatten().any(|v| {
-        v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) == Some(claim)
-    })
+    let volumes = pod.at("/spec/volumes").and_then(Value::as_array);
+    volumes
+        .into_iter()
+        .flatten()
+        .any(|v| v.at("/persistentVolumeClaim/claimName").and_then(Value::as_str) == Some(claim))
 }
 
 async fn pass(registry: &Registry, kinds: Kinds) -> Result<(), ApiError> {
@@ -97,7 +98,7 @@ async fn pass(registry: &Registry, kinds: Kinds) -> Result<(), ApiError> {
     let volumes = registry.list(kinds.volume, None, &opts).await?.objects()?;
     for volume in volumes.iter().map(|v| &**v).filter(|v| held(v, PV_PROTECTION)) {
         // pv_protection_controller.go isBeingUsed: a Bound volume is in use.
-        if volume.pointer("/status/phase").and_then(Value::as_str) == Some("Bound") {
+        if volume.at("/status/phase").and_then(Value::as_str) == Some("Bound") {
             continue;
         }
         release(registry, kinds.volume, "", meta_str(volume, "name"), PV_PROTECTION).await?;

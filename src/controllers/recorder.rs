@@ -18,6 +18,7 @@ use crate::object::meta::rfc3339;
 use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::object::validation::{FieldValidation, Via};
+use crate::object::At;
 use crate::registry::keys::collection_prefix;
 use crate::registry::{Registry, Target, WriteOptions};
 use crate::resource::ResourceInfo;
@@ -227,7 +228,7 @@ fn event_name(object: &str, now: SystemTime) -> String {
 }
 
 pub(crate) fn text<'a>(v: &'a Value, path: &str) -> &'a str {
-    v.pointer(path).and_then(Value::as_str).unwrap_or("")
+    v.at(path).and_then(Value::as_str).unwrap_or("")
 }
 
 /// What the recorder does for one report: create `event`, or write it over the one it

@@ -32,6 +32,7 @@ use crate::object::meta::is_deleting;
 use crate::object::meta_str;
 use crate::object::selector::{label_selector_matches, requirement_holds};
 use crate::object::subresource::Part;
+use crate::object::At;
 use crate::registry::keys::{collection_prefix, object_key, split};
 use crate::registry::{ListOptions, Registry, Target};
 use crate::resource::{KubeRole, ResourceInfo};
@@ -74,14 +75,14 @@ struct PodInfo {
 
 impl PodInfo {
     fn of(pod: &Value) -> PodInfo {
-        let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
-        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty());
+        let phase = pod.at("/status/phase").and_then(Value::as_str).unwrap_or("");
+        let node = pod.at("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty());
         PodInfo {
             namespace: meta_str(pod, "namespace").to_string(),
             node: node.map(str::to_string),
             requests: requests(pod),
             labels: pod
-                .pointer("/metadata/labels")
+                .at("/metadata/labels")
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_default(),
@@ -109,7 +110,7 @@ fn amount(resource: &str, q: &Value) -> f64 {
 fn container_requests(c: &Value) -> Amounts {
     let mut out = Amounts::new();
     for from in ["limits", "requests"] {
-        let list = c.pointer(&format!("/resources/{from}")).and_then(Value::as_object);
+        let list = c.at(&format!("/resources/{from}")).and_then(Value::as_object);
         for (k, v) in list.into_iter().flatten() {
             out.insert(k.clone(), amount(k, v));
         }
@@ -133,13 +134,13 @@ fn add(into: &mut Amounts, more: &Amounts) {
 /// the sidecars started before it, plus the pod's overhead.
 fn requests(pod: &Value) -> Amounts {
     let mut total = Amounts::new();
-    let containers = pod.pointer("/spec/containers").and_then(Value::as_array);
+    let containers = pod.at("/spec/containers").and_then(Value::as_array);
     for c in containers.into_iter().flatten() {
         add(&mut total, &container_requests(c));
     }
     let mut sidecars = Amounts::new();
     let mut init_floor = Amounts::new();
-    let inits = pod.pointer("/spec/initContainers").and_then(Value::as_array);
+    let inits = pod.at("/spec/initContainers").and_then(Value::as_array);
     for c in inits.into_iter().flatten() {
         let req = container_requests(c);
         if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
@@ -158,7 +159,7 @@ fn requests(pod: &Value) -> Amounts {
         let t = total.entry(k).or_default();
         *t = t.max(v);
     }
-    if let Some(overhead) = pod.pointer("/spec/overhead").and_then(Value::as_object) {
+    if let Some(overhead) = pod.at("/spec/overhead").and_then(Value::as_object) {
         for (k, v) in overhead {
             *total.entry(k.clone()).or_default() += amount(k, v);
         }
@@ -175,7 +176,7 @@ struct Failure {
 }
 
 fn tolerates(pod: &Value, key: &str, value: &str, effect: &str) -> bool {
-    let tolerations = pod.pointer("/spec/tolerations").and_then(Value::as_array);
+    let tolerations = pod.at("/spec/tolerations").and_then(Value::as_array);
     tolerations.into_iter().flatten().any(|t| {
         let s = |f: &str| t.get(f).and_then(Value::as_str).unwrap_or("");
         let effect_ok = s("effect").is_empty() || s("effect") == effect;
@@ -192,13 +193,13 @@ fn tolerates(pod: &Value, key: &str, value: &str, effect: &str) -> bool {
 /// The node selector and the required node affinity (NodeAffinity's Filter).
 fn matches_node_affinity(pod: &Value, node: &Value) -> bool {
     let none = Map::new();
-    let labels = node.pointer("/metadata/labels").and_then(Value::as_object).unwrap_or(&none);
-    let selector = pod.pointer("/spec/nodeSelector").and_then(Value::as_object);
+    let labels = node.at("/metadata/labels").and_then(Value::as_object).unwrap_or(&none);
+    let selector = pod.at("/spec/nodeSelector").and_then(Value::as_object);
     if !selector.into_iter().flatten().all(|(k, v)| labels.get(k) == Some(v)) {
         return false;
     }
     let terms = pod
-        .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .at("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
         .and_then(Value::as_array);
     let Some(terms) = terms else { return true };
     // Terms are ORed, a term's expressions ANDed; a term with no expressions matches nothing.
@@ -218,7 +219,7 @@ fn matches_node_affinity(pod: &Value, node: &Value) -> bool {
 /// The pod's required anti-affinity per hostname against the pods on the node.
 fn violates_anti_affinity(pod: &Value, on_node: &[&PodInfo]) -> bool {
     let terms = pod
-        .pointer("/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution")
+        .at("/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution")
         .and_then(Value::as_array);
     let ns = meta_str(pod, "namespace");
     terms.into_iter().flatten().any(|t| {
@@ -257,12 +258,12 @@ fn filter(pod: &Value, want: &Amounts, node: &Value, on: &OnNode) -> Option<Fail
     let on_node = on.pods.as_slice();
     let unresolvable = |r: &str| Some(Failure { reasons: vec![r.to_string()], resolvable: false });
     // NodeUnschedulable.
-    let cordoned = node.pointer("/spec/unschedulable") == Some(&json!(true));
+    let cordoned = node.at("/spec/unschedulable") == Some(&json!(true));
     if cordoned && !tolerates(pod, UNSCHEDULABLE_TAINT, "", "NoSchedule") {
         return unresolvable(REASON_UNSCHEDULABLE);
     }
     // TaintToleration: NoSchedule and NoExecute taints must be tolerated.
-    let taints = node.pointer("/spec/taints").and_then(Value::as_array);
+    let taints = node.at("/spec/taints").and_then(Value::as_array);
     for t in taints.into_iter().flatten() {
         let s = |f: &str| t.get(f).and_then(Value::as_str).unwrap_or("");
         if (s("effect") == "NoSchedule" || s("effect") == "NoExecute")
@@ -280,7 +281,7 @@ fn filter(pod: &Value, want: &Amounts, node: &Value, on: &OnNode) -> Option<Fail
         return unresolvable(REASON_AFFINITY);
     }
     // NodeResourcesFit (fitsRequest: pods first, then each requested resource).
-    let allocatable = node.pointer("/status/allocatable").and_then(Value::as_object);
+    let allocatable = node.at("/status/allocatable").and_then(Value::as_object);
     let alloc = |r: &str| allocatable.and_then(|a| a.get(r)).map_or(0.0, |q| amount(r, q));
     let mut reasons = Vec::new();
     if on.count as f64 + 1.0 > alloc("pods") {
@@ -336,7 +337,7 @@ fn place(pod: &Value, cluster: &Cluster, rng: &mut Rng) -> Result<String, String
     let want = requests(pod);
     // Only a pod with required anti-affinity reads the pods on each node (InterPodAffinity).
     let reads_pods = pod
-        .pointer("/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution")
+        .at("/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution")
         .is_some();
     let empty = NodeUse::default();
     let mut failures = Vec::new();
@@ -363,7 +364,7 @@ fn place(pod: &Value, cluster: &Cluster, rng: &mut Rng) -> Result<String, String
 
 /// NodeResourcesFit's LeastAllocated score: the share of cpu and memory left after the pod.
 fn least_allocated(node: &Value, want: &Amounts, used: &Amounts) -> f64 {
-    let allocatable = node.pointer("/status/allocatable").and_then(Value::as_object);
+    let allocatable = node.at("/status/allocatable").and_then(Value::as_object);
     let mut score = 0.0;
     for r in ["cpu", "memory"] {
         let alloc = allocatable.and_then(|a| a.get(r)).map_or(0.0, |q| amount(r, q));
@@ -431,11 +432,9 @@ impl Cluster {
         match pod {
             Some(p) => {
                 let waiting =
-                    p.pointer("/spec/nodeName").and_then(Value::as_str).is_none_or(str::is_empty)
+                    p.at("/spec/nodeName").and_then(Value::as_str).is_none_or(str::is_empty)
                         && !is_deleting(p)
-                        && p.pointer("/spec/schedulerName")
-                            .and_then(Value::as_str)
-                            .unwrap_or(SCHEDULER)
+                        && p.at("/spec/schedulerName").and_then(Value::as_str).unwrap_or(SCHEDULER)
                             == SCHEDULER;
                 let info = PodInfo::of(p);
                 if waiting && info.active {
@@ -542,7 +541,7 @@ async fn schedule(
         let Some((_, _, ns, name)) = split(&key) else { continue };
         // The pod as stored now: another writer may have placed or removed it.
         let Ok(Some(pod)) = registry.store().get(&key).await else { continue };
-        if pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
+        if pod.at("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
             || is_deleting(&pod)
         {
             continue;
@@ -628,21 +627,21 @@ async fn select_node_for_claims(
         return Ok(());
     };
     let ns = meta_str(pod, "namespace");
-    let volumes = pod.pointer("/spec/volumes").and_then(Value::as_array);
+    let volumes = pod.at("/spec/volumes").and_then(Value::as_array);
     let names = volumes
         .into_iter()
         .flatten()
-        .filter_map(|v| v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str));
+        .filter_map(|v| v.at("/persistentVolumeClaim/claimName").and_then(Value::as_str));
     for claim_name in names {
         let key = object_key(claims, ns, claim_name);
         let Ok(Some(claim)) = registry.store().get(&key).await else { continue };
         let unbound =
-            claim.pointer("/spec/volumeName").and_then(Value::as_str).is_none_or(str::is_empty);
-        let selected = claim.pointer("/metadata/annotations").and_then(|a| a.get(SELECTED_NODE));
+            claim.at("/spec/volumeName").and_then(Value::as_str).is_none_or(str::is_empty);
+        let selected = claim.at("/metadata/annotations").and_then(|a| a.get(SELECTED_NODE));
         if !unbound || selected.is_some() || is_deleting(&claim) {
             continue;
         }
-        let class_name = claim.pointer("/spec/storageClassName").and_then(Value::as_str);
+        let class_name = claim.at("/spec/storageClassName").and_then(Value::as_str);
         let Some(class_name) = class_name.filter(|c| !c.is_empty()) else { continue };
         let Ok(Some(class)) = registry.store().get(&object_key(classes, "", class_name)).await
         else {

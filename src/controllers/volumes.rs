@@ -28,6 +28,7 @@ use crate::object::meta::is_deleting;
 use crate::object::meta_str;
 use crate::object::selector::label_selector_matches;
 use crate::object::subresource::Part;
+use crate::object::At;
 use crate::registry::keys::collection_prefix;
 use crate::registry::{ListOptions, Registry};
 use crate::resource::{KubeRole, ResourceInfo};
@@ -125,7 +126,7 @@ async fn pass(registry: &Registry, kinds: Kinds, recorder: &Recorder) -> Result<
 }
 
 fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    obj.pointer("/metadata/annotations")?.get(key)?.as_str()
+    obj.at("/metadata/annotations")?.get(key)?.as_str()
 }
 
 /// `GetPersistentVolumeClaimClass`: the beta annotation first, else the field ("" if none).
@@ -133,7 +134,7 @@ fn claim_class(claim: &Value) -> String {
     if let Some(c) = annotation(claim, BETA_CLASS) {
         return c.to_string();
     }
-    claim.pointer("/spec/storageClassName").and_then(Value::as_str).unwrap_or("").to_string()
+    claim.at("/spec/storageClassName").and_then(Value::as_str).unwrap_or("").to_string()
 }
 
 /// `GetPersistentVolumeClass`.
@@ -141,7 +142,7 @@ fn volume_class(volume: &Value) -> String {
     if let Some(c) = annotation(volume, BETA_CLASS) {
         return c.to_string();
     }
-    volume.pointer("/spec/storageClassName").and_then(Value::as_str).unwrap_or("").to_string()
+    volume.at("/spec/storageClassName").and_then(Value::as_str).unwrap_or("").to_string()
 }
 
 fn quantity(v: Option<&Value>) -> f64 {
@@ -159,7 +160,7 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 
 /// `IsVolumeBoundToClaim`: the volume's claimRef names the claim (its uid, if set, too).
 fn bound_to(volume: &Value, claim: &Value) -> bool {
-    let Some(r) = volume.pointer("/spec/claimRef") else { return false };
+    let Some(r) = volume.at("/spec/claimRef") else { return false };
     let s = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or("");
     s("name") == meta_str(claim, "name")
         && s("namespace") == meta_str(claim, "namespace")
@@ -167,7 +168,7 @@ fn bound_to(volume: &Value, claim: &Value) -> bool {
 }
 
 fn volume_mode(obj: &Value) -> &str {
-    obj.pointer("/spec/volumeMode").and_then(Value::as_str).unwrap_or("Filesystem")
+    obj.at("/spec/volumeMode").and_then(Value::as_str).unwrap_or("Filesystem")
 }
 
 /// `FindMatchingVolume` for the controller (no node): a volume pre-bound to the claim first;
@@ -179,31 +180,31 @@ fn find_match<'v>(
     delay: bool,
     taken: &BTreeSet<String>,
 ) -> Option<&'v Value> {
-    let requested = quantity(claim.pointer("/spec/resources/requests/storage"));
-    let modes = strings(claim.pointer("/spec/accessModes"));
+    let requested = quantity(claim.at("/spec/resources/requests/storage"));
+    let modes = strings(claim.at("/spec/accessModes"));
     let class = claim_class(claim);
     let labels_of = |v: &Value| {
-        v.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default()
+        v.at("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default()
     };
     let mut best: Option<(&Value, f64)> = None;
     for v in volumes.iter().map(|v| &**v) {
         if taken.contains(meta_str(v, "name")) {
             continue;
         }
-        if v.pointer("/spec/claimRef").is_some_and(|r| !r.is_null()) && !bound_to(v, claim) {
+        if v.at("/spec/claimRef").is_some_and(|r| !r.is_null()) && !bound_to(v, claim) {
             continue;
         }
-        let size = quantity(v.pointer("/spec/capacity/storage"));
+        let size = quantity(v.at("/spec/capacity/storage"));
         if size < requested || volume_mode(v) != volume_mode(claim) || is_deleting(v) {
             continue;
         }
         if bound_to(v, claim) {
             return Some(v);
         }
-        if delay || v.pointer("/status/phase").and_then(Value::as_str) != Some("Available") {
+        if delay || v.at("/status/phase").and_then(Value::as_str) != Some("Available") {
             continue;
         }
-        if let Some(sel) = claim.pointer("/spec/selector").filter(|s| !s.is_null()) {
+        if let Some(sel) = claim.at("/spec/selector").filter(|s| !s.is_null()) {
             if !label_selector_matches(sel, &labels_of(v)) {
                 continue;
             }
@@ -211,7 +212,7 @@ fn find_match<'v>(
         if volume_class(v) != class {
             continue;
         }
-        let have = strings(v.pointer("/spec/accessModes"));
+        let have = strings(v.at("/spec/accessModes"));
         if !modes.iter().all(|m| have.contains(m)) {
             continue;
         }
@@ -234,12 +235,12 @@ async fn sync_claim(
 ) -> Result<(), ApiError> {
     let (ns, name) = (meta_str(claim, "namespace"), meta_str(claim, "name"));
     let about = ObjectRef::to(kinds.claim, claim);
-    let volume_name = claim.pointer("/spec/volumeName").and_then(Value::as_str).unwrap_or("");
+    let volume_name = claim.at("/spec/volumeName").and_then(Value::as_str).unwrap_or("");
     if annotation(claim, BIND_COMPLETED).is_some() {
         // syncBoundClaim: a bound claim whose volume went is Lost, once.
         let gone =
             volume_name.is_empty() || !volumes.iter().any(|v| meta_str(v, "name") == volume_name);
-        let phase = claim.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+        let phase = claim.at("/status/phase").and_then(Value::as_str).unwrap_or("");
         if gone && phase != "Lost" {
             claim_status(registry, kinds, ns, name, "Lost", None).await?;
             let message = if volume_name.is_empty() {
@@ -250,7 +251,7 @@ async fn sync_claim(
             recorder.record(&about, Severity::Warning, "ClaimLost", message).await?;
         } else if !gone {
             let v = volumes.iter().find(|v| meta_str(v, "name") == volume_name).expect("found");
-            if bound_to(v, claim) || v.pointer("/spec/claimRef").is_none_or(Value::is_null) {
+            if bound_to(v, claim) || v.at("/spec/claimRef").is_none_or(Value::is_null) {
                 taken.insert(volume_name.to_string());
                 bind(registry, kinds, v, claim).await?;
             }
@@ -262,7 +263,7 @@ async fn sync_claim(
         let Some(v) = volumes.iter().find(|v| meta_str(v, "name") == volume_name) else {
             return claim_status(registry, kinds, ns, name, "Pending", None).await;
         };
-        if v.pointer("/spec/claimRef").is_none_or(Value::is_null) || bound_to(v, claim) {
+        if v.at("/spec/claimRef").is_none_or(Value::is_null) || bound_to(v, claim) {
             taken.insert(volume_name.to_string());
             return bind(registry, kinds, v, claim).await;
         }
@@ -328,8 +329,7 @@ async fn claim_status(
     volume: Option<&Value>,
 ) -> Result<(), ApiError> {
     let edit = |c: &mut Value| -> Option<()> {
-        let old_phase =
-            c.pointer("/status/phase").and_then(Value::as_str).unwrap_or("").to_string();
+        let old_phase = c.at("/status/phase").and_then(Value::as_str).unwrap_or("").to_string();
         let status =
             c.as_object_mut()?.entry("status").or_insert_with(|| json!({})).as_object_mut()?;
         let before = Value::Object(status.clone());
@@ -340,11 +340,11 @@ async fn claim_status(
                 status.remove("capacity");
             }
             Some(v) => {
-                if let Some(m) = v.pointer("/spec/accessModes") {
+                if let Some(m) = v.at("/spec/accessModes") {
                     status.insert("accessModes".into(), m.clone());
                 }
                 if old_phase != phase {
-                    if let Some(cap) = v.pointer("/spec/capacity") {
+                    if let Some(cap) = v.at("/spec/capacity") {
                         status.insert("capacity".into(), cap.clone());
                     }
                 }
@@ -398,7 +398,7 @@ async fn bind(
                            "resourceVersion": meta_str(claim, "resourceVersion")});
     let prebound = bound_to(volume, claim);
     let edit = |v: &mut Value| -> Option<()> {
-        let r = v.pointer("/spec/claimRef");
+        let r = v.at("/spec/claimRef");
         let same = r.is_some_and(|r| {
             r.get("name").and_then(Value::as_str) == Some(name)
                 && r.get("namespace").and_then(Value::as_str) == Some(ns)
@@ -418,7 +418,7 @@ async fn bind(
     registry.update_with(kinds.volume, ("", &vname, Part::Main), MANAGER, edit).await?;
     volume_phase(registry, kinds, &vname, "Bound").await?;
     let edit = |c: &mut Value| -> Option<()> {
-        let chose = c.pointer("/spec/volumeName").and_then(Value::as_str) != Some(vname.as_str());
+        let chose = c.at("/spec/volumeName").and_then(Value::as_str) != Some(vname.as_str());
         let done = annotation(c, BIND_COMPLETED).is_some();
         if !chose && done {
             return None;
@@ -446,8 +446,8 @@ async fn sync_volume(
     claims: &[std::sync::Arc<Value>],
 ) -> Result<(), ApiError> {
     let name = meta_str(volume, "name");
-    let phase = volume.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
-    let Some(r) = volume.pointer("/spec/claimRef").filter(|r| !r.is_null()) else {
+    let phase = volume.at("/status/phase").and_then(Value::as_str).unwrap_or("");
+    let Some(r) = volume.at("/spec/claimRef").filter(|r| !r.is_null()) else {
         return volume_phase(registry, kinds, name, "Available").await;
     };
     let s = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or("");
@@ -466,7 +466,7 @@ async fn sync_volume(
             }
             Ok(())
         }
-        Some(c) if c.pointer("/spec/volumeName").and_then(Value::as_str) == Some(name) => {
+        Some(c) if c.at("/spec/volumeName").and_then(Value::as_str) == Some(name) => {
             volume_phase(registry, kinds, name, "Bound").await
         }
         // The claim is still to be bound (its sync does it), or bound elsewhere.

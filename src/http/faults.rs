@@ -22,6 +22,7 @@ use crate::object::meta::now_rfc3339;
 use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::object::validation::{FieldValidation, Via};
+use crate::object::At;
 use crate::registry::Registry;
 use crate::registry::{ListOptions, Target, WriteOptions};
 use crate::resource::{KubeRole, ResourceInfo};
@@ -393,7 +394,7 @@ pub async fn labels_of(
         }
         _ => return None,
     };
-    Some(obj.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default())
+    Some(obj.at("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default())
 }
 
 /// Reads `--faults FILE`: YAML (one or more documents) or a JSON list, each document labelled
@@ -437,7 +438,7 @@ pub async fn load(registry: &Registry, docs: &[(String, Value)]) -> Result<(), S
         let created = registry.create(res, &target, obj.clone(), Via::Body(&[]), &opts).await;
         let result = match created {
             Err(ApiError::AlreadyExists { .. }) => {
-                let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+                let name = obj.at("/metadata/name").and_then(Value::as_str).unwrap_or("");
                 let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
                 let edit = |o: &mut Value| {
                     o.as_object_mut()?.insert("spec".into(), spec.clone());

@@ -22,6 +22,7 @@ use crate::http::tls::ClientCertUser;
 use crate::object::error::ApiError;
 use crate::object::fault::Request as FaultRequest;
 use crate::object::limits::MAX_BODY_BYTES;
+use crate::object::At;
 
 /// kube-apiserver's defaults for `--max-requests-inflight` and `--max-mutating-requests-inflight`.
 pub const DEFAULT_MAX_READONLY: usize = 400;
@@ -181,7 +182,7 @@ fn public_paths() -> &'static HashSet<String> {
                     .iter()
                     .filter_map(|m| item.get(*m))
                     .collect();
-                if !ops.is_empty() && ops.iter().all(|op| op.pointer("/responses/401").is_none()) {
+                if !ops.is_empty() && ops.iter().all(|op| op.at("/responses/401").is_none()) {
                     out.insert(path.trim_end_matches('/').to_string());
                 }
             }

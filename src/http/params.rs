@@ -11,6 +11,7 @@ use crate::object::error::{ApiError, Cause};
 use crate::object::managed_fields;
 use crate::object::selector::{FieldSelector, LabelSelector};
 pub use crate::object::validation::FieldValidation;
+use crate::object::At;
 pub use crate::registry::{ContinueToken, DeleteOptions, ListOptions, Propagation, RvMatch};
 use crate::resource::ResourceInfo;
 
@@ -289,7 +290,7 @@ fn check_delete_option_types(b: &Value) -> Result<(), ApiError> {
         ("/dryRun", "[]string"),
     ];
     for (field, want) in FIELDS {
-        let Some(v) = b.pointer(field).filter(|v| !v.is_null()) else { continue };
+        let Some(v) = b.at(field).filter(|v| !v.is_null()) else { continue };
         let ok = match want {
             "string" => v.is_string(),
             "bool" => v.is_boolean(),
@@ -334,8 +335,8 @@ impl DeleteOptions {
                     s("propagationPolicy"),
                     b.get("orphanDependents").and_then(Value::as_bool),
                     b.get("gracePeriodSeconds").and_then(Value::as_i64),
-                    b.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_string),
-                    b.pointer("/preconditions/resourceVersion")
+                    b.at("/preconditions/uid").and_then(Value::as_str).map(str::to_string),
+                    b.at("/preconditions/resourceVersion")
                         .and_then(Value::as_str)
                         .map(str::to_string),
                     dry,

@@ -4,10 +4,11 @@
 use serde_json::{json, Map, Value};
 
 use crate::object::meta::now_rfc3339;
+use crate::object::At;
 
 /// The object's `status.conditions` entry of `type_`.
 pub fn find<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
-    let list = obj.pointer("/status/conditions")?.as_array()?;
+    let list = obj.at("/status/conditions")?.as_array()?;
     list.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
 }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::object::error::Cause;
 use crate::object::meta::{qualified_name_errors, quote};
+use crate::object::At;
 
 /// `ReportingInstanceLengthLimit`, `ActionLengthLimit`, `ReasonLengthLimit`, `NoteLengthLimit`.
 const REPORTING_INSTANCE_MAX: usize = 128;
@@ -21,7 +22,7 @@ const REPORTING_CONTROLLER: &str = "reportingComponent";
 
 /// The causes `legacyValidateEvent` finds in `event` (its namespace already set).
 pub fn validate(event: &Value) -> Vec<Cause> {
-    let text = |path: &str| event.pointer(path).and_then(Value::as_str).unwrap_or("");
+    let text = |path: &str| event.at(path).and_then(Value::as_str).unwrap_or("");
     let namespace = text("/metadata/namespace");
     let involved = text("/involvedObject/namespace");
     let mismatch = || {

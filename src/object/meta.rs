@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::object::error::Cause;
+use crate::object::At;
 
 /// The finalizer a delete with `propagationPolicy=Orphan` adds: the garbage collector orphans
 /// the dependents, then removes it.
@@ -89,7 +90,7 @@ pub fn is_deleting(obj: &Value) -> bool {
 /// The ownerReference of `obj`'s controller (metav1 `GetControllerOf`: the first that says
 /// `controller: true`; validation allows one).
 pub fn controller_ref(obj: &Value) -> Option<&Map<String, Value>> {
-    let refs = obj.pointer("/metadata/ownerReferences")?.as_array()?;
+    let refs = obj.at("/metadata/ownerReferences")?.as_array()?;
     refs.iter()
         .filter_map(Value::as_object)
         .find(|r| r.get("controller") == Some(&Value::Bool(true)))

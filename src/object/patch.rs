@@ -10,6 +10,7 @@ use crate::object::limits::{
     depth, encoded_len, MAX_BODY_BYTES, MAX_OBJECT_BYTES, MAX_OBJECT_DEPTH,
 };
 use crate::object::strategic_patch;
+use crate::object::At;
 
 /// Most operations in one JSON patch (kube-apiserver's `maxJSONPatchOperations`).
 pub const MAX_PATCH_OPS: usize = 10_000;
@@ -59,7 +60,7 @@ pub fn apply_json_patch(doc: &mut Value, patch: &json_patch::Patch) -> Result<()
         depth_bound = depth_bound.max(reached);
         match op {
             Copy(o) => {
-                size += doc.pointer(o.from.as_str()).map(encoded_len).unwrap_or(0);
+                size += doc.at(o.from.as_str()).map(encoded_len).unwrap_or(0);
             }
             Add(o) => size += encoded_len(&o.value),
             Replace(o) => size += encoded_len(&o.value),

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::object::At;
 use lifecycle::expr::parse_quantity;
 
 /// `SetDefaults_Pod`: a container (init containers too) with a limit and no request for a
@@ -51,10 +52,10 @@ pub fn qos_class(pod: &Value) -> &'static str {
         found
     };
     for list in ["containers", "initContainers"] {
-        let containers = pod.pointer(&format!("/spec/{list}")).and_then(Value::as_array);
+        let containers = pod.at(&format!("/spec/{list}")).and_then(Value::as_array);
         for c in containers.into_iter().flatten() {
-            sum(&mut requests, c.pointer("/resources/requests"));
-            let found = sum(&mut limits, c.pointer("/resources/limits"));
+            sum(&mut requests, c.at("/resources/requests"));
+            let found = sum(&mut limits, c.at("/resources/limits"));
             if !(found.iter().any(|n| n == "cpu") && found.iter().any(|n| n == "memory")) {
                 guaranteed = false;
             }
@@ -85,7 +86,7 @@ pub fn prepare_create(pod: &mut Value) {
 /// `podStatusStrategy.PrepareForUpdate`: "the Pod QoS is immutable and populated at creation
 /// time by the kube-apiserver", so a status write without it keeps the stored one.
 pub fn keep_qos_class(current: &Value, new: &mut Value) {
-    let Some(old) = current.pointer("/status/qosClass").cloned() else { return };
+    let Some(old) = current.at("/status/qosClass").cloned() else { return };
     let Some(m) = new.as_object_mut() else { return };
     let status = m.entry("status").or_insert_with(|| Value::Object(Map::new()));
     if let Some(s) = status.as_object_mut() {

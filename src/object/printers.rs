@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::object::duration::human_duration;
 use crate::object::meta::parse_rfc3339;
+use crate::object::At;
 use crate::resource::Printer;
 
 /// The cell `p` prints for `obj`, ages measured from `now` (Unix seconds).
@@ -21,9 +22,9 @@ pub fn cell(p: Printer, obj: &Value, now: i64) -> Value {
         Printer::NodeRoles => node_roles(obj),
         Printer::ServiceExternalIP => service_external_ip(obj),
         Printer::ServicePorts => service_ports(obj),
-        Printer::ServiceSelector => format_labels(obj.pointer("/spec/selector")),
+        Printer::ServiceSelector => format_labels(obj.at("/spec/selector")),
         Printer::Endpoints => format_endpoints(obj),
-        Printer::TerminatingPhase => match obj.pointer("/metadata/deletionTimestamp") {
+        Printer::TerminatingPhase => match obj.at("/metadata/deletionTimestamp") {
             Some(t) if !t.is_null() => "Terminating".into(),
             _ => str_at(obj, "/status/phase").into(),
         },
@@ -33,14 +34,14 @@ pub fn cell(p: Printer, obj: &Value, now: i64) -> Value {
         },
         Printer::ClaimAccessModes => match str_at(obj, "/spec/volumeName") {
             "" => String::new(),
-            _ => access_modes(obj.pointer("/status/accessModes")),
+            _ => access_modes(obj.at("/status/accessModes")),
         },
         Printer::ClaimStorageClass => match beta_class(obj) {
             Some(class) => class.into(),
             None => str_at(obj, "/spec/storageClassName").into(),
         },
-        Printer::VolumeAccessModes => access_modes(obj.pointer("/spec/accessModes")),
-        Printer::VolumeClaim => match obj.pointer("/spec/claimRef") {
+        Printer::VolumeAccessModes => access_modes(obj.at("/spec/accessModes")),
+        Printer::VolumeClaim => match obj.at("/spec/claimRef") {
             Some(r) if r.is_object() => {
                 format!("{}/{}", str_at(r, "/namespace"), str_at(r, "/name"))
             }
@@ -58,24 +59,24 @@ pub fn cell(p: Printer, obj: &Value, now: i64) -> Value {
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+    v.at(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 fn list_at<'a>(v: &'a Value, pointer: &str) -> &'a [Value] {
-    v.pointer(pointer).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    v.at(pointer).and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
 fn int_at(v: &Value, pointer: &str) -> i64 {
-    v.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+    v.at(pointer).and_then(Value::as_i64).unwrap_or(0)
 }
 
 fn is_true(v: &Value, pointer: &str) -> bool {
-    v.pointer(pointer).and_then(Value::as_bool).unwrap_or(false)
+    v.at(pointer).and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// A Quantity's text, `0` where there is none (the zero Quantity's `String()`).
 fn quantity_at(v: &Value, pointer: &str) -> String {
-    match v.pointer(pointer) {
+    match v.at(pointer) {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
         _ => "0".into(),
@@ -118,10 +119,7 @@ fn initialized(obj: &Value) -> bool {
 }
 
 fn terminated_at(container: &Value) -> Option<i64> {
-    container
-        .pointer("/lastState/terminated/finishedAt")
-        .and_then(Value::as_str)
-        .and_then(parse_rfc3339)
+    container.at("/lastState/terminated/finishedAt").and_then(Value::as_str).and_then(parse_rfc3339)
 }
 
 /// `Init:`/`Signal:`/`ExitCode:` for a terminated state without a reason.
@@ -168,8 +166,8 @@ fn pod_summary(obj: &Value) -> PodSummary {
             sidecar_restarts += count;
             sidecar_last = sidecar_last.max(terminated_at(c));
         }
-        let terminated = c.pointer("/state/terminated").filter(|t| t.is_object());
-        let waiting = c.pointer("/state/waiting/reason").and_then(Value::as_str).unwrap_or("");
+        let terminated = c.at("/state/terminated").filter(|t| t.is_object());
+        let waiting = c.at("/state/waiting/reason").and_then(Value::as_str).unwrap_or("");
         if terminated.is_some_and(|t| int_at(t, "/exitCode") == 0) {
             continue;
         }
@@ -196,15 +194,13 @@ fn pod_summary(obj: &Value) -> PodSummary {
         for c in list_at(obj, "/status/containerStatuses").iter().rev() {
             restarts += int_at(c, "/restartCount");
             last = last.max(terminated_at(c));
-            let waiting = c.pointer("/state/waiting/reason").and_then(Value::as_str);
-            let terminated = c.pointer("/state/terminated").filter(|t| t.is_object());
+            let waiting = c.at("/state/waiting/reason").and_then(Value::as_str);
+            let terminated = c.at("/state/terminated").filter(|t| t.is_object());
             if let Some(w) = waiting.filter(|w| !w.is_empty()) {
                 reason = w.to_string();
             } else if let Some(t) = terminated {
                 reason = terminated_text(t, "");
-            } else if is_true(c, "/ready")
-                && c.pointer("/state/running").is_some_and(Value::is_object)
-            {
+            } else if is_true(c, "/ready") && c.at("/state/running").is_some_and(Value::is_object) {
                 has_running = true;
                 ready += 1;
             }
@@ -216,7 +212,7 @@ fn pod_summary(obj: &Value) -> PodSummary {
             };
         }
     }
-    let deleting = obj.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
+    let deleting = obj.at("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
     if deleting && str_at(obj, "/status/reason") == "NodeLost" {
         reason = "Unknown".into();
     } else if deleting && !matches!(phase, "Failed" | "Succeeded") {
@@ -280,7 +276,7 @@ fn node_status(obj: &Value) -> String {
 /// `findNodeRoles`: `node-role.kubernetes.io/<role>` keys and the `kubernetes.io/role` value.
 fn node_roles(obj: &Value) -> String {
     let mut roles = std::collections::BTreeSet::new();
-    if let Some(labels) = obj.pointer("/metadata/labels").and_then(Value::as_object) {
+    if let Some(labels) = obj.at("/metadata/labels").and_then(Value::as_object) {
         for (k, v) in labels {
             match k.strip_prefix("node-role.kubernetes.io/") {
                 Some(role) if !role.is_empty() => {
@@ -431,7 +427,7 @@ fn access_modes(modes: Option<&Value>) -> String {
 
 /// The beta storage-class annotation, which wins over the field where present.
 fn beta_class(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/annotations")
+    obj.at("/metadata/annotations")
         .and_then(Value::as_object)
         .and_then(|a: &Map<String, Value>| a.get("volume.beta.kubernetes.io/storage-class"))
         .and_then(Value::as_str)
@@ -440,7 +436,7 @@ fn beta_class(obj: &Value) -> Option<&str> {
 /// `IsDefaultAnnotation`: either annotation exactly "true".
 fn storage_class_name(obj: &Value) -> String {
     let name = str_at(obj, "/metadata/name");
-    let annotations = obj.pointer("/metadata/annotations");
+    let annotations = obj.at("/metadata/annotations");
     let default = [
         "storageclass.kubernetes.io/is-default-class",
         "storageclass.beta.kubernetes.io/is-default-class",

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::object::meta;
+use crate::object::At;
 use crate::resource::SelectableField;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -301,7 +302,7 @@ impl LabelSelector {
 
     /// Whether an object's `metadata.labels` satisfy every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
-        let labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
+        let labels = obj.at("/metadata/labels").and_then(Value::as_object);
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.reqs.iter().all(|r| match (&r.op, get(&r.key)) {
             (Op::Exists, v) => v.is_some(),
@@ -385,7 +386,7 @@ impl FieldSelector {
                 FieldName::Namespace => ("/metadata/namespace", ""),
                 FieldName::Selectable(pointer, missing) => (pointer.as_str(), *missing),
             };
-            let text = match obj.pointer(path) {
+            let text = match obj.at(path) {
                 None | Some(Value::Null) => missing.into(),
                 found => field_text(found),
             };

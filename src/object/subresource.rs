@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::object::error::{ApiError, Cause};
 use crate::object::metadata;
+use crate::object::At;
 use crate::resource::{ResourceInfo, ScaleInfo};
 
 /// Which part of an object a write may change (B.2, AX strategy.go and status_strategy.go).
@@ -97,7 +98,7 @@ fn same_except(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) ->
 
 /// `new`'s `spec.finalizers` set to `current`'s (removed where `current` has none).
 fn keep_spec_finalizers(current: &Value, new: &mut Value) {
-    let stored = current.pointer("/spec/finalizers").cloned();
+    let stored = current.at("/spec/finalizers").cloned();
     let Some(obj) = new.as_object_mut() else { return };
     match stored {
         Some(finalizers) => {
@@ -374,7 +375,7 @@ mod tests {
                 None => _ = want.as_object_mut().unwrap().remove("status"),
             }
             let meta = want["metadata"].as_object_mut().unwrap();
-            match new.pointer("/metadata/managedFields") {
+            match new.at("/metadata/managedFields") {
                 Some(m) => _ = meta.insert("managedFields".into(), m.clone()),
                 None => _ = meta.remove("managedFields"),
             }

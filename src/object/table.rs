@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::object::duration::human_duration;
 use crate::object::error::ApiError;
+use crate::object::At;
 use crate::resource::{Cell, PrinterColumn, ResourceInfo};
 
 /// ObjectMeta's descriptions, which kube gives the `Name` and default `Age` columns.
@@ -109,7 +110,7 @@ pub fn column_definitions(res: &ResourceInfo) -> Value {
 pub fn row(res: &ResourceInfo, obj: &Value, opts: &TableOptions, now: i64) -> Value {
     let mut cells = Vec::new();
     if !names_itself(res) {
-        cells.push(obj.pointer("/metadata/name").cloned().unwrap_or(Value::String(String::new())));
+        cells.push(obj.at("/metadata/name").cloned().unwrap_or(Value::String(String::new())));
     }
     for c in columns(res) {
         cells.push(match c.cell {

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::object::error::{ApiError, Cause};
 use crate::object::strict_decoding as strict;
+use crate::object::At;
 use crate::object::{meta, schema};
 use crate::resource::ResourceInfo;
 
@@ -203,7 +204,7 @@ fn prune_by(schema: Option<&Value>, obj: &mut Value) -> Vec<String> {
     let Some(schema) = schema else { return Vec::new() };
     let mut pruned = Vec::new();
     let mut meta_pruned = Vec::new();
-    if let Some(meta_schema) = schema.pointer("/properties/metadata") {
+    if let Some(meta_schema) = schema.at("/properties/metadata") {
         if let Some(m) = obj.get_mut("metadata") {
             let mut path = String::from("metadata");
             prune_value(m, meta_schema, &mut path, &mut meta_pruned, false, false);
@@ -473,7 +474,7 @@ mod tests {
     fn every_kind_has_a_schema_with_declared_spec() {
         for res in RESOURCES {
             let schema = kind_schema(res).unwrap_or_else(|| panic!("{} {}", res.kind, res.version));
-            let Some(spec) = schema.pointer("/properties/spec") else {
+            let Some(spec) = schema.at("/properties/spec") else {
                 // kube's ConfigMap, Secret, Event, Endpoints, EndpointSlice and StorageClass
                 // keep their fields beside metadata.
                 assert!(res.strategic_merge_patch, "{} declares its spec", res.kind);

@@ -15,6 +15,7 @@ use std::net::Ipv4Addr;
 use serde_json::{json, Map, Value};
 
 use crate::object::error::{ApiError, Cause};
+use crate::object::At;
 use crate::resource::ResourceInfo;
 
 const CLUSTER_IP: &str = "ClusterIP";
@@ -406,7 +407,7 @@ pub fn default_fields(obj: &mut Value) {
         "ClientIP"
             if spec
                 .get("sessionAffinityConfig")
-                .and_then(|c| c.pointer("/clientIP/timeoutSeconds"))
+                .and_then(|c| c.at("/clientIP/timeoutSeconds"))
                 .is_none_or(Value::is_null) =>
         {
             // `DefaultClientIPServiceAffinitySeconds`, three hours.
@@ -455,7 +456,7 @@ pub fn default_fields(obj: &mut Value) {
 type Spec = Map<String, Value>;
 
 fn name_of(obj: &Value) -> String {
-    obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string()
+    obj.at("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string()
 }
 
 fn spec_mut(obj: &mut Value) -> &mut Spec {

@@ -13,6 +13,7 @@ use crate::object::managed_fields::apply::{merge_config, sync_last_applied, Scop
 use crate::object::managed_fields::Type;
 use crate::object::subresource::{self, SCALE_API_VERSION, SCALE_KIND};
 use crate::object::validation::{self, FieldValidation};
+use crate::object::At;
 use crate::object::{for_version, meta_str, strict_decoding};
 use crate::registry::keys::object_key;
 use crate::registry::strategy::prepare_update;
@@ -101,7 +102,7 @@ impl Registry {
                 "the kind in the apply patch ({kind}) does not match the expected kind ({SCALE_KIND})"
             )));
         }
-        if scale.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
+        if scale.at("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
             return Err(ApiError::bad_request("metadata.managedFields must be nil"));
         }
         check_declared(("autoscaling", "v1", SCALE_KIND), target, scale)?;
@@ -112,7 +113,7 @@ impl Registry {
             "kind": res.kind,
             "metadata": scale.get("metadata").cloned().unwrap_or_else(|| Value::Object(Map::new())),
         });
-        if scale.pointer("/spec/replicas").is_some() {
+        if scale.at("/spec/replicas").is_some() {
             let replicas = subresource::spec_replicas_of(scale, true)?;
             subresource::set_nested(&mut config, info.spec_replicas_path, Value::from(replicas))?;
         }
@@ -255,7 +256,7 @@ fn check_config(res: &ResourceInfo, config: &Value) -> Result<(), ApiError> {
             res.api_version()
         )));
     }
-    if config.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
+    if config.at("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
     check_type_meta(res, config)

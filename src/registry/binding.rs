@@ -12,6 +12,7 @@ use crate::generated::kind_of_role;
 use crate::object::conditions::update_condition;
 use crate::object::error::{ApiError, Cause};
 use crate::object::meta_str;
+use crate::object::At;
 use crate::registry::keys::object_key;
 use crate::resource::{KubeRole, ResourceInfo};
 
@@ -42,8 +43,8 @@ impl Registry {
         }
         let uid = meta_str(binding, "uid").to_string();
         let rv = meta_str(binding, "resourceVersion").to_string();
-        let node = binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("");
-        let annotations = binding.pointer("/metadata/annotations").and_then(Value::as_object);
+        let node = binding.at("/target/name").and_then(Value::as_str).unwrap_or("");
+        let annotations = binding.at("/metadata/annotations").and_then(Value::as_object);
         let key = object_key(res, target.ns(), name);
         self.guaranteed_update(res, &key, name, dry_run, Shed::Never, |current| {
             let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
@@ -59,13 +60,13 @@ impl Registry {
 /// `ValidatePodBinding` (K8S `pkg/apis/core/validation/validation.go`).
 fn validate_binding(binding: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let kind = binding.pointer("/target/kind").and_then(Value::as_str).unwrap_or("");
+    let kind = binding.at("/target/kind").and_then(Value::as_str).unwrap_or("");
     // A pod is bound to one of the document's nodes.
     let node_kind = kind_of_role(KubeRole::Node).map_or("", |r| r.kind);
     if !kind.is_empty() && kind != node_kind {
         causes.push(Cause::not_supported("target.kind", kind, &[node_kind, "<empty>"]));
     }
-    if binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if binding.at("/target/name").and_then(Value::as_str).unwrap_or("").is_empty() {
         causes.push(Cause::required("target.name", ""));
     }
     causes
@@ -137,15 +138,14 @@ fn assign(
             res.group_resource()
         ),
     };
-    if pod.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
+    if pod.at("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
         return Err(conflict(format!("pod {name} is being deleted, cannot be assigned to a host")));
     }
-    let assigned = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    let assigned = pod.at("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
     if !assigned.is_empty() {
         return Err(conflict(format!("pod {name} is already assigned to node {assigned:?}")));
     }
-    if pod.pointer("/spec/schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty())
-    {
+    if pod.at("/spec/schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty()) {
         return Err(conflict(format!("pod {name} has non-empty .spec.schedulingGates")));
     }
     let obj = pod.as_object_mut().ok_or_else(|| ApiError::Internal("not an object".into()))?;

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::Registry;
 use crate::generated::RESOURCES;
 use crate::object::error::ApiError;
+use crate::object::At;
 use crate::registry::keys::collection_prefix;
 use crate::resource::{DefaultClass, ResourceInfo};
 use crate::store::ListRequest;
@@ -39,7 +40,7 @@ impl Registry {
 /// `GetDefaultClass`: of the objects annotated `"true"` under one of the relation's
 /// annotations, the newest by creationTimestamp, ties broken by the smaller name.
 pub(crate) fn newest_default(rel: &DefaultClass, classes: &[Value]) -> Option<String> {
-    let meta = |c: &Value, f: &str| c.pointer(&format!("/metadata/{f}")).cloned();
+    let meta = |c: &Value, f: &str| c.at(&format!("/metadata/{f}")).cloned();
     let mut defaults: Vec<(String, String)> = classes
         .iter()
         .filter(|c| {
@@ -63,7 +64,7 @@ pub(crate) fn newest_default(rel: &DefaultClass, classes: &[Value]) -> Option<St
 pub(crate) fn fill(res: &ResourceInfo, obj: &mut Value, class: Option<&str>) {
     let (Some(rel), Some(class)) = (&res.default_class, class) else { return };
     let annotated = !rel.skip_annotation.is_empty()
-        && obj.pointer("/metadata/annotations").and_then(|a| a.get(rel.skip_annotation)).is_some();
+        && obj.at("/metadata/annotations").and_then(|a| a.get(rel.skip_annotation)).is_some();
     let segs: Vec<&str> = rel.field.split('.').collect();
     let current = segs.iter().try_fold(&*obj, |v, s| v.get(*s));
     if annotated || current.is_some_and(|v| !v.is_null()) {

@@ -15,6 +15,7 @@ use super::{DeleteOptions, Registry, Target};
 use crate::object::conditions::update_condition;
 use crate::object::error::ApiError;
 use crate::object::meta_str;
+use crate::object::At;
 use crate::registry::keys::object_key;
 use crate::resource::ResourceInfo;
 
@@ -127,8 +128,8 @@ impl Registry {
 /// kube's `canIgnorePDB && shouldEnforceResourceVersion`: of the objects whose budgets are
 /// ignored (terminal, pending or deleting), the pending ones that are not being deleted.
 fn enforce_resource_version(pod: &Value) -> bool {
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
-    let deleting = pod.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null());
+    let phase = pod.at("/status/phase").and_then(Value::as_str).unwrap_or("");
+    let deleting = pod.at("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null());
     phase == "Pending" && !deleting
 }
 

@@ -10,6 +10,7 @@ use super::log_source::LogOptions;
 use super::{Registry, Target};
 use crate::object::error::{ApiError, Cause};
 use crate::object::meta::parse_rfc3339;
+use crate::object::At;
 use crate::registry::keys::object_key;
 use crate::resource::ResourceInfo;
 
@@ -37,7 +38,7 @@ impl Registry {
         let key = object_key(res, target.ns(), name);
         let pod = self.store.get(&key).await?.ok_or_else(|| ApiError::not_found(res, name))?;
         let container = choose_container(&pod, name, &opts.container)?;
-        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+        let node = pod.at("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
         if node.is_empty() {
             return Ok(None);
         }
@@ -73,7 +74,7 @@ fn validate(opts: &LogOptions) -> Vec<Cause> {
 }
 
 fn names(pod: &Value, list: &str) -> Vec<String> {
-    let items = pod.pointer(&format!("/spec/{list}")).and_then(Value::as_array);
+    let items = pod.at(&format!("/spec/{list}")).and_then(Value::as_array);
     let names = items.into_iter().flatten().filter_map(|c| c["name"].as_str());
     names.map(str::to_string).collect()
 }

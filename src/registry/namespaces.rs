@@ -16,6 +16,7 @@ use crate::generated::RESOURCES;
 use crate::object::error::{ApiError, Cause};
 use crate::object::meta_str;
 use crate::object::validation::{FieldValidation, Via};
+use crate::object::At;
 use crate::registry::keys::{collection_prefix, object_key, split};
 use crate::resource::ResourceInfo;
 use crate::store::ListRequest;
@@ -42,7 +43,7 @@ pub fn namespace_kind() -> Option<&'static ResourceInfo> {
 
 fn terminating(ns: &Value) -> bool {
     crate::object::meta::is_deleting(ns)
-        || ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+        || ns.at("/status/phase").and_then(Value::as_str) == Some("Terminating")
 }
 
 impl Registry {
@@ -145,7 +146,7 @@ impl Registry {
 
 /// Whether a namespace's own finalizers (`spec.finalizers`) still hold it.
 pub(crate) fn held(ns: &Value) -> bool {
-    ns.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
+    ns.at("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
 }
 
 /// What the first delete of a namespace does besides the deletion timestamp: it terminates.

@@ -12,6 +12,7 @@ use crate::object::limits::MAX_OBJECT_BYTES;
 use crate::object::meta::metadata_mut;
 use crate::object::subresource::{self, Part};
 use crate::object::validation;
+use crate::object::At;
 use crate::object::{data_rules, defaults, event_rules, fault, pods, update_rules};
 use crate::object::{managed_fields, meta, meta_str, metadata};
 use crate::resource::{KubeRole, ResourceInfo};
@@ -166,7 +167,7 @@ pub(crate) fn prepare_update(
     set_storage_version(res, &mut new);
     // Status writes never bump generation (AX status_strategy.go).
     if res.generation && part == Part::Main && spec_changed(current, &new) {
-        let g = current.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+        let g = current.at("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
         new["metadata"]["generation"] = Value::from(g + 1);
     }
     // Recorded last, so that the entry sees `new` as it will be stored.

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 
 use crate::object::error::{ApiError, Cause};
+use crate::object::At;
 use crate::resource::ResourceInfo;
 use crate::store::Store;
 
@@ -24,9 +25,9 @@ pub async fn answer(
     field: &str,
     mut obj: Value,
 ) -> Result<Value, ApiError> {
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let name = obj.at("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
     let pointer = format!("/{}", field.replace('.', "/"));
-    let subject = match obj.pointer(&pointer) {
+    let subject = match obj.at(&pointer) {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(Value::String(_)) | None | Some(Value::Null) => {
             return Err(ApiError::invalid(res, &name, vec![Cause::required(field, "")]))
@@ -39,8 +40,7 @@ pub async fn answer(
             ))
         }
     };
-    let namespace =
-        obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string();
+    let namespace = obj.at("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string();
     let key = store.secret(KEY_NAME).await?;
     let now = unix_now();
     let claims = json!({

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::{Change, Object, Outcome, Registry};
 use crate::object::error::ApiError;
 use crate::object::stored_revision;
+use crate::object::At;
 use crate::resource::ResourceInfo;
 use crate::store::{StoreError, Written};
 
@@ -64,7 +65,7 @@ impl Registry {
     {
         let sheddable = shed == Shed::ManagedFields
             && self.store.facts().request_limit
-            && obj.pointer("/metadata/managedFields").is_some();
+            && obj.at("/metadata/managedFields").is_some();
         if !sheddable {
             return write(obj).await;
         }

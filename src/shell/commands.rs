@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::http::kubeconfig::{self, KubeconfigArgs};
+use crate::object::At;
 use crate::store::sqlite::files;
 
 #[derive(clap::Subcommand, Debug)]
@@ -123,7 +124,7 @@ fn reset(server: &str, token: Option<&str>, ca: Option<&Path>) -> Result<String,
         Err(e) => return Err(format!("{url}: {e}")),
     };
     let message = status["message"].as_str().unwrap_or("reset");
-    let rev = status.pointer("/metadata/resourceVersion").and_then(|v| v.as_str()).unwrap_or("");
+    let rev = status.at("/metadata/resourceVersion").and_then(|v| v.as_str()).unwrap_or("");
     Ok(format!("{message} (resourceVersion {rev})\n"))
 }
 

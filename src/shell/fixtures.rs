@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::generated::RESOURCES;
 use crate::object::validation::FieldValidation;
+use crate::object::At;
 use crate::registry::{ApplyOptions, ApplyRequest, Registry, Target};
 use crate::resource::ResourceInfo;
 
@@ -137,14 +138,14 @@ pub async fn apply(registry: &Registry, manifests: &[Manifest]) -> Result<usize,
     };
     for (_, res, m) in &ordered {
         let mut config = m.object.clone();
-        let name = config.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        let name = config.at("/metadata/name").and_then(Value::as_str).unwrap_or("");
         if name.is_empty() {
             // kubectl's words for a manifest without a name (resource.Builder's mapper).
             return Err(format!("{}: resource name may not be empty", m.place()));
         }
         let name = name.to_owned();
         let namespace = if res.namespaced {
-            let ns = config.pointer("/metadata/namespace").and_then(Value::as_str);
+            let ns = config.at("/metadata/namespace").and_then(Value::as_str);
             let ns = ns.filter(|ns| !ns.is_empty()).unwrap_or("default").to_owned();
             config["metadata"]["namespace"] = Value::String(ns.clone());
             Some(ns)

@@ -506,11 +506,13 @@ pub fn matches(p: &Pred, this: &Value, env: &dyn Env) -> bool {
             })
         }
         Pred::HasFinalizer(name) => this
-            .pointer("/metadata/finalizers")
+            .get("metadata")
+            .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)
             .is_some_and(|f| f.iter().any(|f| f.as_str() == Some(name))),
         Pred::Deleting(want) => {
-            this.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) == *want
+            let at = this.get("metadata").and_then(|m| m.get("deletionTimestamp"));
+            at.is_some_and(|t| !t.is_null()) == *want
         }
         Pred::Related(r) => {
             let related = env.named(&r.name);

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use super::{self as mf, typed, Entry, FieldSet, Managers, Operation, PathElement, Type};
 use crate::object::error::{ApiError, Cause};
 use crate::object::subresource::{self, Part};
+use crate::object::At;
 use crate::resource::ResourceInfo;
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -103,7 +104,7 @@ impl Scope {
             }
             Scope::Scale(path) => {
                 let pointer = path.replace('.', "/");
-                let replicas = merged.pointer(&pointer).cloned();
+                let replicas = merged.at(&pointer).cloned();
                 *merged = live.clone();
                 match replicas {
                     Some(r) => {
@@ -203,7 +204,7 @@ fn prune(merged: &mut Value, last: &FieldSet, owned: &FieldSet, ty: Type) {
 /// The fields of `live` that its client-side apply annotation set and that still hold the
 /// annotation's values (lastappliedmanager.go `allowedConflictsFromLastApplied`).
 fn set_by_last_applied(ty: Type, live: &Value, api_version: &str) -> FieldSet {
-    let text = live.pointer("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED));
+    let text = live.at("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED));
     let Some(last) =
         text.and_then(Value::as_str).and_then(|t| serde_json::from_str::<Value>(t).ok())
     else {
@@ -252,7 +253,7 @@ pub fn sync_last_applied(manager: &str, config: &Value, obj: &mut Value) {
     if manager != "kubectl" {
         return;
     }
-    let has = obj.pointer("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED)).is_some();
+    let has = obj.at("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED)).is_some();
     if !has {
         return;
     }

@@ -23,6 +23,7 @@ pub use typed::Type;
 
 use crate::object::error::{ApiError, Cause};
 use crate::object::meta;
+use crate::object::At;
 use crate::resource::ResourceInfo;
 
 /// Longest manager name (`FieldManagerMaxLength`).
@@ -130,7 +131,7 @@ pub struct Managers(pub Vec<Entry>);
 impl Managers {
     /// Decodes `metadata.managedFields`; absent or null is empty.
     pub fn decode(obj: &Value) -> Result<Managers, String> {
-        let Some(list) = obj.pointer("/metadata/managedFields") else {
+        let Some(list) = obj.at("/metadata/managedFields") else {
             return Ok(Managers::default());
         };
         let items = match list {
@@ -345,7 +346,7 @@ pub fn manager_causes(manager: &str) -> Vec<Cause> {
 /// Whether a request body asks to clear managedFields: `[]` or `[{}]` (fieldmanager.go
 /// `isResetManagedFields`).
 fn is_reset(obj: &Value) -> bool {
-    match obj.pointer("/metadata/managedFields") {
+    match obj.at("/metadata/managedFields") {
         Some(Value::Array(items)) => match items.as_slice() {
             [] => true,
             [only] => only.as_object().is_some_and(Map::is_empty),
