@@ -17,7 +17,7 @@ use crate::object::error::ApiError;
 use std::sync::Arc;
 
 /// How often an open console looks whether its VMI still runs.
-const LIVENESS: std::time::Duration = std::time::Duration::from_secs(1);
+pub(super) const LIVENESS: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// client-go/subresources/constants.go `PlainStreamProtocolName`.
 const PLAIN_STREAM_PROTOCOL: &str = "plain.kubevirt.io";
@@ -30,17 +30,34 @@ pub fn serve(
     stream: &str,
     guest: Arc<Guest>,
 ) -> Result<HttpResponse, ApiError> {
-    // gorilla's Upgrader.returnError: a request that is no websocket handshake is a plain 400.
-    if actix_http::ws::handshake(req.head()).is_err() {
-        return Ok(HttpResponse::BadRequest()
-            .insert_header(("Sec-Websocket-Version", "13"))
-            .content_type("text/plain; charset=utf-8")
-            .body("Bad Request\n"));
+    if let Some(refused) = no_handshake(req) {
+        return Ok(refused);
     }
-    // Only the serial console streams so far; the action file names no other stream.
     if stream != "console" {
         return Err(ApiError::bad_request(format!("a simulated guest does not stream {stream}")));
     }
+    let (res, session, messages) = upgrade(req, payload)?;
+    let console = guest.attach();
+    let actions = state.actions.clone();
+    actix_web::rt::spawn(pump(console, session, messages, actions));
+    Ok(res)
+}
+
+/// gorilla's Upgrader.returnError: a request that is no websocket handshake is a plain 400.
+pub(super) fn no_handshake(req: &HttpRequest) -> Option<HttpResponse> {
+    actix_http::ws::handshake(req.head()).is_err().then(|| {
+        HttpResponse::BadRequest()
+            .insert_header(("Sec-Websocket-Version", "13"))
+            .content_type("text/plain; charset=utf-8")
+            .body("Bad Request\n")
+    })
+}
+
+/// The websocket upgrade, `plain.kubevirt.io` echoed when offered.
+pub(super) fn upgrade(
+    req: &HttpRequest,
+    payload: Payload,
+) -> Result<(HttpResponse, actix_ws::Session, actix_ws::MessageStream), ApiError> {
     let offered = req
         .headers()
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
@@ -55,10 +72,7 @@ pub fn serve(
             HeaderValue::from_static(PLAIN_STREAM_PROTOCOL),
         );
     }
-    let console = guest.attach();
-    let actions = state.actions.clone();
-    actix_web::rt::spawn(pump(console, session, messages, actions));
-    Ok(res)
+    Ok((res, session, messages))
 }
 
 /// Copies the guest's output to the client and the client's binary frames to the guest, until
