@@ -53,6 +53,9 @@ pub enum Command {
         #[arg(long, default_value_t = 0)]
         bump_revision: u64,
     },
+    /// Bridge a local TCP port to a VMI's VNC display for any VNC viewer, as
+    /// `virtctl vnc --proxy-only` does: prints `{"port":N}`, then serves until killed.
+    Vnc(super::vnc::VncArgs),
 }
 
 impl Command {
@@ -82,6 +85,7 @@ impl Command {
             Command::Reset { server, token, certificate_authority } => {
                 reset(server, token.as_deref(), certificate_authority.as_deref())
             }
+            Command::Vnc(args) => super::vnc::bridge(args),
             Command::Restore { database, input, bump_revision } => {
                 let done = files::restore(database, input, *bump_revision)?;
                 Ok(format!(
@@ -128,7 +132,7 @@ fn reset(server: &str, token: Option<&str>, ca: Option<&Path>) -> Result<String,
 }
 
 /// A TLS client trusting only the CA bundle at `ca`.
-fn client_tls(ca: &Path) -> Result<rustls::ClientConfig, String> {
+pub(super) fn client_tls(ca: &Path) -> Result<rustls::ClientConfig, String> {
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::CertificateDer;
     let mut roots = rustls::RootCertStore::empty();

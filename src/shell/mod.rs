@@ -6,3 +6,4 @@ pub mod commands;
 pub mod config;
 pub mod fixtures;
 pub mod run;
+pub mod vnc;

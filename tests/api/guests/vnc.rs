@@ -236,6 +236,11 @@ fn a_vnc_client_logs_in_on_tty1_and_reads_the_screen() {
     let (w, h, lit) = png_pixels(&shot.body);
     assert_eq!((w, h), (720, 400));
     assert_eq!(decode(&lit), decode(&r.fb));
+    // As a user saves it: kubectl get --raw writes the PNG's bytes.
+    let k = crate::common::Kubectl::new(&s);
+    let raw = k.run(&["get", "--raw", &format!("{}/screenshot", vnc_path("vn", "vm1"))]);
+    assert!(raw.ok(), "{}", raw.describe());
+    assert_eq!(decode(&png_pixels(&raw.out.stdout).2), decode(&r.fb));
 
     // preserveSession with a session active: virt-handler's 503, as virt-api's 500.
     let refused =
@@ -272,4 +277,56 @@ fn a_vnc_client_logs_in_on_tty1_and_reads_the_screen() {
     vmi_when(&s, "vn", "vm1", |v| {
         v["metadata"]["uid"] != uid || v["status"]["phase"] == "Succeeded"
     });
+}
+
+/// The `vnc` subcommand (as `virtctl vnc --proxy-only`): `{"port":N}`, then each TCP
+/// connection bridged to the VMI's websocket; a refusal is said on stderr, the viewer dropped.
+#[test]
+fn the_vnc_subcommand_bridges_a_tcp_viewer_to_the_websocket() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::process::{Command, Stdio};
+    let s = simulating(&["--simulate-speed", "0.1"]);
+    start(&s, "vb");
+    let bridge = |name: &str| {
+        let mut child = Command::new(crate::common::binary())
+            .args(["vnc", "--server", &s.url(""), "-n", "vb", name])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port: serde_json::Value = serde_json::from_str(&line).unwrap();
+        (child, port["port"].as_u64().unwrap() as u16)
+    };
+    let (mut child, port) = bridge("vm1");
+    let mut tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut buf = [0u8; 12];
+    tcp.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"RFB 003.008\n");
+    // A 3.3 viewer: the server names security type None, then ServerInit.
+    tcp.write_all(b"RFB 003.003\n").unwrap();
+    let mut sec = [0u8; 4];
+    tcp.read_exact(&mut sec).unwrap();
+    assert_eq!(sec, [0, 0, 0, 1]);
+    tcp.write_all(&[1]).unwrap();
+    let mut init = [0u8; 24 + 13];
+    tcp.read_exact(&mut init).unwrap();
+    assert_eq!(&init[24..], b"QEMU (vb_vm1)");
+    drop(tcp);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let (mut child, port) = bridge("nope");
+    let mut tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    assert_eq!(tcp.read(&mut buf).unwrap(), 0);
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "can't access VMI nope: virtualmachineinstance.kubevirt.io \"nope\" not found\n"
+    );
 }
