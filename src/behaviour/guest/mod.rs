@@ -197,6 +197,11 @@ impl Guests {
         drop(map);
         if booting {
             guest.boot(false);
+        } else {
+            // Up already: its VGA console shows tty1's getty.
+            let mut st = guest.state.lock().expect("guest");
+            let banner = st.vga.banner_on(&st.machine, "tty1");
+            st.show(&banner);
         }
         Some(guest)
     }

@@ -12,6 +12,7 @@ use futures_util::future::Either;
 use serde::Deserialize;
 use std::sync::Arc;
 
+use super::stream::{frame, power, Frame};
 use crate::behaviour::actions::Actions;
 use crate::behaviour::guest::vnc::Rfb;
 use crate::behaviour::guest::{screen, Display, Guest};
@@ -85,29 +86,18 @@ async fn pump(
         };
         match event {
             Either::Left(_) => {}
-            Either::Right(Some(Ok(actix_ws::Message::Binary(bytes)))) => {
-                let Ok((out, typed)) = rfb.feed(&bytes) else { return };
-                if !out.is_empty() && session.binary(out).await.is_err() {
-                    return;
-                }
-                if let Some(power) = display.input(&typed) {
-                    if let Err(e) = actions.power(&display.guest, power).await {
-                        let g = &display.guest;
-                        log::warn!("guest {}/{}: power: {e}", g.namespace, g.name);
+            Either::Right(input) => match frame(&mut session, input).await {
+                Frame::Bytes(bytes) => {
+                    // QEMU drops a client that breaks the protocol.
+                    let Ok((out, typed)) = rfb.feed(&bytes) else { return };
+                    if !out.is_empty() && session.binary(out).await.is_err() {
+                        return;
                     }
+                    power(&actions, &display.guest, display.input(&typed)).await;
                 }
-            }
-            Either::Right(Some(Ok(actix_ws::Message::Ping(p)))) => {
-                if session.pong(&p).await.is_err() {
-                    return;
-                }
-            }
-            Either::Right(Some(Ok(actix_ws::Message::Close(reason)))) => {
-                let _ = session.close(reason).await;
-                return;
-            }
-            Either::Right(Some(Ok(_))) => {}
-            Either::Right(Some(Err(_)) | None) => return,
+                Frame::Nothing => {}
+                Frame::End => return,
+            },
         }
         // Cut, or the guest went down: dropped with no close frame, as virt-handler drops it.
         let Some(text) = display.text() else { return };

@@ -31,16 +31,8 @@ impl Rfb {
         let deadline = Instant::now() + Duration::from_secs(20);
         while self.c.seen.len() < n {
             assert!(Instant::now() < deadline, "waiting for {n} bytes, have {}", self.c.seen.len());
-            match self.c.ws.read() {
-                Ok(Message::Binary(b)) => self.c.seen.extend_from_slice(&b),
-                Ok(Message::Text(t)) => panic!("a text frame: {t}"),
-                Ok(_) => {}
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(e) => panic!("{e}"),
+            if let Err(e) = self.c.read_some() {
+                panic!("the connection ended ({e:?}) waiting for {n} bytes");
             }
         }
         self.c.seen.drain(..n).collect()
