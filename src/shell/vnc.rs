@@ -46,7 +46,7 @@ impl<T: Read + Write + Send> Io for T {}
 /// Listens, prints `{"port":N}`, and bridges every connection until killed.
 pub fn bridge(args: &VncArgs) -> Result<String, String> {
     let tls = match &args.certificate_authority {
-        Some(ca) => Some(Arc::new(super::commands::client_tls(ca)?)),
+        Some(ca) => Some(Arc::new(super::tls::client_tls(ca)?)),
         None => None,
     };
     let listener = TcpListener::bind(&args.listen).map_err(|e| format!("{}: {e}", args.listen))?;
