@@ -196,11 +196,11 @@ impl Rfb {
                 self.stage = Stage::Normal;
                 Ok(1)
             }
-            Stage::Normal => self.message(out, typed),
+            Stage::Normal => self.message(typed),
         }
     }
 
-    fn message(&mut self, _out: &mut [u8], typed: &mut Vec<u8>) -> Result<usize, String> {
+    fn message(&mut self, typed: &mut Vec<u8>) -> Result<usize, String> {
         let b = &self.buf;
         let Some(&kind) = b.first() else { return Ok(0) };
         let need = match kind {
