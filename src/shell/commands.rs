@@ -54,6 +54,9 @@ pub enum Command {
         #[arg(long, default_value_t = 0)]
         bump_revision: u64,
     },
+    /// Bridge a local TCP port to a VMI's VNC display for any VNC viewer, as
+    /// `virtctl vnc --proxy-only` does: prints `{"port":N}`, then serves until killed.
+    Vnc(super::vnc::VncArgs),
 }
 
 impl Command {
@@ -83,6 +86,7 @@ impl Command {
             Command::Reset { server, token, certificate_authority } => {
                 reset(server, token.as_deref(), certificate_authority.as_deref())
             }
+            Command::Vnc(args) => super::vnc::bridge(args),
             Command::Restore { database, input, bump_revision } => {
                 let done = files::restore(database, input, *bump_revision)?;
                 Ok(format!(
@@ -104,7 +108,7 @@ impl Command {
 fn reset(server: &str, token: Option<&str>, ca: Option<&Path>) -> Result<String, String> {
     let mut agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(60));
     if let Some(ca) = ca {
-        agent = agent.tls_config(Arc::new(client_tls(ca)?));
+        agent = agent.tls_config(Arc::new(super::tls::client_tls(ca)?));
     }
     let url = format!("{}/reset", server.trim_end_matches('/'));
     let mut request = agent.build().post(&url);
@@ -126,21 +130,4 @@ fn reset(server: &str, token: Option<&str>, ca: Option<&Path>) -> Result<String,
     let message = status["message"].as_str().unwrap_or("reset");
     let rev = status.at("/metadata/resourceVersion").and_then(|v| v.as_str()).unwrap_or("");
     Ok(format!("{message} (resourceVersion {rev})\n"))
-}
-
-/// A TLS client trusting only the CA bundle at `ca`.
-fn client_tls(ca: &Path) -> Result<rustls::ClientConfig, String> {
-    use rustls_pki_types::pem::PemObject;
-    use rustls_pki_types::CertificateDer;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(ca).map_err(|e| format!("{}: {e}", ca.display()))? {
-        let cert = cert.map_err(|e| format!("{}: {e}", ca.display()))?;
-        roots.add(cert).map_err(|e| format!("{}: {e}", ca.display()))?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
 }

@@ -6,3 +6,5 @@ pub mod commands;
 pub mod config;
 pub mod fixtures;
 pub mod run;
+pub mod tls;
+pub mod vnc;

@@ -12,13 +12,21 @@
 //! the VMI Succeeded (the kind's `guest/poweroff` action, as virt-handler); a reboot otherwise
 //! keeps it Running and boots again on the same console (QEMU keeps the serial port).
 //!
+//! Its VGA console (tty1) is another terminal with its own getty and session, drawn on a text
+//! screen that VNC shows: one VNC connection at a time, a new one cutting the old unless it
+//! asks to preserve it (pkg/virt-handler/rest/console.go: `preserveSession`).
+//!
 //! - `tty`: the serial line discipline; `shell`: login and the shell over any byte stream;
-//! - `identity`: what the guest knows of itself, from its VMI (cloud-init's accounts).
+//! - `identity`: what the guest knows of itself, from its VMI (cloud-init's accounts);
+//! - `screen`, `font`: the VGA text screen; `vnc`: QEMU's RFB server over it.
 
 mod boot;
+mod font;
 pub mod identity;
+pub mod screen;
 pub mod shell;
 pub mod tty;
+pub mod vnc;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,9 +35,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use lifecycle::Rng;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use self::identity::Identity;
+use self::screen::{Screen, Text};
 use self::shell::{Machine, Power, Session};
 use crate::object::meta::parse_rfc3339;
 use crate::resource::ResourceInfo;
@@ -39,6 +48,9 @@ const BOOT_WINDOW: Duration = Duration::from_secs(10);
 
 /// The serial console's session key in the guest's user list (an SSH session takes others).
 const CONSOLE_SESSION: u64 = 0;
+
+/// The VGA console's (tty1's) session key.
+const TTY1_SESSION: u64 = u64::MAX;
 
 /// The guests of the running VMIs, by VMI UID.
 #[derive(Debug, Clone)]
@@ -73,9 +85,29 @@ struct State {
     boots: u64,
     booting: bool,
     down: bool,
+    /// tty1: its session and screen, the VNC connection showing it, and a signal to the
+    /// connection when the screen changed, it was cut or the guest went down.
+    vga: Session,
+    screen: Screen,
+    display: Option<u64>,
+    changed: watch::Sender<()>,
 }
 
 impl State {
+    /// Writes to both consoles (the kernel's messages).
+    fn both(&mut self, bytes: Vec<u8>) {
+        self.show(&bytes);
+        self.write(bytes);
+    }
+
+    /// Draws on tty1.
+    fn show(&mut self, bytes: &[u8]) {
+        if !bytes.is_empty() {
+            self.screen.write(bytes);
+            self.changed.send_replace(());
+        }
+    }
+
     fn write(&mut self, bytes: Vec<u8>) {
         if bytes.is_empty() {
             return;
@@ -94,6 +126,15 @@ impl State {
 pub struct Console {
     pub guest: Arc<Guest>,
     pub output: mpsc::UnboundedReceiver<Bytes>,
+    id: u64,
+}
+
+/// A VNC connection to a guest's display: `changed` wakes it when the screen may have changed
+/// (or the connection was cut, or the guest went down).
+#[derive(Debug)]
+pub struct Display {
+    pub guest: Arc<Guest>,
+    pub changed: watch::Receiver<()>,
     id: u64,
 }
 
@@ -146,12 +187,21 @@ impl Guests {
                 boots: 0,
                 booting: false,
                 down: false,
+                vga: Session::new(TTY1_SESSION),
+                screen: Screen::default(),
+                display: None,
+                changed: watch::channel(()).0,
             }),
         });
         map.insert(uid, guest.clone());
         drop(map);
         if booting {
             guest.boot(false);
+        } else {
+            // Up already: its VGA console shows tty1's getty.
+            let mut st = guest.state.lock().expect("guest");
+            let banner = st.vga.banner_on(&st.machine, "tty1");
+            st.show(&banner);
         }
         Some(guest)
     }
@@ -183,6 +233,27 @@ impl Guest {
         Console { guest: self.clone(), output: rx, id }
     }
 
+    /// Attaches a VNC connection to the display, cutting the one attached before; `None` when
+    /// `preserve` and one is attached.
+    pub fn display(self: &Arc<Self>, preserve: bool) -> Option<Display> {
+        let mut st = self.state.lock().expect("guest");
+        if preserve && st.display.is_some() {
+            return None;
+        }
+        st.connections += 1;
+        let id = st.connections;
+        st.display = Some(id);
+        // The previous connection wakes to find itself cut.
+        st.changed.send_replace(());
+        let changed = st.changed.subscribe();
+        Some(Display { guest: self.clone(), changed, id })
+    }
+
+    /// What the display shows now (vnc/screenshot).
+    pub fn screenshot(&self) -> Text {
+        self.state.lock().expect("guest").screen.text
+    }
+
     /// The agent's view: `userList` and `fsInfo` as virt-launcher builds them
     /// (pkg/virt-launcher/virtwrap/manager.go `GetGuestInfo`; api/types.go).
     pub fn report(&self) -> Value {
@@ -207,11 +278,14 @@ impl Guest {
         let generation = {
             let mut st = self.state.lock().expect("guest");
             if reboot {
-                let State { console, machine, .. } = &mut *st;
+                let State { console, vga, machine, .. } = &mut *st;
                 console.logout(machine);
+                vga.logout(machine);
                 machine.users.clear();
                 machine.booted = Instant::now();
-                st.write(tty::onlcr(boot::RESTART));
+                st.both(tty::onlcr(boot::RESTART));
+                // The firmware clears the VGA screen before the new boot's lines.
+                st.screen.clear();
             }
             st.boots += 1;
             st.booting = true;
@@ -230,13 +304,15 @@ impl Guest {
                 if st.boots != generation || st.down {
                     return;
                 }
-                st.write(tty::onlcr(&line));
+                st.both(tty::onlcr(&line));
             }
             let mut st = guest.state.lock().expect("guest");
             if st.boots == generation && !st.down {
                 st.booting = false;
                 let banner = st.console.banner(&st.machine);
                 st.write(banner);
+                let banner = st.vga.banner_on(&st.machine, "tty1");
+                st.show(&banner);
             }
         });
     }
@@ -244,9 +320,10 @@ impl Guest {
     /// Goes down: the console's connection dropped, the guest forgotten.
     pub fn halt(&self, guests: &Guests) {
         let mut st = self.state.lock().expect("guest");
-        st.write(tty::onlcr(boot::POWER_DOWN));
+        st.both(tty::onlcr(boot::POWER_DOWN));
         st.down = true;
         st.attached = None;
+        st.display = None;
         st.machine.users.clear();
         drop(st);
         guests.forget(&self.uid);
@@ -285,3 +362,32 @@ impl Console {
 
 #[cfg(test)]
 mod tests;
+
+impl Display {
+    /// The screen's text, or `None` once this connection was cut or the guest went down.
+    pub fn text(&self) -> Option<Text> {
+        let st = self.guest.state.lock().expect("guest");
+        (st.display == Some(self.id) && !st.down).then_some(st.screen.text)
+    }
+
+    /// Feeds what the client's keys typed into tty1; a power request it made, if any.
+    pub fn input(&self, bytes: &[u8]) -> Option<Power> {
+        let mut st = self.guest.state.lock().expect("guest");
+        if st.display != Some(self.id) || st.booting || st.down || bytes.is_empty() {
+            return None;
+        }
+        let State { vga, machine, .. } = &mut *st;
+        let (out, power) = vga.feed(bytes, machine);
+        st.show(&out);
+        power
+    }
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        let mut st = self.guest.state.lock().expect("guest");
+        if st.display == Some(self.id) {
+            st.display = None;
+        }
+    }
+}

@@ -59,11 +59,16 @@ impl Session {
 
     /// `/etc/issue` and the login prompt, as agetty writes them on the serial line.
     pub fn banner(&self, m: &Machine) -> Vec<u8> {
+        self.banner_on(m, "ttyS0")
+    }
+
+    /// `/etc/issue` and the login prompt as agetty writes them on terminal `line` (`\l`).
+    pub fn banner_on(&self, m: &Machine, line: &str) -> Vec<u8> {
         let os = &m.id.os;
         let pretty = os["prettyName"].as_str().unwrap_or("Linux");
         let kernel = os["kernelRelease"].as_str().unwrap_or("");
         let arch = os["machine"].as_str().unwrap_or("x86_64");
-        let issue = format!("\n{pretty}\nKernel {kernel} on an {arch} (ttyS0)\n\n");
+        let issue = format!("\n{pretty}\nKernel {kernel} on an {arch} ({line})\n\n");
         let mut out = onlcr(&issue);
         out.extend(self.prompt(m));
         out

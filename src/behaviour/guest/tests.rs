@@ -116,3 +116,36 @@ async fn a_replaced_vmi_leaves_no_guest_behind() {
     let pending = json!({"metadata": {"uid": "c"}, "status": {"phase": "Pending"}});
     assert!(guests.guest(&VMI, &pending).is_none());
 }
+
+#[tokio::test]
+async fn one_display_at_a_time_with_tty1_its_own_session() {
+    static VMI: crate::resource::ResourceInfo = crate::resource::ResourceInfo::EXAMPLE;
+    let guests = super::Guests::new(1);
+    // Running for an hour: already up, no boot (the guest shows its prompts once booted).
+    let vmi = json!({"metadata": {"name": "vm1", "namespace": "ns1", "uid": "u"},
+                     "status": {"phase": "Running", "phaseTransitionTimestamps": [
+                         {"phase": "Running", "phaseTransitionTimestamp": "2000-01-01T00:00:00Z"}]}});
+    let guest = guests.guest(&VMI, &vmi).unwrap();
+    let first = guest.display(false).unwrap();
+    // preserveSession: refused while one is attached; otherwise the old one is cut.
+    assert!(guest.display(true).is_none());
+    let second = guest.display(false).unwrap();
+    assert!(first.text().is_none());
+    assert!(first.input(b"x").is_none());
+    let lines = |t: super::screen::Text| -> Vec<String> {
+        t.iter().map(|r| String::from_utf8_lossy(r).trim_end().to_string()).collect()
+    };
+    // Up already: tty1's getty is on the screen.
+    let shown = lines(second.text().unwrap());
+    assert_eq!(shown[..5], ["", "Linux", "Kernel  on an x86_64 (tty1)", "", "vm1 login:"]);
+    // Keys typed reach tty1's session, drawn on the screen; the serial console sees nothing.
+    let console = guest.attach();
+    second.input(b"root\r");
+    assert!(second.changed.has_changed().unwrap());
+    assert_eq!(lines(second.text().unwrap())[4..6], ["vm1 login: root", "Password:"]);
+    let mut output = console.output;
+    assert!(output.try_recv().is_err());
+    // A closed connection frees the display for a preserving one.
+    drop((first, second));
+    assert!(guest.display(true).is_some());
+}

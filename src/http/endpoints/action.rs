@@ -34,6 +34,13 @@ pub async fn action_read(
     payload: Payload,
 ) -> Result<HttpResponse, ApiError> {
     match state.actions.act(res, name, &target, &[]).await? {
+        // A read of the guest's display, not a stream (pkg/virt-api/rest/vnc.go).
+        Acted::Stream { stream, guest } if stream == "vnc/screenshot" => {
+            Ok(super::vnc::screenshot(&guest))
+        }
+        Acted::Stream { stream, guest } if stream == "vnc" => {
+            super::vnc::serve(state, req, payload, guest)
+        }
         Acted::Stream { stream, guest } => {
             super::stream::serve(state, req, payload, &stream, guest)
         }

@@ -8,6 +8,7 @@ mod delete;
 mod read;
 mod stream;
 mod subresource;
+mod vnc;
 mod write;
 
 use actix_web::{HttpRequest, HttpResponse};

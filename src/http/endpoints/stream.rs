@@ -11,13 +11,16 @@ use actix_web::web::Payload;
 use actix_web::{HttpRequest, HttpResponse};
 use futures_util::future::Either;
 
+use crate::behaviour::actions::Actions;
+use crate::behaviour::guest::shell::Power;
 use crate::behaviour::guest::{Console, Guest};
 use crate::http::state::AppState;
 use crate::object::error::ApiError;
+use bytes::Bytes;
 use std::sync::Arc;
 
 /// How often an open console looks whether its VMI still runs.
-const LIVENESS: std::time::Duration = std::time::Duration::from_secs(1);
+pub(super) const LIVENESS: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// client-go/subresources/constants.go `PlainStreamProtocolName`.
 const PLAIN_STREAM_PROTOCOL: &str = "plain.kubevirt.io";
@@ -30,17 +33,34 @@ pub fn serve(
     stream: &str,
     guest: Arc<Guest>,
 ) -> Result<HttpResponse, ApiError> {
-    // gorilla's Upgrader.returnError: a request that is no websocket handshake is a plain 400.
-    if actix_http::ws::handshake(req.head()).is_err() {
-        return Ok(HttpResponse::BadRequest()
-            .insert_header(("Sec-Websocket-Version", "13"))
-            .content_type("text/plain; charset=utf-8")
-            .body("Bad Request\n"));
+    if let Some(refused) = no_handshake(req) {
+        return Ok(refused);
     }
-    // Only the serial console streams so far; the action file names no other stream.
     if stream != "console" {
         return Err(ApiError::bad_request(format!("a simulated guest does not stream {stream}")));
     }
+    let (res, session, messages) = upgrade(req, payload)?;
+    let console = guest.attach();
+    let actions = state.actions.clone();
+    actix_web::rt::spawn(pump(console, session, messages, actions));
+    Ok(res)
+}
+
+/// gorilla's Upgrader.returnError: a request that is no websocket handshake is a plain 400.
+pub(super) fn no_handshake(req: &HttpRequest) -> Option<HttpResponse> {
+    actix_http::ws::handshake(req.head()).is_err().then(|| {
+        HttpResponse::BadRequest()
+            .insert_header(("Sec-Websocket-Version", "13"))
+            .content_type("text/plain; charset=utf-8")
+            .body("Bad Request\n")
+    })
+}
+
+/// The websocket upgrade, `plain.kubevirt.io` echoed when offered.
+pub(super) fn upgrade(
+    req: &HttpRequest,
+    payload: Payload,
+) -> Result<(HttpResponse, actix_ws::Session, actix_ws::MessageStream), ApiError> {
     let offered = req
         .headers()
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
@@ -55,10 +75,7 @@ pub fn serve(
             HeaderValue::from_static(PLAIN_STREAM_PROTOCOL),
         );
     }
-    let console = guest.attach();
-    let actions = state.actions.clone();
-    actix_web::rt::spawn(pump(console, session, messages, actions));
-    Ok(res)
+    Ok((res, session, messages))
 }
 
 /// Copies the guest's output to the client and the client's binary frames to the guest, until
@@ -89,26 +106,50 @@ async fn pump(
             }
             // Cut: the session is dropped with no close frame, the connection ends.
             Either::Left(None) => return,
-            Either::Right(Some(Ok(actix_ws::Message::Binary(bytes)))) => {
-                if let Some(power) = console.input(&bytes) {
-                    let guest = console.guest.clone();
-                    if let Err(e) = actions.power(&guest, power).await {
-                        log::warn!("guest {}/{}: power: {e}", guest.namespace, guest.name);
-                    }
-                }
-            }
-            Either::Right(Some(Ok(actix_ws::Message::Ping(p)))) => {
-                if session.pong(&p).await.is_err() {
-                    return;
-                }
-            }
-            Either::Right(Some(Ok(actix_ws::Message::Close(reason)))) => {
-                let _ = session.close(reason).await;
-                return;
-            }
-            // Text frames are dropped; pongs and continuations carry nothing here.
-            Either::Right(Some(Ok(_))) => {}
-            Either::Right(Some(Err(_)) | None) => return,
+            Either::Right(input) => match frame(&mut session, input).await {
+                Frame::Bytes(bytes) => power(&actions, &console.guest, console.input(&bytes)).await,
+                Frame::Nothing => {}
+                Frame::End => return,
+            },
+        }
+    }
+}
+
+/// What a client's websocket message is to a stream.
+pub(super) enum Frame {
+    /// A binary frame's bytes.
+    Bytes(Bytes),
+    Nothing,
+    /// A close frame (answered) or the connection gone.
+    End,
+}
+
+/// Reads the client's message `input`: pings answered, a close frame answered and the end.
+pub(super) async fn frame(
+    session: &mut actix_ws::Session,
+    input: Option<Result<actix_ws::Message, actix_ws::ProtocolError>>,
+) -> Frame {
+    match input {
+        Some(Ok(actix_ws::Message::Binary(bytes))) => Frame::Bytes(bytes),
+        Some(Ok(actix_ws::Message::Ping(p))) => match session.pong(&p).await {
+            Ok(()) => Frame::Nothing,
+            Err(_) => Frame::End,
+        },
+        Some(Ok(actix_ws::Message::Close(reason))) => {
+            let _ = session.clone().close(reason).await;
+            Frame::End
+        }
+        // Text frames are dropped; pongs and continuations carry nothing here.
+        Some(Ok(_)) => Frame::Nothing,
+        Some(Err(_)) | None => Frame::End,
+    }
+}
+
+/// A power request typed into `guest` goes to its VMI.
+pub(super) async fn power(actions: &Actions, guest: &Arc<Guest>, request: Option<Power>) {
+    if let Some(p) = request {
+        if let Err(e) = actions.power(guest, p).await {
+            log::warn!("guest {}/{}: power: {e}", guest.namespace, guest.name);
         }
     }
 }

@@ -108,25 +108,31 @@ impl Console {
             if Instant::now() > deadline {
                 return Err(None);
             }
-            match self.ws.read() {
-                Ok(Message::Binary(b)) => self.seen.extend_from_slice(&b),
-                Ok(Message::Text(t)) => panic!("the console wrote a text frame: {t}"),
-                Ok(Message::Close(_)) => return Err(Some(Ended::Closed)),
-                Ok(_) => {}
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(tungstenite::Error::Protocol(
-                    tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
-                ))
-                | Err(tungstenite::Error::Io(_))
-                | Err(tungstenite::Error::ConnectionClosed)
-                | Err(tungstenite::Error::AlreadyClosed) => return Err(Some(Ended::Abnormally)),
-                Err(e) => panic!("{e}"),
-            }
+            self.read_some().map_err(Some)?;
         }
+    }
+
+    /// Reads what comes within the read timeout into `seen`; how the connection ended if it did.
+    pub fn read_some(&mut self) -> Result<(), Ended> {
+        match self.ws.read() {
+            Ok(Message::Binary(b)) => self.seen.extend_from_slice(&b),
+            Ok(Message::Text(t)) => panic!("the server wrote a text frame: {t}"),
+            Ok(Message::Close(_)) => return Err(Ended::Closed),
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(tungstenite::Error::Protocol(
+                tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
+            ))
+            | Err(tungstenite::Error::Io(_))
+            | Err(tungstenite::Error::ConnectionClosed)
+            | Err(tungstenite::Error::AlreadyClosed) => return Err(Ended::Abnormally),
+            Err(e) => panic!("{e}"),
+        }
+        Ok(())
     }
 
     /// Reads until the connection ends; how it ended.

@@ -270,3 +270,38 @@ fn kubectl_connects_over_tls_with_a_generated_kubeconfig() {
     assert!(!ok);
     assert!(err.contains("forbidden") && err.contains("User \"alice\""), "{err}");
 }
+
+/// The `vnc` bridge over HTTPS: the CA verifies the server, the token authenticates, and
+/// virt-api's check answers (no such VMI), said on stderr as virtctl says it; a bad token is 401.
+#[test]
+fn the_vnc_bridge_speaks_tls_with_a_token() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let pki = pki();
+    let s = start(&pki);
+    let bridge = |token: &str| {
+        let mut child = Command::new(binary())
+            .args(["vnc", "--server", &s.base, "--token", token, "-n", "team-a", "nope"])
+            .args(["--certificate-authority", &pki.arg("ca.pem")])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let mut tcp =
+            std::net::TcpStream::connect(("127.0.0.1", port["port"].as_u64().unwrap() as u16))
+                .unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        // The viewer is dropped once the websocket is refused.
+        assert_eq!(tcp.read(&mut [0u8; 12]).unwrap(), 0);
+        child.kill().unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stderr).unwrap()
+    };
+    assert_eq!(
+        bridge("tok-admin"),
+        "can't access VMI nope: virtualmachineinstance.kubevirt.io \"nope\" not found\n"
+    );
+    assert_eq!(bridge("tok-wrong"), "can't access VMI nope: Unauthorized\n");
+}
