@@ -34,6 +34,18 @@ spec:
     )
 }
 
+/// CDI's updateStatusPhase (import-controller.go, pvc-clone-controller.go) sets a DataVolume's
+/// phase from its pod's phase as the reconcile finds it: one that first sees the pod Running, as
+/// a loaded machine's late one may, skips the pod-Pending phase (`scheduled`). The phases are
+/// `expected` with or without it; whether it was seen is returned.
+fn assert_phases(phases: &[String], expected: &[&str], scheduled: &str) -> bool {
+    let seen = phases.iter().any(|p| p == scheduled);
+    let expected: Vec<&str> =
+        expected.iter().copied().filter(|p| seen || *p != scheduled).collect();
+    assert_eq!(phases, expected, "{phases:?}");
+    seen
+}
+
 #[test]
 fn an_import_binds_its_claim_runs_its_importer_and_succeeds() {
     let s = simulating(&["--simulate-speed", "0.5", "--simulate-nodes", "2"]);
@@ -46,10 +58,10 @@ fn an_import_binds_its_claim_runs_its_importer_and_succeeds() {
 
     // The phases follow the claim, then the importer (CDI's updateStatus, updateStatusPhase).
     let phases = sequence(&dvs, "fedora", "/status/phase", &["Succeeded", "Failed"]);
-    assert_eq!(
-        phases,
-        ["", "Pending", "PVCBound", "ImportScheduled", "ImportInProgress", "Succeeded"],
-        "{phases:?}"
+    assert_phases(
+        &phases,
+        &["", "Pending", "PVCBound", "ImportScheduled", "ImportInProgress", "Succeeded"],
+        "ImportScheduled",
     );
     let dv = get(&s, &format!("{CDI}/cdi/datavolumes/fedora")).unwrap();
     assert_eq!(dv["status"]["progress"], "100.0%");
@@ -363,10 +375,10 @@ fn a_clone_copies_its_source_through_a_source_pod_and_an_upload_server() {
         .file("copy.yaml", &clone_yaml("copy", "source: {pvc: {namespace: golden, name: fedora}}"));
     k.ok(&["apply", "-f", file.to_str().unwrap()]);
     let phases = sequence(&dvs, "copy", "/status/phase", &["Succeeded", "Failed"]);
-    assert_eq!(
-        phases,
-        ["", "Pending", "PVCBound", "CloneScheduled", "CloneInProgress", "Succeeded"],
-        "{phases:?}"
+    let scheduled = assert_phases(
+        &phases,
+        &["", "Pending", "PVCBound", "CloneScheduled", "CloneInProgress", "Succeeded"],
+        "CloneScheduled",
     );
     let dv = s.get_json(&format!("{CDI}/vms/datavolumes/copy"));
     assert_eq!(dv["status"]["progress"], "100.0%");
@@ -432,12 +444,13 @@ fn a_clone_copies_its_source_through_a_source_pod_and_an_upload_server() {
     });
 
     // The events, in CDI's words.
-    for (kind, reason, message) in [
-        ("DataVolume", "CloneScheduled", "Cloning from golden/fedora into vms/copy scheduled"),
+    let scheduled_event =
+        ("DataVolume", "CloneScheduled", "Cloning from golden/fedora into vms/copy scheduled");
+    for (kind, reason, message) in scheduled.then_some(scheduled_event).into_iter().chain([
         ("DataVolume", "CloneInProgress", "Cloning from golden/fedora into vms/copy in progress"),
         ("DataVolume", "CloneSucceeded", "Successfully cloned from golden/fedora into vms/copy"),
         ("PersistentVolumeClaim", "CloneSucceeded", "Clone Complete"),
-    ] {
+    ]) {
         assert_eq!(event_message(&s, "vms", kind, "copy", reason), message, "{kind} {reason}");
     }
     let table = k.ok(&["get", "dv", "copy"]);
