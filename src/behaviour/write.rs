@@ -27,7 +27,7 @@ use crate::object::subresource::Part;
 use crate::object::validation::{FieldValidation, Via};
 use crate::object::{meta_str, stored_revision};
 use crate::registry::keys::object_key;
-use crate::registry::{Change, DeleteOptions, Registry, Target, WriteOptions};
+use crate::registry::{Change, DeleteOptions, Outcome, Registry, Target, WriteOptions};
 use crate::resource::ResourceInfo;
 
 /// A write decided and rendered, not yet made.
@@ -198,14 +198,10 @@ impl Writer<'_> {
         match &p.edit {
             Edit::Merge { part, patch } => match guard {
                 Guard::Revision(rev) => {
-                    self.update(res, (ns, name, *part), Some(rev), |obj| {
-                        let changes = merge_changes(obj, patch);
-                        if changes {
-                            json_patch::merge(obj, patch);
-                        }
-                        changes
-                    })
-                    .await
+                    let target = (ns, name, *part);
+                    let changes = |obj: &Value| merge_changes(obj, patch);
+                    let edit = |obj: &mut Value| json_patch::merge(obj, patch);
+                    self.update_when(res, target, Some(rev), changes, edit).await
                 }
                 Guard::Request { .. } => {
                     let bytes = to_vec(patch)?;
@@ -239,13 +235,18 @@ impl Writer<'_> {
                 }
             }
             Edit::Finalizers { add, remove } => {
-                self.update(res, (ns, name, Part::Main), expected, |obj| {
-                    let Ok(meta) = metadata_mut(obj) else { return false };
-                    let before = meta.get("finalizers").cloned();
-                    meta::edit_finalizers(meta, add, remove);
-                    meta.get("finalizers") != before.as_ref()
-                })
-                .await
+                let changes = |obj: &Value| {
+                    obj.get("metadata")
+                        .and_then(Value::as_object)
+                        .is_some_and(|m| meta::edited_finalizers(m, add, remove).is_some())
+                };
+                let edit = |obj: &mut Value| {
+                    if let Ok(meta) = metadata_mut(obj) {
+                        meta::edit_finalizers(meta, add, remove);
+                    }
+                };
+                let target = (ns, name, Part::Main);
+                self.update_when(res, target, expected, changes, edit).await
             }
             Edit::Create { res: new_res, object } => {
                 // A controller creates only while the object its plan read is still as read.
@@ -314,6 +315,33 @@ impl Writer<'_> {
     }
 
     /// One update of `target` (only while it is at revision `expected`, if given).
+    /// `update` for an edit that tells from the object as it is whether it changes it, so that
+    /// a stale plan or a no-op copies nothing.
+    async fn update_when(
+        &self,
+        res: &'static ResourceInfo,
+        target: (&str, &str, Part),
+        expected: Option<u64>,
+        changes: impl Fn(&Value) -> bool,
+        edit: impl FnMut(&mut Value),
+    ) -> Result<Applied, ApiError> {
+        let stale = Cell::new(false);
+        let outcome = self
+            .registry
+            .update_when(
+                res,
+                target,
+                self.manager,
+                |obj| {
+                    stale.set(expected.is_some_and(|rev| stored_revision(obj) != rev));
+                    !stale.get() && changes(obj)
+                },
+                edit,
+            )
+            .await;
+        applied(outcome, stale.get(), expected)
+    }
+
     async fn update(
         &self,
         res: &'static ResourceInfo,
@@ -332,13 +360,22 @@ impl Writer<'_> {
                 edit(obj).then_some(())
             })
             .await;
-        match outcome {
-            _ if stale.get() => Ok(Applied::Stale),
-            Ok(o) if o.change == Change::Unchanged => Ok(Applied::Nothing),
-            Ok(o) => Ok(Applied::Rev(stored_revision(o.object.value()))),
-            Err(ApiError::NotFound { .. }) if expected.is_some() => Ok(Applied::Stale),
-            Err(e) => Err(e),
-        }
+        applied(outcome, stale.get(), expected)
+    }
+}
+
+/// What an update's outcome means to the simulation.
+fn applied(
+    outcome: Result<Outcome, ApiError>,
+    stale: bool,
+    expected: Option<u64>,
+) -> Result<Applied, ApiError> {
+    match outcome {
+        _ if stale => Ok(Applied::Stale),
+        Ok(o) if o.change == Change::Unchanged => Ok(Applied::Nothing),
+        Ok(o) => Ok(Applied::Rev(stored_revision(o.object.value()))),
+        Err(ApiError::NotFound { .. }) if expected.is_some() => Ok(Applied::Stale),
+        Err(e) => Err(e),
     }
 }
 

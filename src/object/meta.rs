@@ -59,6 +59,21 @@ pub fn finalizers(meta: &Map<String, Value>) -> Vec<String> {
 /// Removes `remove` from `meta`'s finalizers and appends each of `add` it lacks; an empty list
 /// goes. Whether anything changed.
 pub fn edit_finalizers(meta: &mut Map<String, Value>, add: &[String], remove: &[String]) -> bool {
+    let Some(list) = edited_finalizers(meta, add, remove) else { return false };
+    if list.is_empty() {
+        meta.remove("finalizers");
+    } else {
+        meta.insert("finalizers".into(), Value::from(list));
+    }
+    true
+}
+
+/// The finalizers `edit_finalizers` would leave, when they differ from `meta`'s.
+pub fn edited_finalizers(
+    meta: &Map<String, Value>,
+    add: &[String],
+    remove: &[String],
+) -> Option<Vec<String>> {
     let before = finalizers(meta);
     let mut list: Vec<String> = before.iter().filter(|f| !remove.contains(f)).cloned().collect();
     for a in add {
@@ -66,15 +81,7 @@ pub fn edit_finalizers(meta: &mut Map<String, Value>, add: &[String], remove: &[
             list.push(a.clone());
         }
     }
-    if list == before {
-        return false;
-    }
-    if list.is_empty() {
-        meta.remove("finalizers");
-    } else {
-        meta.insert("finalizers".into(), Value::from(list));
-    }
-    true
+    (list != before).then_some(list)
 }
 
 /// Whether `meta` marks its object as being deleted (a `deletionTimestamp` is set).

@@ -1,6 +1,8 @@
 //! What a verb answers: the object (as stored, or only computed), what the write did to it, and
 //! the warnings to send with it.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::store::Written;
@@ -11,6 +13,8 @@ use crate::store::Written;
 pub enum Object {
     Stored(Written),
     Computed(Value),
+    /// The object as it already was (a no-op decided without a copy).
+    Current(Arc<Value>),
 }
 
 impl Object {
@@ -18,6 +22,7 @@ impl Object {
         match self {
             Object::Stored(w) => &w.object,
             Object::Computed(v) => v,
+            Object::Current(v) => v,
         }
     }
 }

@@ -46,6 +46,8 @@ pub(crate) enum Next {
     Delete { answer: Option<Value> },
     /// Write nothing and answer this (a no-op, a repeated delete).
     Keep(Value),
+    /// Write nothing and answer the current object (which must exist).
+    Same,
 }
 
 impl Registry {
@@ -124,13 +126,17 @@ impl Registry {
                     continue;
                 }
             };
-            if !current_known && (dry_run || matches!(next, Next::Keep(_))) {
+            if !current_known && (dry_run || matches!(next, Next::Keep(_) | Next::Same)) {
                 self.consistent().await?;
                 current_known = true;
                 continue;
             }
             let (change, written) = match next {
                 Next::Keep(v) => (Change::Unchanged, Ok(Object::Computed(v))),
+                Next::Same => match &current {
+                    Some(c) => (Change::Unchanged, Ok(Object::Current(c.clone()))),
+                    None => (Change::Unchanged, Err(StoreError::NotFound)),
+                },
                 Next::Update(v) if dry_run => (Change::Updated, Ok(Object::Computed(v))),
                 Next::Create(v) if dry_run => (Change::Created, Ok(Object::Computed(v))),
                 Next::Delete { answer } if dry_run => {

@@ -253,4 +253,29 @@ impl Registry {
         })
         .await
     }
+
+    /// `update_with` for an edit that can tell from the current object whether it changes
+    /// anything (`changes`): an object it leaves alone is not copied.
+    pub async fn update_when(
+        &self,
+        res: &'static ResourceInfo,
+        target: (&str, &str, Part),
+        manager: &str,
+        mut changes: impl FnMut(&Value) -> bool,
+        mut edit: impl FnMut(&mut Value),
+    ) -> Result<Outcome, ApiError> {
+        let (namespace, name, part) = target;
+        let key = object_key(res, namespace, name);
+        self.guaranteed_update(res, &key, name, false, Shed::ManagedFields, |current| {
+            let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
+            if !changes(current) {
+                return Ok(Next::Same);
+            }
+            let mut obj = (**current).clone();
+            edit(&mut obj);
+            let owner = Ownership::Update { manager, subresource: subresource_name(part) };
+            prepare_update(res, current, obj, part, owner)
+        })
+        .await
+    }
 }

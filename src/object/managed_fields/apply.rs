@@ -158,6 +158,7 @@ pub fn merge_config(
         time: Some(crate::object::meta::now_rfc3339()),
         subresource: scope.subresource().to_string(),
         fields: owned,
+        wire: Default::default(),
     };
     let last = managers.take(&me);
     managers.put(me.clone());

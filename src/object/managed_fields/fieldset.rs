@@ -253,19 +253,22 @@ impl FieldSet {
         }
     }
 
-    /// Takes away the paths of `other` (exact paths, as [`FieldSet::difference`]), in place.
-    pub fn subtract(&mut self, other: &FieldSet) {
+    /// Takes away the paths of `other` (exact paths, as [`FieldSet::difference`]), in place;
+    /// whether any went.
+    pub fn subtract(&mut self, other: &FieldSet) -> bool {
+        let mut gone = false;
         for m in &other.members {
-            self.members.remove(m);
+            gone |= self.members.remove(m);
         }
         for (pe, o) in &other.children {
             if let Some(c) = self.children.get_mut(pe) {
-                c.subtract(o);
+                gone |= c.subtract(o);
                 if c.is_empty() {
                     self.children.remove(pe);
                 }
             }
         }
+        gone
     }
 
     pub fn union(&self, other: &FieldSet) -> FieldSet {

@@ -59,6 +59,20 @@ pub struct Entry {
     pub time: Option<String>,
     pub subresource: String,
     pub fields: FieldSet,
+    /// The entry's wire form as it was decoded, while nothing has changed it.
+    pub wire: Wire,
+}
+
+/// An entry's wire form kept from its decoding, so that a write that leaves the entry alone
+/// does not encode it again (on a busy object most writes change one entry of several). It
+/// takes no part in an entry's equality.
+#[derive(Debug, Clone, Default)]
+pub struct Wire(Option<Value>);
+
+impl PartialEq for Wire {
+    fn eq(&self, _: &Wire) -> bool {
+        true
+    }
 }
 
 impl Entry {
@@ -120,7 +134,16 @@ impl Entry {
             time: v.get("time").and_then(Value::as_str).map(str::to_string),
             subresource: s("subresource"),
             fields,
+            wire: Wire::default(),
         })
+    }
+
+    /// The entry's wire form: the one it was decoded from when it is unchanged.
+    fn into_json(self) -> Value {
+        match self.wire.0 {
+            Some(v) => v,
+            None => self.to_json(),
+        }
     }
 }
 
@@ -131,9 +154,13 @@ pub struct Managers(pub Vec<Entry>);
 impl Managers {
     /// Decodes `metadata.managedFields`; absent or null is empty.
     pub fn decode(obj: &Value) -> Result<Managers, String> {
-        let Some(list) = obj.at("/metadata/managedFields") else {
-            return Ok(Managers::default());
-        };
+        match obj.at("/metadata/managedFields") {
+            Some(list) => Managers::decode_list(list),
+            None => Ok(Managers::default()),
+        }
+    }
+
+    fn decode_list(list: &Value) -> Result<Managers, String> {
         let items = match list {
             Value::Null => return Ok(Managers::default()),
             Value::Array(items) => items,
@@ -147,13 +174,33 @@ impl Managers {
         Ok(out)
     }
 
+    /// Decodes a `managedFields` list taken out of its object; entries of a list this server
+    /// encoded (`ours`) keep their wire forms, a client's are encoded again, as kube does.
+    fn decode_owned(list: Value, ours: bool) -> Result<Managers, String> {
+        if !ours {
+            return Managers::decode_list(&list);
+        }
+        let items = match list {
+            Value::Null => return Ok(Managers::default()),
+            Value::Array(items) => items,
+            _ => return Err("managedFields must be a list".into()),
+        };
+        let mut out = Managers::default();
+        for item in items {
+            let mut entry = Entry::from_json(&item)?;
+            entry.wire = Wire(Some(item));
+            out.put(entry);
+        }
+        Ok(out)
+    }
+
     /// Writes the entries into `obj.metadata.managedFields` in kube's order (Apply before
     /// Update, then oldest first, then by manager), or removes the field when there are none.
-    pub fn encode_into(&self, obj: &mut Value) {
+    pub fn encode_into(self, obj: &mut Value) {
         let Some(root) = obj.as_object_mut() else { return };
         let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
         let Some(meta) = meta.as_object_mut() else { return };
-        let mut entries: Vec<&Entry> = self.0.iter().filter(|e| !e.fields.is_empty()).collect();
+        let mut entries: Vec<Entry> = self.0.into_iter().filter(|e| !e.fields.is_empty()).collect();
         if entries.is_empty() {
             meta.remove("managedFields");
             return;
@@ -169,7 +216,7 @@ impl Managers {
         });
         meta.insert(
             "managedFields".into(),
-            Value::Array(entries.into_iter().map(Entry::to_json).collect()),
+            Value::Array(entries.into_iter().map(Entry::into_json).collect()),
         );
     }
 
@@ -221,8 +268,9 @@ impl Managers {
     pub fn release(&mut self, except: Option<&Entry>, contested: &FieldSet, removed: &FieldSet) {
         let spared = |e: &Entry| except.is_some_and(|x| e.same_manager(x));
         for e in self.0.iter_mut().filter(|e| !spared(e)) {
-            e.fields.subtract(contested);
-            e.fields.subtract(removed);
+            if e.fields.subtract(contested) | e.fields.subtract(removed) {
+                e.wire = Wire::default();
+            }
         }
         self.0.retain(|e| !e.fields.is_empty() || spared(e));
     }
@@ -251,6 +299,7 @@ impl Managers {
                 time: None,
                 subresource: String::new(),
                 fields: FieldSet::new(),
+                wire: Wire::default(),
             };
             if e.same_manager(&bucket) {
                 continue;
@@ -261,12 +310,14 @@ impl Managers {
             };
             if self.find(&bucket).is_none() {
                 let founder = self.take(&first[pos]).expect("first updater is still present");
-                self.put(Entry { fields: founder.fields, time: founder.time, ..bucket.clone() });
+                let (fields, time) = (founder.fields, founder.time);
+                self.put(Entry { fields, time, ..bucket.clone() });
             }
             let merged = self.take(&e).expect("updater is present");
             let mut b = self.take(&bucket).expect("bucket was just made");
             b.fields = b.fields.union(&merged.fields);
             b.time = merged.time;
+            b.wire = Wire::default();
             self.put(b);
         }
     }
@@ -370,15 +421,28 @@ pub fn record_update(
     manager: &str,
     subresource: &str,
 ) {
-    let live_managers = || live.and_then(|l| Managers::decode(l).ok()).unwrap_or_default();
+    // The entries come out of `new` (which gets them back encoded) rather than as copies: when
+    // they are the live object's, as a controller's edit of the live object leaves them, their
+    // wire forms are reused for every entry this write leaves alone.
+    let reset = subresource.is_empty() && is_reset(new);
+    // Taken, not removed, so that the key keeps its place in an insertion-ordered map.
+    let theirs = new.get_mut("metadata").and_then(|m| m.get_mut("managedFields"));
+    let theirs = theirs.map(std::mem::take);
+    let live_list = live.and_then(|l| l.at("/metadata/managedFields"));
+    let live_managers = |theirs: Option<Value>| match (theirs, live_list) {
+        (Some(t), Some(l)) if &t == l => Managers::decode_owned(t, true).unwrap_or_default(),
+        (_, Some(l)) => Managers::decode_owned(l.clone(), true).unwrap_or_default(),
+        (_, None) => Managers::default(),
+    };
     let mut managers = if !subresource.is_empty() {
-        live_managers()
-    } else if is_reset(new) {
+        live_managers(theirs)
+    } else if reset {
         Managers::default()
     } else {
-        match Managers::decode(new) {
-            Ok(m) if !m.0.is_empty() => m,
-            _ => live_managers(),
+        let live_ones = |t: &Value| live_list == Some(t);
+        match theirs.map(|t| (live_ones(&t), t)).map(|(ours, t)| Managers::decode_owned(t, ours)) {
+            Some(Ok(m)) if !m.0.is_empty() => m,
+            _ => live_managers(None),
         }
     };
     let empty = Value::Object(Map::new());
@@ -392,6 +456,7 @@ pub fn record_update(
         time: Some(meta::now_rfc3339()),
         subresource: subresource.to_string(),
         fields: FieldSet::new(),
+        wire: Wire::default(),
     };
     // kube runs this as a separate "current-operation" manager, so the writer's own earlier
     // entry loses what this write removed, like everyone else's.
@@ -576,6 +641,7 @@ mod tests {
             time: None,
             subresource: String::new(),
             fields: FieldSet::new(),
+            wire: Wire::default(),
         };
         assert_eq!(e.describe(), "\"m\" using kubevirt.io/v1");
         let applier = Entry { operation: Operation::Apply, ..e.clone() };

@@ -197,3 +197,32 @@ fn record_update_output_is_pinned() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// An entry a write leaves alone is answered in its stored form (here marked by a key kube
+/// would not write), not encoded again; one the write takes fields from, and every entry a
+/// client sends of its own, are encoded again.
+#[test]
+fn entries_a_write_leaves_alone_keep_their_stored_form() {
+    let mut live = vm();
+    record_update(vm_res(), None, &mut live, "kubectl-create", "");
+    let mut live = aged(live);
+    live["metadata"]["managedFields"][0]["mark"] = json!(true);
+    let marked = |obj: &Value| obj["metadata"]["managedFields"][0].get("mark").is_some();
+
+    let mut status = live.clone();
+    status["status"] = json!({"ready": true});
+    record_update(vm_res(), Some(&live), &mut status, "virt-handler", "status");
+    assert!(marked(&status), "{}", status["metadata"]["managedFields"]);
+    assert_eq!(status["metadata"]["managedFields"].as_array().map(Vec::len), Some(2));
+
+    let mut taken = live.clone();
+    taken["spec"]["runStrategy"] = json!("Halted");
+    record_update(vm_res(), Some(&live), &mut taken, "virt-controller", "");
+    assert!(!marked(&taken), "{}", taken["metadata"]["managedFields"]);
+
+    let mut theirs = live.clone();
+    theirs["metadata"]["managedFields"][0]["time"] = json!("2021-01-01T00:00:00Z");
+    theirs["metadata"]["labels"]["extra"] = json!("x");
+    record_update(vm_res(), Some(&live), &mut theirs, "kubectl-label", "");
+    assert!(!marked(&theirs), "{}", theirs["metadata"]["managedFields"]);
+}
