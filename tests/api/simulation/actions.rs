@@ -887,6 +887,10 @@ fn every_error_of_the_table() {
         VMI,
     );
     assert_refused(&get_(pending, "console"), 400, "VMI is not running", VMI);
+    // Port-forward checks no phase, only the first interface the dialer wants
+    // (pkg/virt-api/rest/dialers.go getTargetInterfaceIP).
+    let msg = "no network interfaces are present";
+    assert_refused(&get_(pending, "portforward"), 400, msg, VMI);
 
     // Hotplug bodies.
     let r = vmi_act(&server, "bare", "addvolume", "{}");
