@@ -558,15 +558,17 @@ fn handler(api: &Api, route: &Route, op: &Operation) -> TokenStream {
             }
         }
         OperationKind::Handler(h) => (None, handler_call(api, h)),
-        OperationKind::Action { resource, name, read, named } => {
+        OperationKind::Action { resource, name, read, named, params } => {
             let index = Literal::usize_unsuffixed(*resource);
             let object = option(named.then(|| quote!(name)));
             let target = quote!(self::rt::Target::new(Some(namespace), #object));
+            let values = params.iter().map(|p| ident(p));
+            let args = quote!(&[#((#params, #values.as_str()),)*]);
             if *read {
                 // A read may be a stream: the upgraded connection's bytes come as its payload.
                 (
                     Some(quote!(payload: ::actix_web::web::Payload,)),
-                    quote!(self::rt::action_read(&state, &RESOURCES[#index], #name, #target, &req, payload)),
+                    quote!(self::rt::action_read(&state, &RESOURCES[#index], #name, #target, #args, &req, payload)),
                 )
             } else {
                 (

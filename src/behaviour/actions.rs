@@ -46,7 +46,7 @@ pub enum Acted {
     /// A read: the answer.
     Answer(Value),
     /// A stream's checks passed: the guest to stream from (`stream` names which stream).
-    Stream { stream: String, guest: Arc<Guest> },
+    Stream { stream: String, guest: Arc<Guest>, object: Value },
 }
 
 /// The error a check gives, shaped by its code as virt-api's constructors shape it (409
@@ -176,11 +176,21 @@ impl Actions {
             return Err(ApiError::not_found(res, target.name()));
         }
         if let Some(stream) = &action.stream {
+            // The object whose guest streams: this one, or the related one named.
+            let (res, streams) = match &action.stream_of {
+                Some(rel) => {
+                    let Some((res, o)) = self.related_object(kind, rel, &ctx) else {
+                        return Err(ApiError::bad_request("VMI is not running"));
+                    };
+                    (res, o)
+                }
+                None => (res, obj.clone()),
+            };
             // The checks saw it Running; a guest that went down since is not running.
-            let Some(guest) = self.guests.guest(res, &obj) else {
+            let Some(guest) = self.guests.guest(res, &streams) else {
                 return Err(ApiError::bad_request("VMI is not running"));
             };
-            return Ok(Acted::Stream { stream: stream.clone(), guest });
+            return Ok(Acted::Stream { stream: stream.clone(), guest, object: streams });
         }
         if let Some(answer) = &action.answer {
             let mut out = ctx.render(answer);
@@ -223,6 +233,23 @@ impl Actions {
 
     /// The kind a refusal names: the action's own, or that of the related object `about`
     /// (found by name: the same name).
+    /// The object of relation `rel` (the first, for a list) and its served kind.
+    fn related_object(
+        &self,
+        kind: &Kind,
+        rel: &str,
+        ctx: &Ctx<'_>,
+    ) -> Option<(&'static ResourceInfo, Value)> {
+        let res = kind.related.get(rel).and_then(|r| served(&r.resource))?;
+        let value = ctx.named.get(rel)?;
+        let obj = match &**value {
+            Value::Array(items) => items.first()?.clone(),
+            Value::Null => return None,
+            o => o.clone(),
+        };
+        Some((res, obj))
+    }
+
     fn about<'a>(
         &self,
         kind: &Kind,

@@ -57,6 +57,9 @@ pub enum Command {
     /// Bridge a local TCP port to a VMI's VNC display for any VNC viewer, as
     /// `virtctl vnc --proxy-only` does: prints `{"port":N}`, then serves until killed.
     Vnc(super::vnc::VncArgs),
+    /// Bridge stdin and stdout to a VMI's or VM's port, as `virtctl port-forward --stdio`
+    /// does: OpenSSH's ProxyCommand for ssh and scp to a simulated guest.
+    PortForward(super::portforward::PortForwardArgs),
 }
 
 impl Command {
@@ -87,6 +90,7 @@ impl Command {
                 reset(server, token.as_deref(), certificate_authority.as_deref())
             }
             Command::Vnc(args) => super::vnc::bridge(args),
+            Command::PortForward(args) => super::portforward::bridge(args),
             Command::Restore { database, input, bump_revision } => {
                 let done = files::restore(database, input, *bump_revision)?;
                 Ok(format!(

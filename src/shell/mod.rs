@@ -5,6 +5,7 @@
 pub mod commands;
 pub mod config;
 pub mod fixtures;
+pub mod portforward;
 pub mod run;
 pub mod tls;
 pub mod vnc;

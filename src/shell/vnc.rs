@@ -14,7 +14,7 @@ use tungstenite::http::HeaderValue;
 use tungstenite::{Message, WebSocket};
 
 /// How long each side of a bridge waits for bytes before looking at the other.
-const POLL: Duration = Duration::from_millis(10);
+pub(super) const POLL: Duration = Duration::from_millis(10);
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct VncArgs {
@@ -40,7 +40,7 @@ pub struct VncArgs {
     pub name: String,
 }
 
-trait Io: Read + Write + Send {}
+pub(super) trait Io: Read + Write + Send {}
 impl<T: Read + Write + Send> Io for T {}
 
 /// Listens, prints `{"port":N}`, and bridges every connection until killed.
@@ -70,19 +70,31 @@ fn dial(
     args: &VncArgs,
     tls: Option<Arc<rustls::ClientConfig>>,
 ) -> Result<WebSocket<Box<dyn Io>>, String> {
-    let server = args.server.trim_end_matches('/');
-    let (scheme, rest) = server.split_once("://").ok_or(format!("{server}: no scheme"))?;
-    let ws_scheme = if scheme == "https" { "wss" } else { "ws" };
-    let url = format!(
-        "{ws_scheme}://{rest}/apis/subresources.kubevirt.io/v1/namespaces/{}/virtualmachineinstances/{}/vnc{}",
+    let path = format!(
+        "/apis/subresources.kubevirt.io/v1/namespaces/{}/virtualmachineinstances/{}/vnc{}",
         args.namespace,
         args.name,
         if args.preserve_session { "?preserveSession=true" } else { "" }
     );
+    open(&args.server, args.token.as_deref(), tls, &path)
+}
+
+/// Opens the websocket at `path` of `server`, offering `plain.kubevirt.io`, with a bearer
+/// `token`; the refusal's Status message if it is refused.
+pub(super) fn open(
+    server: &str,
+    token: Option<&str>,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    path: &str,
+) -> Result<WebSocket<Box<dyn Io>>, String> {
+    let server = server.trim_end_matches('/');
+    let (scheme, rest) = server.split_once("://").ok_or(format!("{server}: no scheme"))?;
+    let ws_scheme = if scheme == "https" { "wss" } else { "ws" };
+    let url = format!("{ws_scheme}://{rest}{path}");
     let mut req = url.as_str().into_client_request().map_err(|e| format!("{url}: {e}"))?;
     let h = req.headers_mut();
     h.insert("Sec-WebSocket-Protocol", HeaderValue::from_static("plain.kubevirt.io"));
-    if let Some(t) = &args.token {
+    if let Some(t) = token {
         let v = HeaderValue::from_str(&format!("Bearer {t}")).map_err(|e| e.to_string())?;
         h.insert("Authorization", v);
     }

@@ -49,6 +49,10 @@ pub struct Action {
     /// guest's stream of that name (KV pkg/virt-api/rest/streamer.go: checks, then upgrade).
     #[serde(default)]
     pub stream: Option<String>,
+    /// The relation whose object streams, when not the action's own (a VM's port-forward
+    /// reaches its VMI's guest).
+    #[serde(default)]
+    pub stream_of: Option<String>,
     /// What the simulated guest does once the steps are written (`reboot`: softreboot, reset).
     #[serde(default)]
     pub guest: Option<String>,

@@ -380,6 +380,9 @@ fn check_actions<'a>(
         if action.stream.is_some() && (action.answer.is_some() || !action.steps.is_empty()) {
             errors.push(format!("{at}: a stream has neither answer nor steps"));
         }
+        if let Some(r) = action.stream_of.as_ref().filter(|r| !kind.related.contains_key(*r)) {
+            errors.push(format!("{at}: streamOf names no related object {r:?}"));
+        }
         if let Some(m) = action.manager.as_ref().filter(|m| !lc.managers.contains_key(*m)) {
             errors.push(format!("{at}: manager {m} is not declared"));
         }

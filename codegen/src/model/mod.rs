@@ -407,8 +407,9 @@ pub enum OperationKind {
     /// A hand-written non-resource handler.
     Handler(Handler),
     /// An `x-virt-action` on an object of `RESOURCES[resource]` (always namespaced): PUT acts,
-    /// GET (`read`) answers from the object; not `named`, on no object (the namespace's).
-    Action { resource: usize, name: String, read: bool, named: bool },
+    /// GET (`read`) answers from the object; not `named`, on no object (the namespace's);
+    /// `params`: the path parameters after the action's name, given to its handler.
+    Action { resource: usize, name: String, read: bool, named: bool, params: Vec<String> },
 }
 
 /// `x-kubernetes-action` values.

@@ -86,12 +86,16 @@ pub(super) fn parse_resource_path(path: &str) -> Option<ResourcePath<'_>> {
 /// An `x-virt-action` path: `/apis/<group>/<version>/namespaces/{namespace}/` then
 /// `<plural>/{name}/<action>` (an action may have two segments: `vnc/screenshot`) or, for an
 /// action on no object (`expand-vm-spec`, whose kind `x-virt-subresource-of` names), `<action>`.
+/// An object's action may end in parameters (`portforward/{port}/{protocol}`), which its
+/// handler is given.
 pub(super) struct ActionPath<'a> {
     pub(super) group: &'a str,
     pub(super) version: &'a str,
     /// `None` for an action on no object.
     pub(super) plural: Option<&'a str>,
     pub(super) action: String,
+    /// The trailing path parameters' names.
+    pub(super) params: Vec<&'a str>,
 }
 
 pub(super) fn parse_action_path(path: &str) -> Option<ActionPath<'_>> {
@@ -104,15 +108,28 @@ pub(super) fn parse_action_path(path: &str) -> Option<ActionPath<'_>> {
         !s.is_empty()
             && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
     };
-    let (plural, action) = match rest {
-        [p, "{name}", a @ ..] if (1..=2).contains(&a.len()) => (Some(*p), a),
-        [_] => (None, rest),
+    fn param<'s>(s: &&'s str) -> Option<&'s str> {
+        s.strip_prefix('{')
+            .and_then(|s| s.strip_suffix('}'))
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_lowercase()))
+    }
+    let (plural, action, params) = match rest {
+        [p, "{name}", tail @ ..] => {
+            let literals = tail.iter().take_while(|s| param(s).is_none()).count();
+            let (a, ps) = tail.split_at(literals);
+            if !(1..=2).contains(&a.len()) || ps.len() > 2 {
+                return None;
+            }
+            let params = ps.iter().map(param).collect::<Option<Vec<_>>>()?;
+            (Some(*p), a, params)
+        }
+        [_] => (None, rest, Vec::new()),
         _ => return None,
     };
     if !action.iter().all(literal) || !plural.iter().all(literal) {
         return None;
     }
-    Some(ActionPath { group, version, plural, action: action.join("/") })
+    Some(ActionPath { group, version, plural, action: action.join("/"), params })
 }
 
 #[cfg(test)]

@@ -1469,6 +1469,7 @@ async fn v1_mood_animal(
             &RESOURCES[0],
             "mood",
             self::rt::Target::new(Some(namespace), ::std::option::Option::Some(name)),
+            &[],
             &req,
             payload,
         )

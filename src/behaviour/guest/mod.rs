@@ -25,6 +25,7 @@ mod font;
 pub mod identity;
 pub mod screen;
 pub mod shell;
+pub mod ssh;
 pub mod tty;
 pub mod vnc;
 
@@ -51,6 +52,9 @@ const CONSOLE_SESSION: u64 = 0;
 
 /// The VGA console's (tty1's) session key.
 const TTY1_SESSION: u64 = u64::MAX;
+
+/// SSH connections' session keys start here.
+const SSH_SESSIONS: u64 = 1 << 32;
 
 /// The guests of the running VMIs, by VMI UID.
 #[derive(Debug, Clone)]
@@ -91,6 +95,8 @@ struct State {
     screen: Screen,
     display: Option<u64>,
     changed: watch::Sender<()>,
+    /// The SSH shells, by session key.
+    ssh: HashMap<u64, Session>,
 }
 
 impl State {
@@ -191,6 +197,7 @@ impl Guests {
                 screen: Screen::default(),
                 display: None,
                 changed: watch::channel(()).0,
+                ssh: HashMap::new(),
             }),
         });
         map.insert(uid, guest.clone());
@@ -324,6 +331,7 @@ impl Guest {
         st.down = true;
         st.attached = None;
         st.display = None;
+        st.ssh.clear();
         st.machine.users.clear();
         drop(st);
         guests.forget(&self.uid);
@@ -342,6 +350,93 @@ impl Guest {
                 true
             }
         }
+    }
+}
+
+/// sshd's side of the guest (`ssh`): its host key, its accounts, the sessions of its
+/// connections (each logged in while it lasts, as the agent's user list shows) and their shells.
+impl Guest {
+    /// The seed of the guest's host key: the same for the same VMI under the same
+    /// `--simulate-seed`, so a client's known_hosts stays valid across runs.
+    pub fn host_key_seed(&self) -> [u8; 32] {
+        let mut rng = Rng::derived(self.seed, &["ssh-host-key", &self.namespace, &self.name]);
+        let mut seed = [0u8; 32];
+        for chunk in seed.chunks_mut(8) {
+            chunk.copy_from_slice(&rng.below(u64::MAX).to_le_bytes());
+        }
+        seed
+    }
+
+    /// The account `user` (for authentication).
+    pub fn account(&self, user: &str) -> Option<identity::Account> {
+        self.state.lock().expect("guest").machine.id.account(user).cloned()
+    }
+
+    pub fn is_down(&self) -> bool {
+        self.state.lock().expect("guest").down
+    }
+
+    /// Whether sshd listens: the guest is up and done booting.
+    pub fn sshd_up(&self) -> bool {
+        let st = self.state.lock().expect("guest");
+        !st.down && !st.booting
+    }
+
+    /// Logs `user` in for a new connection; its session key, `None` when the guest is down.
+    pub fn ssh_login(&self, user: &str) -> Option<u64> {
+        let mut st = self.state.lock().expect("guest");
+        if st.down || st.booting {
+            return None;
+        }
+        st.connections += 1;
+        let id = SSH_SESSIONS + st.connections;
+        let State { machine, ssh, .. } = &mut *st;
+        ssh.insert(id, Session::logged_in(id, user, machine));
+        Some(id)
+    }
+
+    /// The connection's end: its session logged out.
+    pub fn ssh_logout(&self, id: u64) {
+        let mut st = self.state.lock().expect("guest");
+        let State { machine, ssh, .. } = &mut *st;
+        if let Some(mut s) = ssh.remove(&id) {
+            s.logout(machine);
+        }
+        machine.users.retain(|u| u.0 != id);
+    }
+
+    /// The shell's first prompt on session `id`.
+    pub fn ssh_prompt(&self, id: u64) -> Vec<u8> {
+        let st = self.state.lock().expect("guest");
+        st.ssh.get(&id).map(|s| s.prompt_now(&st.machine)).unwrap_or_default()
+    }
+
+    /// Feeds a pty's input to session `id`: the output, a power request, and whether the
+    /// shell goes on (an `exit` ends it).
+    pub fn ssh_input(&self, id: u64, bytes: &[u8]) -> (Vec<u8>, Option<Power>, bool) {
+        let mut st = self.state.lock().expect("guest");
+        let State { machine, ssh, down, .. } = &mut *st;
+        let Some(s) = ssh.get_mut(&id).filter(|_| !*down) else {
+            return (Vec::new(), None, false);
+        };
+        let (out, power) = s.feed(bytes, machine);
+        let open = s.in_shell();
+        (out, power, open)
+    }
+
+    /// Runs `line` on session `id` as an `exec` request: output, exit status, power request.
+    pub fn ssh_exec(&self, id: u64, line: &str) -> (String, u32, Option<Power>) {
+        let mut st = self.state.lock().expect("guest");
+        let State { machine, ssh, .. } = &mut *st;
+        match ssh.get_mut(&id) {
+            Some(s) => s.exec(line, machine),
+            None => (String::new(), 255, None),
+        }
+    }
+
+    /// `f` on the guest's machine (its files, for SFTP).
+    pub fn with_machine<R>(&self, f: impl FnOnce(&mut Machine) -> R) -> R {
+        f(&mut self.state.lock().expect("guest").machine)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The guest's login and shell over any byte stream: a `Session` takes the bytes a terminal
 //! sends and answers the bytes the guest writes back, through a serial tty's line discipline
-//! (`tty`). The serial console runs one from the login prompt; any other terminal (an SSH
-//! channel's pty, later) can feed one the same way.
+//! (`tty`). The serial console runs one from the login prompt; an SSH channel's pty feeds
+//! one logged in already.
 //! The answers read the guest (`Machine`): its identity, its files, who is logged in.
 
 use std::collections::BTreeMap;
@@ -42,6 +42,8 @@ pub struct Session {
     pub id: u64,
     tty: Tty,
     state: State,
+    /// A getty's session prompts for the next login after a logout; sshd's ends.
+    getty: bool,
 }
 
 /// The root filesystem's top directories (`ls /`).
@@ -54,7 +56,45 @@ pub const ROOT_USED: u64 = 1_231_552_512;
 impl Session {
     /// A session at the login prompt.
     pub fn new(id: u64) -> Session {
-        Session { id, tty: Tty::default(), state: State::Login }
+        Session { id, tty: Tty::default(), state: State::Login, getty: true }
+    }
+
+    /// A session already logged in as `user` (sshd's, once it authenticated the user).
+    pub fn logged_in(id: u64, user: &str, m: &mut Machine) -> Session {
+        let mut s = Session { getty: false, ..Session::new(id) };
+        s.login(user, m);
+        s
+    }
+
+    /// The shell's prompt, or the login prompt.
+    pub fn prompt_now(&self, m: &Machine) -> Vec<u8> {
+        self.prompt(m)
+    }
+
+    /// Whether a user is logged in (an `exit` ends it).
+    pub fn in_shell(&self) -> bool {
+        matches!(self.state, State::Shell { .. })
+    }
+
+    /// Runs one command line as bash -c does for sshd's `exec`: its output (no tty, so
+    /// newlines as they are), its exit status (127 for an unknown command, 1 for a refusal)
+    /// and a power request.
+    pub fn exec(&mut self, line: &str, m: &mut Machine) -> (String, u32, Option<Power>) {
+        let (text, effect) = self.command(line.trim(), m);
+        let status = if text.ends_with(": command not found\n") {
+            127
+        } else if ["No such file or directory", "Permission denied", "not in the sudoers"]
+            .iter()
+            .any(|e| text.contains(e))
+        {
+            1
+        } else {
+            0
+        };
+        match effect {
+            Some(Effect::Power(p)) => (text, status, Some(p)),
+            _ => (text, status, None),
+        }
     }
 
     /// `/etc/issue` and the login prompt, as agetty writes them on the serial line.
@@ -142,6 +182,12 @@ impl Session {
                     let (text, effect) = self.command(line.trim(), m);
                     out.extend(onlcr(&text));
                     match effect {
+                        Some(Effect::Logout) if !self.getty => {
+                            // bash's goodbye on a login shell; sshd then closes the channel.
+                            self.logout(m);
+                            out.extend(onlcr("logout\n"));
+                            return (out, None);
+                        }
                         Some(Effect::Logout) => {
                             self.logout(m);
                             out.extend(onlcr("\n"));

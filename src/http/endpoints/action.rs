@@ -30,18 +30,22 @@ pub async fn action_read(
     res: &'static ResourceInfo,
     name: &'static str,
     target: Target,
+    args: &[(&str, &str)],
     req: &HttpRequest,
     payload: Payload,
 ) -> Result<HttpResponse, ApiError> {
     match state.actions.act(res, name, &target, &[]).await? {
         // A read of the guest's display, not a stream (pkg/virt-api/rest/vnc.go).
-        Acted::Stream { stream, guest } if stream == "vnc/screenshot" => {
+        Acted::Stream { stream, guest, .. } if stream == "vnc/screenshot" => {
             Ok(super::vnc::screenshot(&guest))
         }
-        Acted::Stream { stream, guest } if stream == "vnc" => {
+        Acted::Stream { stream, guest, .. } if stream == "vnc" => {
             super::vnc::serve(state, req, payload, guest)
         }
-        Acted::Stream { stream, guest } => {
+        Acted::Stream { stream, guest, object } if stream == "portforward" => {
+            super::portforward::serve(state, req, payload, args, guest, &object)
+        }
+        Acted::Stream { stream, guest, .. } => {
             super::stream::serve(state, req, payload, &stream, guest)
         }
         acted => answer(acted),

@@ -5,6 +5,7 @@
 mod action;
 mod assign;
 mod delete;
+mod portforward;
 mod read;
 mod stream;
 mod subresource;

@@ -87,6 +87,7 @@ enum DraftKind {
         name: String,
         read: bool,
         named: bool,
+        params: Vec<String>,
     },
 }
 

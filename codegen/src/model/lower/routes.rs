@@ -67,10 +67,10 @@ impl<'d> Lowering<'d> {
                             subresource,
                         }
                     }
-                    DraftKind::Action { def, name, read, named } => {
+                    DraftKind::Action { def, name, read, named, params } => {
                         let Some(&r) = def_to_resource.get(&def) else { continue };
                         resource = Some(r);
-                        OperationKind::Action { resource: r, name, read, named }
+                        OperationKind::Action { resource: r, name, read, named, params }
                     }
                     DraftKind::Handler(DraftHandler::Plain(h)) => {
                         discovery_root |= matches!(h, Handler::Api | Handler::Apis);

@@ -171,7 +171,7 @@ impl<'d> Lowering<'d> {
     ) -> Option<DraftKind> {
         let Some(ap) = parse_action_path(path) else {
             let msg = "x-virt-action belongs only on a path …/namespaces/{namespace}/\
-                       [<plural>/{name}/]<action>";
+                       [<plural>/{name}/]<action>[/{param}]";
             self.problem(ctx, msg);
             return None;
         };
@@ -229,7 +229,8 @@ impl<'d> Lowering<'d> {
             ok = false;
         }
         let named = ap.plural.is_some();
-        ok.then(|| DraftKind::Action { def, name: name.to_string(), read, named })
+        let params = ap.params.iter().map(|p| p.to_string()).collect();
+        ok.then(|| DraftKind::Action { def, name: name.to_string(), read, named, params })
     }
 }
 
@@ -522,9 +523,16 @@ mod tests {
         d.action_under("sub.a.io", "a.io", "v1", "things", "info", "get");
         d.action_under("sub.a.io", "a.io", "v1", "things", "vnc/screenshot", "get");
         d.action_under("sub.a.io", "a.io", "v1", "things", "expand", "put");
+        d.action_under("sub.a.io", "a.io", "v1", "things", "forward", "get");
         let mut doc = d.build();
         let paths = doc["paths"].as_object_mut().unwrap();
         const BASE: &str = "/apis/sub.a.io/v1/namespaces/{namespace}";
+        // An action whose path ends in parameters, given to its handler.
+        let mut forward = paths.shift_remove(&format!("{BASE}/things/{{name}}/forward")).unwrap();
+        forward["parameters"].as_array_mut().unwrap().push(
+            serde_json::json!({"name": "port", "in": "path", "required": true, "type": "integer"}),
+        );
+        paths.insert(format!("{BASE}/things/{{name}}/forward/{{port}}"), forward);
         paths[&format!("{BASE}/things/{{name}}/vnc/screenshot")]["get"]["operationId"] =
             "getScreenshot".into();
         // An action on no object: the namespace's, its kind named by x-virt-subresource-of.
@@ -549,12 +557,25 @@ mod tests {
             name: name.into(),
             read,
             named: true,
+            params: Vec::new(),
         };
         assert_eq!(start.operations[0].kind, kind("start", false));
         let info = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/info");
         assert_eq!(info.operations[0].kind, kind("info", true));
         let shot = route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/vnc/screenshot");
         assert_eq!(shot.operations[0].kind, kind("vnc/screenshot", true));
+        let forward =
+            route("/apis/sub.a.io/v1/namespaces/{namespace}/things/{name}/forward/{port}");
+        assert_eq!(
+            forward.operations[0].kind,
+            OperationKind::Action {
+                resource: 0,
+                name: "forward".into(),
+                read: true,
+                named: true,
+                params: vec!["port".into()],
+            }
+        );
         let expand = route("/apis/sub.a.io/v1/namespaces/{namespace}/expand-thing");
         assert_eq!(
             expand.operations[0].kind,
@@ -562,7 +583,8 @@ mod tests {
                 resource: 0,
                 name: "expand-thing".into(),
                 read: false,
-                named: false
+                named: false,
+                params: Vec::new(),
             }
         );
         // No discovery verbs of the kind come from its actions.
