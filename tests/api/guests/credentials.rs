@@ -189,3 +189,39 @@ fn virt_api_refuses_each_malformed_credential_with_its_field() {
                 "field": "spec.accessCredentials[0].userPassword.propagationMethod"}])
     );
 }
+
+#[test]
+fn a_missing_secret_keeps_the_launcher_from_starting_until_it_exists() {
+    let s = simulating(&["--simulate-speed", "0.1"]);
+    s.namespace("acm");
+    let k = Kubectl::in_namespace(&s, "acm");
+    let creds = json!([{"userPassword": {"source": secret_source("later"),
+                                         "propagationMethod": {"qemuGuestAgent": {}}}}]);
+    let manifest = k.file("vm.json", &vm_with("vm1", creds).to_string());
+    k.ok(&["apply", "-f", manifest.to_str().unwrap()]);
+    // rendervolumes.go withAccessCredentials: the launcher mounts the Secret; the kubelet
+    // cannot, so its containers never start and the VMI waits in Scheduling.
+    let pod = eventually(Duration::from_secs(10), || {
+        let pods: Value = serde_json::from_str(&k.ok(&["get", "pods", "-o", "json"])).unwrap();
+        let pod = pods["items"][0].clone();
+        condition(&pod, "PodScheduled").is_some_and(|c| c["status"] == "True").then_some(pod)
+    });
+    let volumes = pod["spec"]["volumes"].as_array().unwrap();
+    let mounted = volumes.iter().find(|v| v["name"] == "later-access-cred");
+    assert_eq!(mounted.unwrap()["secret"]["secretName"], "later", "{volumes:?}");
+    std::thread::sleep(Duration::from_secs(3));
+    let vmi: Value = serde_json::from_str(&k.ok(&["get", "vmi", "vm1", "-o", "json"])).unwrap();
+    assert_eq!(vmi["status"]["phase"], "Scheduling", "{vmi}");
+    assert!(condition(&vmi, "AccessCredentialsSynchronized").is_none());
+    let phase = k.ok(&["get", "pods", "-o", "jsonpath={.items[0].status.phase}"]);
+    assert_eq!(phase, "Pending");
+
+    // The Secret made, the kubelet's retry mounts it: the guest runs with its password.
+    k.ok(&["create", "secret", "generic", "later", "--from-literal=fedora=late-pw"]);
+    let vmi = vmi_when(&s, "acm", "vm1", |v| {
+        running(v) && condition(v, "AccessCredentialsSynchronized").is_some()
+    });
+    assert_eq!(condition(&vmi, "AccessCredentialsSynchronized").unwrap()["status"], "True");
+    let mut c = console(&s, "acm", "vm1");
+    c.login("vm1", "fedora", "late-pw");
+}
