@@ -215,6 +215,26 @@ fn a_missing_secret_keeps_the_launcher_from_starting_until_it_exists() {
     assert!(condition(&vmi, "AccessCredentialsSynchronized").is_none());
     let phase = k.ok(&["get", "pods", "-o", "jsonpath={.items[0].status.phase}"]);
     assert_eq!(phase, "Pending");
+    // The kubelet's event says why (operation_generator.go GenerateMountVolumeFunc).
+    let events: Value = serde_json::from_str(&k.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "reason=FailedMount",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let event = &events["items"][0];
+    assert_eq!(
+        event["message"],
+        "MountVolume.SetUp failed for volume \"later-access-cred\" : secret \"later\" not found",
+        "{events}"
+    );
+    assert_eq!(
+        (event["type"].as_str(), event["involvedObject"]["kind"].as_str()),
+        (Some("Warning"), Some("Pod"))
+    );
 
     // The Secret made, the kubelet's retry mounts it: the guest runs with its password.
     k.ok(&["create", "secret", "generic", "later", "--from-literal=fedora=late-pw"]);
