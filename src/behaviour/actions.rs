@@ -18,6 +18,7 @@ use lifecycle::action::{self, DryRun};
 use lifecycle::{Ctx, Kind, Lifecycles, ResourceRef, Rng};
 use serde_json::Value;
 
+use super::guest::credentials::{self, Secrets};
 use super::guest::shell::Power;
 use super::guest::{Guest, Guests};
 use super::related::{related, served};
@@ -97,15 +98,38 @@ impl Actions {
     pub async fn still_running(&self, guest: &Arc<Guest>) -> bool {
         let key = object_key(guest.res, &guest.namespace, &guest.name);
         let vmi = self.registry.store().get(&key).await.ok().flatten();
-        let running = vmi.is_some_and(|v| {
+        let running = vmi.as_ref().filter(|v| {
             v["metadata"]["uid"] == guest.uid.as_str()
                 && v["metadata"]["deletionTimestamp"].is_null()
                 && v["status"]["phase"] == "Running"
         });
-        if !running {
+        let Some(vmi) = running else {
             guest.halt(&self.guests);
-        }
-        running
+            return false;
+        };
+        // The launcher's agent re-reads the credentials' Secrets while the guest runs.
+        guest.credentials(vmi, &self.secrets(guest.res, vmi).await);
+        true
+    }
+
+    /// The Secrets `vmi`'s access credentials name, as they are now (its kind's relations that
+    /// hold them, alone).
+    async fn secrets(&self, res: &'static ResourceInfo, vmi: &Value) -> Secrets {
+        let r = ResourceRef { group: res.group.to_string(), kind: res.kind.to_string() };
+        let Some(kind) = self.program.kind(&r) else { return Secrets::default() };
+        let mine = |(n, _): &(&String, _)| credentials::RELATED.contains(&n.as_str());
+        let only = Kind {
+            resource: r.clone(),
+            related: kind
+                .related
+                .iter()
+                .filter(mine)
+                .map(|(n, r)| (n.clone(), r.clone()))
+                .collect(),
+            ..Kind::default()
+        };
+        let ctx = Ctx::new(&only, vmi, now_rfc3339(), 1, Rng::new(0));
+        Secrets::among(&related(&self.registry, (&only, None), res, vmi, &ctx).await)
     }
 
     /// What a guest does on a power request made inside it: a reboot boots it again; a
@@ -161,8 +185,9 @@ impl Actions {
             ctx.named = related(&self.registry, (kind, None), res, &obj, &ctx).await;
         }
         ctx.named.insert("body".into(), Arc::new(body.clone()));
+        let secrets = Secrets::among(&ctx.named);
         if action.answer.is_some() {
-            ctx.named.insert("guest".into(), Arc::new(self.guests.report(res, &obj)));
+            ctx.named.insert("guest".into(), Arc::new(self.guests.report(res, &obj, &secrets)));
         }
         ctx.bind(&action.lets);
         for check in &action.checks {
@@ -187,7 +212,12 @@ impl Actions {
                 None => (res, obj.clone()),
             };
             // The checks saw it Running; a guest that went down since is not running.
-            let Some(guest) = self.guests.guest(res, &streams) else {
+            // A related object's guest reads that object's Secrets.
+            let secrets = match &action.stream_of {
+                Some(_) => self.secrets(res, &streams).await,
+                None => secrets,
+            };
+            let Some(guest) = self.guests.guest(res, &streams, &secrets) else {
                 return Err(ApiError::bad_request("VMI is not running"));
             };
             return Ok(Acted::Stream { stream: stream.clone(), guest, object: streams });
@@ -224,7 +254,7 @@ impl Actions {
             })?;
         }
         if action.guest.as_deref() == Some("reboot") && !dry_run {
-            if let Some(guest) = self.guests.guest(res, &obj) {
+            if let Some(guest) = self.guests.guest(res, &obj, &secrets) {
                 Box::pin(self.power(&guest, Power::Reboot)).await?;
             }
         }

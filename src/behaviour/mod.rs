@@ -24,6 +24,7 @@ mod procedures;
 pub mod related;
 mod reverse;
 pub mod simulate;
+pub mod validations;
 pub mod webhooks;
 pub mod write;
 

@@ -10,10 +10,11 @@
 
 use std::sync::Arc;
 
-use lifecycle::{Ctx, Denial, Kind, Lifecycles, ResourceRef, Rng};
+use lifecycle::{Ctx, Denial, Kind, Lifecycles, Operation, ResourceRef, Rng};
 use serde_json::Value;
 
 use super::related::related;
+use super::validations;
 use super::write::{self, Guard, Writer};
 use crate::controllers::recorder::Recorder;
 use crate::object::error::ApiError;
@@ -101,7 +102,7 @@ impl Webhooks {
         self.program.kinds.iter().find(|k| {
             k.resource.group == res.group
                 && k.resource.kind == res.kind
-                && (!k.warnings.is_empty() || !k.mutations.is_empty())
+                && (!k.warnings.is_empty() || !k.mutations.is_empty() || !k.validations.is_empty())
         })
     }
 }
@@ -146,6 +147,31 @@ impl Admission for Webhooks {
             .filter(|w| ctx.matches(&w.when))
             .map(|w| ctx.text(&w.message))
             .collect()
+    }
+
+    /// virt-api's validating webhooks on a create or update of the object itself: the first
+    /// whose rule finds causes refuses, as kube stops at the first webhook that denies. None
+    /// for a status write (KubeVirt's status admitters check other things).
+    fn validate(
+        &self,
+        res: &ResourceInfo,
+        part: Part,
+        obj: &Value,
+        update: bool,
+    ) -> Result<(), ApiError> {
+        if part != Part::Main {
+            return Ok(());
+        }
+        let Some(kind) = self.admitted_kind(res) else { return Ok(()) };
+        let op = if update { Operation::Update } else { Operation::Create };
+        for v in kind.validations.iter().filter(|v| v.operations.contains(&op)) {
+            let spec = v.at.split('.').fold(obj, |o, k| &o[k]);
+            let causes = validations::causes(v.rule, spec, &v.at);
+            if !causes.is_empty() {
+                return Err(ApiError::webhook_invalid(&v.webhook, causes));
+            }
+        }
+        Ok(())
     }
 
     fn admit_subresource_create<'a>(

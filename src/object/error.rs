@@ -178,12 +178,13 @@ pub enum ApiError {
     /// A validating admission webhook's refusal, as kube passes it on
     /// (K8S `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go`
     /// ToStatusErr): the webhook's code (403 below 400) and reason, its message after
-    /// `admission webhook "<name>" denied the request`.
+    /// `admission webhook "<name>" denied the request`, and its causes as details.
     Denied {
         webhook: String,
         code: u16,
         reason: &'static str,
         message: String,
+        causes: Vec<Cause>,
     },
     /// A Fault's `status` action: the Status as given, as apimachinery's
     /// `NewGenericServerResponse` shapes it (details name the request's object; `Retry-After`
@@ -259,7 +260,23 @@ impl ApiError {
     /// A webhook's refusal: `code` and `message` as its AdmissionResponse's Status gives them
     /// (KubeVirt's eviction admitter: 429 and no reason, KUBE-WORLD §9).
     pub fn webhook_denied(webhook: &str, code: u16, message: &str) -> ApiError {
-        ApiError::Denied { webhook: webhook.into(), code, reason: "", message: message.into() }
+        let (webhook, message) = (webhook.into(), message.into());
+        ApiError::Denied { webhook, code, reason: "", message, causes: vec![] }
+    }
+
+    /// A KubeVirt admitter's refusal of fields (pkg/virt-api/webhooks/utils.go
+    /// `ToAdmissionResponse`): 422 `Invalid`, the causes' messages joined by `, `, the causes
+    /// as details.
+    pub fn webhook_invalid(webhook: &str, causes: Vec<Cause>) -> ApiError {
+        let message = causes.iter().map(|c| c.message.as_str()).collect::<Vec<_>>().join(", ");
+        let webhook = webhook.into();
+        ApiError::Denied {
+            webhook,
+            code: code::UNPROCESSABLE_ENTITY,
+            reason: "Invalid",
+            message,
+            causes,
+        }
     }
 
     pub fn bad_request(msg: impl Into<String>) -> ApiError {
@@ -406,7 +423,7 @@ impl ApiError {
                 };
                 (i.code, i.reason, i.message.clone(), Some(details))
             }
-            Denied { webhook, code, reason, message } => {
+            Denied { webhook, code, reason, message, causes } => {
                 let denied = format!("admission webhook {webhook:?} denied the request");
                 let message = match (message.is_empty(), reason.is_empty()) {
                     (false, _) => format!("{denied}: {message}"),
@@ -414,7 +431,9 @@ impl ApiError {
                     (true, true) => format!("{denied} without explanation"),
                 };
                 let code = if *code < code::BAD_REQUEST { code::FORBIDDEN } else { *code };
-                (code, reason, message, None)
+                let details = (!causes.is_empty())
+                    .then(|| Details { causes: causes.clone(), ..Details::default() });
+                (code, reason, message, details)
             }
             Internal(m) => {
                 let details = Details {

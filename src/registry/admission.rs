@@ -24,6 +24,20 @@ pub trait Admission: Debug + Send + Sync {
     /// sent on as `Warning` headers after decoding's.
     fn warnings(&self, res: &ResourceInfo, part: Part, obj: &Value) -> Vec<String>;
 
+    /// Validating admission on a create (`update` false) or an update of `obj` through `part`
+    /// of `res`, as the strategy left it: kube calls it after the strategy validated, before
+    /// the write. A refusal is the webhook's whole answer. Allows by default.
+    fn validate(
+        &self,
+        res: &ResourceInfo,
+        part: Part,
+        obj: &Value,
+        update: bool,
+    ) -> Result<(), ApiError> {
+        let _ = (res, part, obj, update);
+        Ok(())
+    }
+
     /// Validating admission on a create through a subresource of `res` that writes `obj`
     /// (kube's Pod `binding` and `eviction`: `body` is the Binding or Eviction, `obj` the object
     /// it names as stored): kube's `createValidation`, called before the write. Async, as a

@@ -62,13 +62,14 @@ impl Registry {
             Some(_) if self.store.get_raw(&key).is_none() => self.default_class(res).await?,
             _ => None,
         };
-        let mut outcome =
-            self.guaranteed_update(res, &key, name, opts.dry_run, Shed::Never, |current| {
-                match current {
+        let mut outcome = self
+            .guaranteed_update(res, &key, name, opts.dry_run, Shed::Never, |current| {
+                let next = match current {
                     None if scope == Scope::OnlyStatus => Err(ApiError::not_found(res, name)),
                     None => create(self, res, target, opts, scope, config, class.as_deref()),
                     Some(current) => update(res, target, opts, scope, current, config),
-                }
+                };
+                self.validated(res, target.part, next)
             })
             .await?;
         outcome.warnings = warnings;
@@ -123,7 +124,7 @@ impl Registry {
         let mut outcome = self
             .guaranteed_update(res, &key, name, opts.dry_run, Shed::Never, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(res, name))?;
-                update(res, target, opts, scope, current, &config)
+                self.validated(res, target.part, update(res, target, opts, scope, current, &config))
             })
             .await?;
         outcome.warnings = warnings;

@@ -115,6 +115,20 @@ impl Registry {
         }
     }
 
+    /// The webhooks' validation of a create (`update` false) or update writing `obj`.
+    pub(crate) fn admission_validate(
+        &self,
+        res: &ResourceInfo,
+        part: Part,
+        obj: &Value,
+        update: bool,
+    ) -> Result<(), ApiError> {
+        match &self.admission {
+            Some(a) => a.validate(res, part, obj, update),
+            None => Ok(()),
+        }
+    }
+
     /// The webhooks' validation of a create through `subresource` of `obj`, if any are
     /// registered.
     pub(crate) async fn admit_subresource_create(

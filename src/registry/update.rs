@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::{Change, Object, Outcome, Registry};
 use crate::object::error::ApiError;
 use crate::object::stored_revision;
+use crate::object::subresource::Part;
 use crate::object::At;
 use crate::resource::ResourceInfo;
 use crate::store::{StoreError, Written};
@@ -179,5 +180,24 @@ impl Registry {
             }
         }
         Err(ApiError::optimistic_lock(res, name))
+    }
+}
+
+impl Registry {
+    /// The webhooks' validation of what an update decided to write through `part` (a create
+    /// when the key was absent), if any are registered.
+    pub(crate) fn validated(
+        &self,
+        res: &ResourceInfo,
+        part: Part,
+        next: Result<Next, ApiError>,
+    ) -> Result<Next, ApiError> {
+        let next = next?;
+        match &next {
+            Next::Update(v) => self.admission_validate(res, part, v, true)?,
+            Next::Create(v) => self.admission_validate(res, part, v, false)?,
+            Next::Delete { .. } | Next::Keep(_) | Next::Same => {}
+        }
+        Ok(next)
     }
 }

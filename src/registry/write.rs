@@ -63,6 +63,7 @@ impl Registry {
             meta.insert("name".into(), Value::String(meta::generate_name(&generate)));
         }
         init_new_object(res, &mut obj)?;
+        self.admission_validate(res, Part::Main, &obj, false)?;
         warnings.extend(self.admission_warnings(res, Part::Main, &obj));
         managed_fields::record_update(res, None, &mut obj, &opts.manager, "");
         // kube's service storage allocates after the field manager has recorded the request
@@ -171,7 +172,11 @@ impl Registry {
                 }
                 let obj = if decided_again { body.clone() } else { body.take() };
                 let obj = obj.ok_or_else(|| ApiError::optimistic_lock(res, name))?;
-                prepare_update(res, current, obj, target.part, owner())
+                self.validated(
+                    res,
+                    target.part,
+                    prepare_update(res, current, obj, target.part, owner()),
+                )
             })
             .await?;
         outcome.warnings = admitted.warnings;
@@ -220,7 +225,11 @@ impl Registry {
                     manager: &opts.manager,
                     subresource: subresource_name(target.part),
                 };
-                prepare_update(res, current, patched, target.part, owner)
+                self.validated(
+                    res,
+                    target.part,
+                    prepare_update(res, current, patched, target.part, owner),
+                )
             })
             .await?;
         outcome.warnings = warnings;
@@ -249,7 +258,7 @@ impl Registry {
                 return Ok(Next::Keep(obj));
             }
             let owner = Ownership::Update { manager, subresource: subresource_name(part) };
-            prepare_update(res, current, obj, part, owner)
+            self.validated(res, part, prepare_update(res, current, obj, part, owner))
         })
         .await
     }
@@ -274,7 +283,7 @@ impl Registry {
             let mut obj = (**current).clone();
             edit(&mut obj);
             let owner = Ownership::Update { manager, subresource: subresource_name(part) };
-            prepare_update(res, current, obj, part, owner)
+            self.validated(res, part, prepare_update(res, current, obj, part, owner))
         })
         .await
     }

@@ -17,7 +17,8 @@
 //! - `warnings` and `mutations`: virt-api's admission webhooks, always served (the warnings it
 //!   answers a create or update of the object with; what it merges into a new object, and the
 //!   finalizers its controllers then remove); `admission`: its validating webhooks on a create
-//!   through a subresource of the object (a Pod's `eviction`, [`Admit`]).
+//!   through a subresource of the object (a Pod's `eviction`, [`Admit`]); `validations`: those
+//!   on a create or update of the object, rules of the server's run at a field ([`Validation`]).
 //!
 //! One binding form, [`Let`] (a name and a value, or cases), for a kind, a stage and an action;
 //! a stage's and an action's are evaluated once, in order. One write vocabulary, [`Write`], for
@@ -178,6 +179,10 @@ pub struct Kind {
     /// Pod `eviction`), by subresource. Served with or without `--simulate`.
     #[serde(default)]
     pub admission: BTreeMap<String, Admit>,
+    /// virt-api's validating webhooks on a create or update of the object itself, whose rules
+    /// are programs over the spec's shape ([`Validation`]). Served with or without `--simulate`.
+    #[serde(default)]
+    pub validations: Vec<Validation>,
     /// What the object's containers write to their logs ([`logs`]), read whenever a log is
     /// asked for under `--simulate`.
     #[serde(default)]
@@ -236,6 +241,39 @@ pub struct Mutation {
     pub merge: Option<Template>,
     #[serde(default)]
     pub finalizers: Vec<String>,
+}
+
+/// A validating webhook on a create or update of the object: the server's `rule` run on the
+/// part of the object at `at` (a dotted field path, which also prefixes the causes' fields, as
+/// KubeVirt's admitters pass a `field.Path` down); a refusal is KubeVirt's 422 `Invalid` with
+/// the causes (pkg/virt-api/webhooks/utils.go `ToAdmissionResponse`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Validation {
+    /// The webhook's name, which a denial names.
+    pub webhook: String,
+    /// The operations it is registered for.
+    pub operations: Vec<Operation>,
+    pub at: String,
+    pub rule: Rule,
+}
+
+/// An admission operation a webhook is registered for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Operation {
+    Create,
+    Update,
+}
+
+/// The validation rules the server implements (`src/behaviour/validations.rs`), each after the
+/// KubeVirt function it is named for: a name here is one the server runs, or the file does not
+/// parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Rule {
+    /// vmi-create-admitter.go `validateAccessCredentials`, of a VMI spec's `accessCredentials`.
+    AccessCredentials,
 }
 
 /// One admission warning: its text (a template) when `when` holds of the object.
@@ -521,6 +559,7 @@ impl Lifecycles {
                     mine.warnings.extend(kind.warnings);
                     mine.mutations.extend(kind.mutations);
                     mine.admission.extend(kind.admission);
+                    mine.validations.extend(kind.validations);
                     for log in kind.logs {
                         match mine.logs.iter_mut().find(|l| l.container == log.container) {
                             Some(old) => *old = log,

@@ -18,9 +18,11 @@
 //!
 //! - `tty`: the serial line discipline; `shell`: login and the shell over any byte stream;
 //! - `identity`: what the guest knows of itself, from its VMI (cloud-init's accounts);
+//!   `credentials`: the accounts' keys and passwords from the VMI's access-credential Secrets;
 //! - `screen`, `font`: the VGA text screen; `vnc`: QEMU's RFB server over it.
 
 mod boot;
+pub mod credentials;
 mod font;
 pub mod identity;
 pub mod screen;
@@ -38,7 +40,8 @@ use lifecycle::Rng;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 
-use self::identity::Identity;
+use self::credentials::Secrets;
+use self::identity::{Account, Identity};
 use self::screen::{Screen, Text};
 use self::shell::{Machine, Power, Session};
 use crate::object::meta::parse_rfc3339;
@@ -81,6 +84,8 @@ pub struct Guest {
 #[derive(Debug)]
 struct State {
     machine: Machine,
+    /// The accounts as the guest booted with them (cloud-init's), under the agent's changes.
+    booted: Vec<Account>,
     console: Session,
     /// The connection on the serial port: dropping the sender ends it.
     attached: Option<(u64, mpsc::UnboundedSender<Bytes>)>,
@@ -149,8 +154,14 @@ impl Guests {
         Guests { map: Default::default(), seed }
     }
 
-    /// The guest of `vmi` (of `res`), met now if it is Running; `None` otherwise.
-    pub fn guest(&self, res: &'static ResourceInfo, vmi: &Value) -> Option<Arc<Guest>> {
+    /// The guest of `vmi` (of `res`), met now if it is Running; `None` otherwise. `secrets`:
+    /// those its access credentials name, applied as the agent applies them.
+    pub fn guest(
+        &self,
+        res: &'static ResourceInfo,
+        vmi: &Value,
+        secrets: &Secrets,
+    ) -> Option<Arc<Guest>> {
         if vmi["status"]["phase"] != "Running" {
             return None;
         }
@@ -158,6 +169,7 @@ impl Guests {
         let mut map = self.map.lock().expect("guests");
         map.retain(|_, g| !g.state.lock().expect("guest").down);
         if let Some(g) = map.get(&uid) {
+            g.credentials(vmi, secrets);
             return Some(g.clone());
         }
         let since = vmi["status"]["phaseTransitionTimestamps"]
@@ -176,8 +188,11 @@ impl Guests {
             meta["namespace"] == g.namespace.as_str() && meta["name"] == g.name.as_str()
         };
         map.retain(|_, g| !same(g));
-        let machine =
-            Machine { id: Identity::of(vmi), files: Default::default(), users: vec![], booted };
+        let mut id = Identity::of(vmi);
+        credentials::at_boot(vmi, secrets, &mut id.accounts);
+        let booted_accounts = std::mem::take(&mut id.accounts);
+        id.accounts = credentials::by_agent(vmi, secrets, &booted_accounts);
+        let machine = Machine { id, files: Default::default(), users: vec![], booted };
         let guest = Arc::new(Guest {
             res,
             namespace: meta["namespace"].as_str().unwrap_or_default().to_string(),
@@ -187,6 +202,7 @@ impl Guests {
             seed: self.seed,
             state: Mutex::new(State {
                 machine,
+                booted: booted_accounts,
                 console: Session::new(CONSOLE_SESSION),
                 attached: None,
                 connections: 0,
@@ -215,8 +231,8 @@ impl Guests {
 
     /// What the guest of `vmi` reports through its agent (`$guest` in the actions): who is
     /// logged in and its filesystems; null when it is not running.
-    pub fn report(&self, res: &'static ResourceInfo, vmi: &Value) -> Value {
-        match self.guest(res, vmi) {
+    pub fn report(&self, res: &'static ResourceInfo, vmi: &Value, secrets: &Secrets) -> Value {
+        match self.guest(res, vmi, secrets) {
             Some(g) => g.report(),
             None => Value::Null,
         }
@@ -335,6 +351,12 @@ impl Guest {
         st.machine.users.clear();
         drop(st);
         guests.forget(&self.uid);
+    }
+
+    /// The agent's propagation of `vmi`'s credentials from `secrets`, as they are now.
+    pub fn credentials(&self, vmi: &Value, secrets: &Secrets) {
+        let mut st = self.state.lock().expect("guest");
+        st.machine.id.accounts = credentials::by_agent(vmi, secrets, &st.booted);
     }
 
     /// What a power request does to the guest; `true` when the VMI ends (then the caller

@@ -418,11 +418,23 @@ fn cat(who: &Who<'_>, m: &Machine, f: &str) -> String {
     match p.as_str() {
         "/etc/hostname" => format!("{}\n", m.id.hostname),
         "/etc/os-release" => os_release(m),
-        _ => match m.files.get(&p) {
-            Some(c) => c.clone(),
+        _ => match authorized_keys(m, &p).or_else(|| m.files.get(&p).cloned()) {
+            Some(c) => c,
             None => format!("cat: {f}: No such file or directory\n"),
         },
     }
+}
+
+/// `~/.ssh/authorized_keys` of an account with keys (cloud-init's `ssh` module, the agent's
+/// `guest-ssh-add-authorized-keys`), one a line.
+fn authorized_keys(m: &Machine, path: &str) -> Option<String> {
+    let home = path.strip_suffix("/.ssh/authorized_keys")?;
+    let name = match home {
+        "/root" => "root",
+        h => h.strip_prefix("/home/")?,
+    };
+    let a = m.id.account(name).filter(|a| !a.keys.is_empty())?;
+    Some(a.keys.iter().map(|k| format!("{k}\n")).collect())
 }
 
 /// An absolute path for `f` typed in the user's home.

@@ -108,13 +108,16 @@ async fn a_replaced_vmi_leaves_no_guest_behind() {
         json!({"metadata": {"name": "vm1", "namespace": "ns1", "uid": uid},
                "status": {"phase": "Running"}})
     };
-    let first = guests.guest(&VMI, &vmi("a")).unwrap();
-    assert!(std::sync::Arc::ptr_eq(&first, &guests.guest(&VMI, &vmi("a")).unwrap()));
-    let second = guests.guest(&VMI, &vmi("b")).unwrap();
+    let first = guests.guest(&VMI, &vmi("a"), &Default::default()).unwrap();
+    assert!(std::sync::Arc::ptr_eq(
+        &first,
+        &guests.guest(&VMI, &vmi("a"), &Default::default()).unwrap()
+    ));
+    let second = guests.guest(&VMI, &vmi("b"), &Default::default()).unwrap();
     assert_eq!(second.uid, "b");
     assert_eq!(guests.map.lock().unwrap().len(), 1);
     let pending = json!({"metadata": {"uid": "c"}, "status": {"phase": "Pending"}});
-    assert!(guests.guest(&VMI, &pending).is_none());
+    assert!(guests.guest(&VMI, &pending, &Default::default()).is_none());
 }
 
 #[tokio::test]
@@ -125,7 +128,7 @@ async fn one_display_at_a_time_with_tty1_its_own_session() {
     let vmi = json!({"metadata": {"name": "vm1", "namespace": "ns1", "uid": "u"},
                      "status": {"phase": "Running", "phaseTransitionTimestamps": [
                          {"phase": "Running", "phaseTransitionTimestamp": "2000-01-01T00:00:00Z"}]}});
-    let guest = guests.guest(&VMI, &vmi).unwrap();
+    let guest = guests.guest(&VMI, &vmi, &Default::default()).unwrap();
     let first = guest.display(false).unwrap();
     // preserveSession: refused while one is attached; otherwise the old one is cut.
     assert!(guest.display(true).is_none());

@@ -4,5 +4,6 @@
 
 mod client;
 mod console;
+mod credentials;
 mod power;
 mod vnc;
