@@ -6,4 +6,5 @@ mod client;
 mod console;
 mod credentials;
 mod power;
+mod ssh;
 mod vnc;
