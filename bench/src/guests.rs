@@ -1,11 +1,16 @@
 //! The guests scenario (`virt-bench guests [--count N]`): our server with `--simulate`, N VMs
-//! whose cloud-init sets a user and password, all Running; then a serial console opened to each
-//! (virt-api's websocket, virtctl's protocol), logged in and answering a command, all held open
-//! together. Measures the server's memory (RSS) with the guests running and no session, then
-//! with every session open: what a session costs. Fails on a request error, a guest not
-//! Running, or a console that does not log in.
+//! whose cloud-init sets a user, a password and an SSH key, all Running; then a serial console
+//! opened to each (virt-api's websocket, virtctl's protocol), logged in and answering a
+//! command, and an SSH login to each (OpenSSH's `ssh` with a pty, through the server's
+//! `port-forward --stdio` bridge as `virtctl ssh` runs it), all held open together. Measures the
+//! server's memory (RSS) with the guests running and no session, then with every session
+//! open: what a session costs. Fails on a request error, a guest not Running, or a session
+//! that does not log in.
 
+use std::io::Read;
 use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -36,9 +41,11 @@ pub struct GuestsResult {
     pub failures: Vec<String>,
 }
 
-fn vm(i: usize) -> Value {
-    let user_data =
-        format!("#cloud-config\nuser: {USER}\npassword: {PASSWORD}\nchpasswd: {{expire: false}}\n");
+fn vm(i: usize, key: &str) -> Value {
+    let user_data = format!(
+        "#cloud-config\nuser: {USER}\npassword: {PASSWORD}\nchpasswd: {{expire: false}}\n\
+         ssh_authorized_keys:\n  - {key}\n"
+    );
     json!({
         "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
         "metadata": {"name": format!("guest-{i}"), "namespace": NS},
@@ -57,6 +64,67 @@ fn running(s: &Ours) -> Result<usize, String> {
         serde_json::from_slice(&backend::fetch(s.endpoint(), &path)?).map_err(|e| e.to_string())?;
     let items = list["items"].as_array().cloned().unwrap_or_default();
     Ok(items.iter().filter(|i| i["status"]["phase"] == "Running").count())
+}
+
+/// A key pair in `dir` (`key`, `key.pub`): its public line.
+fn keygen(dir: &Path) -> Result<String, String> {
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(dir.join("key"))
+        .output()
+        .map_err(|e| format!("ssh-keygen (Debian's openssh-client): {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into());
+    }
+    let key = std::fs::read_to_string(dir.join("key.pub")).map_err(|e| e.to_string())?;
+    Ok(key.trim().to_string())
+}
+
+/// An SSH login to guest `name` as `virtctl ssh` makes it: OpenSSH with a pty, its
+/// ProxyCommand the server's `port-forward --stdio`; held until dropped.
+struct Ssh(Child);
+
+impl Ssh {
+    fn open(addr: &str, dir: &Path, name: &str) -> Result<Ssh, String> {
+        let proxy = format!(
+            "ProxyCommand={} port-forward --stdio --server http://{addr} vmi/{name}/{NS} 22",
+            crate::ours::binary().display()
+        );
+        let known = format!("UserKnownHostsFile={}", dir.join("known_hosts").display());
+        let mut child = Command::new("ssh")
+            .args(["-tt", "-o", &proxy, "-o", &known, "-o", "StrictHostKeyChecking=no"])
+            .args(["-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-i"])
+            .arg(dir.join("key"))
+            .arg(format!("{USER}@vmi.{name}.{NS}"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("ssh (Debian's openssh-client): {e}"))?;
+        // The shell's prompt: logged in.
+        let mut out = child.stdout.take().ok_or("no stdout")?;
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 1024];
+        let prompt = format!("[{USER}@{name} ~]$ ");
+        while !String::from_utf8_lossy(&seen).contains(&prompt) {
+            match out.read(&mut buf) {
+                Ok(0) | Err(_) => {
+                    let _ = child.kill();
+                    return Err(format!("no prompt: {:?}", String::from_utf8_lossy(&seen)));
+                }
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+        child.stdout = Some(out);
+        Ok(Ssh(child))
+    }
+}
+
+impl Drop for Ssh {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// One console as virtctl opens it: the websocket offering `plain.kubevirt.io`, binary frames.
@@ -141,11 +209,20 @@ pub fn run(count: usize) -> GuestsResult {
     };
     let memory = |s: &Ours| backend::memory(s.pid()).ok();
     r.idle = memory(&s);
+    let keys = tempfile::tempdir().map_err(|e| e.to_string());
+    let (keys, key) = match keys.and_then(|d| keygen(d.path()).map(|k| (d, k))) {
+        Ok(k) => k,
+        Err(e) => {
+            r.failures.push(e);
+            return r;
+        }
+    };
     let made = s.prepare(NS).and_then(|_| {
         let mut conn = Conn::open(s.endpoint())?;
         let path = format!("/apis/kubevirt.io/v1/namespaces/{NS}/virtualmachines");
         for i in 0..count {
-            let req = s.endpoint().request("POST", &path, None, vm(i).to_string().as_bytes());
+            let body = vm(i, &key).to_string();
+            let req = s.endpoint().request("POST", &path, None, body.as_bytes());
             conn.call(&req)?;
         }
         Ok(())
@@ -161,7 +238,8 @@ pub fn run(count: usize) -> GuestsResult {
         r.failures.push(format!("not every guest Running: {e}"));
         return r;
     }
-    // The guests boot once Running: their consoles then show a login prompt.
+    // The guests boot once Running: their consoles then show a login prompt, their sshd
+    // listens.
     std::thread::sleep(Duration::from_secs(2));
     r.running = memory(&s);
     let addr = s.endpoint().addr().to_string();
@@ -171,13 +249,24 @@ pub fn run(count: usize) -> GuestsResult {
     let sessions: Vec<_> = (0..count)
         .map(|i| {
             let (addr, held, released) = (addr.clone(), held.clone(), released.clone());
+            let dir = keys.path().to_path_buf();
             std::thread::spawn(move || {
                 let name = format!("guest-{i}");
                 let logged =
                     Console::open(&addr, &name).and_then(|mut c| c.log_in(&name).map(|_| c));
+                // sshd listens once the guest has booted: a refused dial is tried again.
+                let deadline = Instant::now() + Duration::from_secs(60);
+                let ssh = loop {
+                    match Ssh::open(&addr, &dir, &name) {
+                        Err(_) if Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(500))
+                        }
+                        other => break other,
+                    }
+                };
                 held.wait();
                 released.wait();
-                logged.map(|_| ())
+                logged.and(ssh).map(|_| ())
             })
         })
         .collect();
@@ -188,8 +277,8 @@ pub fn run(count: usize) -> GuestsResult {
     for (i, t) in sessions.into_iter().enumerate() {
         match t.join() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => r.failures.push(format!("guest-{i}'s console: {e}")),
-            Err(_) => r.failures.push(format!("guest-{i}'s console panicked")),
+            Ok(Err(e)) => r.failures.push(format!("guest-{i}'s sessions: {e}")),
+            Err(_) => r.failures.push(format!("guest-{i}'s sessions panicked")),
         }
     }
     r
@@ -207,10 +296,11 @@ pub fn markdown(r: &GuestsResult, provenance: &str, note: Option<&str>) -> Strin
         _ => "-".into(),
     };
     let mut out = format!(
-        "{provenance}\n\nOur server with `--simulate --simulate-speed 0`: {} VMs whose cloud-init sets a user and \
-         password, all Running; then each VM's serial console opened as virtctl opens it (virt-api's websocket, \
-         `plain.kubevirt.io`), logged in and answering `hostname`, every session held open at once. Memory is the \
-         server's resident set (VmRSS).\n\n",
+        "{provenance}\n\nOur server with `--simulate --simulate-speed 0`: {} VMs whose cloud-init sets a user, \
+         a password and an SSH key, all Running; then each VM's serial console opened as virtctl opens it (virt-api's \
+         websocket, `plain.kubevirt.io`), logged in and answering `hostname`, and an SSH login to each (OpenSSH's \
+         `ssh -tt` through `virt-apiserver port-forward --stdio`, as `virtctl ssh` runs it) at its shell prompt, \
+         every session held open at once. Memory is the server's resident set (VmRSS).\n\n",
         r.count
     );
     if let Some(n) = note {
@@ -224,13 +314,13 @@ pub fn markdown(r: &GuestsResult, provenance: &str, note: Option<&str>) -> Strin
         mib(&r.running)
     ));
     out.push_str(&format!(
-        "| RSS, {} consoles logged in and open | {} |\n",
+        "| RSS, {} consoles and {0} SSH sessions logged in and open | {} |\n",
         r.count,
         mib(&r.consoles)
     ));
-    out.push_str(&format!("| per open console | {per} |\n"));
+    out.push_str(&format!("| per guest's open console and SSH session | {per} |\n"));
     out.push_str(&format!(
-        "| all consoles opened and logged in | {:.0} ms |\n",
+        "| all sessions opened and logged in | {:.0} ms |\n",
         r.login_all.as_secs_f64() * 1000.0
     ));
     out

@@ -158,7 +158,8 @@ enum Mode {
         #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
         note: Option<String>,
     },
-    /// N simulated guests Running, then a logged-in serial console held open to each: memory
+    /// N simulated guests Running, then a logged-in serial console and SSH session held open to
+    /// each: memory
     Guests {
         /// 10 VMs, reported to target/BENCHMARKS-guests-quick.md
         #[arg(long)]
@@ -412,7 +413,7 @@ fn write_report(mode: &str, key: &str, quick: bool, text: &str) {
 fn run_guests(quick: bool, count: Option<usize>, note: Option<&str>) -> i32 {
     let provenance = format!("Commit {}, {}, {}.", commit(), report::date(), report::machine());
     let count = count.unwrap_or(if quick { 10 } else { 100 });
-    println!("guests: {count} VMs, a console to each");
+    println!("guests: {count} VMs, a console and an SSH session to each");
     let result = guests::run(count);
     let text = guests::markdown(&result, &provenance, note);
     println!("\n{text}");

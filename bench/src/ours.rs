@@ -51,7 +51,7 @@ pub fn use_binary(path: PathBuf) {
     BINARY.set(path).expect("the server binary is set once");
 }
 
-fn binary() -> &'static Path {
+pub fn binary() -> &'static Path {
     BINARY.get().expect("the server binary is set before a server starts")
 }
 

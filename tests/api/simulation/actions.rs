@@ -222,7 +222,9 @@ fn discovery_is_served_as_virt_api_serves_it() {
                 None => ("PUT", format!("{SUB}/ns/{name}")),
                 Some((plural, action)) => {
                     let method = if read.contains(&action) { "GET" } else { "PUT" };
-                    (method, format!("{SUB}/ns/{plural}/ghost/{action}"))
+                    // Port-forward's routes name the port.
+                    let port = if action == "portforward" { "/22" } else { "" };
+                    (method, format!("{SUB}/ns/{plural}/ghost/{action}{port}"))
                 }
             };
             let path = path.replace("/v1/", &format!("/{v}/"));
@@ -377,7 +379,7 @@ fn pause_freeze_guest_reads_and_streams_on_a_running_vmi() {
         "virtualmachineinstance",
     );
     assert_refused(
-        &act(&server, "GET", "virtualmachineinstances", "p", "portforward", ""),
+        &act(&server, "GET", "virtualmachineinstances", "p", "portforward/22", ""),
         409,
         &conflict("virtualmachineinstance", "p", "VMI is paused"),
         "virtualmachineinstance",
@@ -430,15 +432,17 @@ fn pause_freeze_guest_reads_and_streams_on_a_running_vmi() {
     }
     let r = act(&server, "GET", "virtualmachineinstances", "p", "vnc/screenshot", "");
     assert_eq!((r.status, r.header("content-type")), (200, Some("image/png")));
-    // Port-forward passes virt-api's checks, then refuses: there is nothing to connect to.
-    let r = act(&server, "GET", "virtualmachineinstances", "p", "portforward", "");
-    let msg =
-        "the simulated VMI has no network to forward ports to: a simulated guest does not stream";
-    assert_refused(&r, 400, msg, "");
-    let r = act(&server, "GET", "virtualmachines", "p", "portforward", "");
-    let msg =
-        "the simulated VMI has no network to forward ports to: a simulated guest does not stream";
-    assert_refused(&r, 400, msg, "");
+    // Port-forward passes virt-api's checks, then dials the VMI's address: nothing listens on
+    // port 80 (the guest's sshd on 22: tests/api/guests/ssh.rs).
+    let vmi = get(&server, "virtualmachineinstances", "p").unwrap();
+    let ip = vmi["status"]["interfaces"][0]["ipAddress"].as_str().unwrap().to_string();
+    let msg = format!(
+        "Internal error occurred: dialing VM: dial tcp {ip}:80: connect: connection refused"
+    );
+    for plural in ["virtualmachineinstances", "virtualmachines"] {
+        let r = act(&server, "GET", plural, "p", "portforward/80/tcp", "");
+        assert_refused(&r, 500, &msg, "");
+    }
     let r = act(&server, "GET", "virtualmachineinstances", "p", "usbredir", "");
     assert_refused(
         &r,
@@ -890,7 +894,7 @@ fn every_error_of_the_table() {
     // Port-forward checks no phase, only the first interface the dialer wants
     // (pkg/virt-api/rest/dialers.go getTargetInterfaceIP).
     let msg = "no network interfaces are present";
-    assert_refused(&get_(pending, "portforward"), 400, msg, VMI);
+    assert_refused(&get_(pending, "portforward/22"), 400, msg, VMI);
 
     // Hotplug bodies.
     let r = vmi_act(&server, "bare", "addvolume", "{}");

@@ -92,7 +92,7 @@ fn a_snapshot_locks_its_vm_creates_its_content_and_succeeds() {
     // The VM was locked by the snapshot, then unlocked.
     let locks = sequence(&vms, "vm1", "/status/snapshotInProgress", &["s1"]);
     assert_eq!(locks.last().unwrap(), "s1");
-    let vm_now = eventually(Duration::from_secs(10), || {
+    let vm_now = eventually(Duration::from_secs(30), || {
         found(&server, &format!("{KV}/snap/virtualmachines/vm1"))
             .filter(|v| v["status"].get("snapshotInProgress").is_none())
             // The lock's status and its finalizer go in two writes.
