@@ -182,10 +182,11 @@ mod rt {
         res: &'static ResourceInfo,
         name: &'static str,
         t: Target,
+        args: &[(&str, &str)],
         _: &HttpRequest,
         _: actix_web::web::Payload,
     ) -> Answer {
-        line(&format!("action_read {name}"), res, &t, None)
+        line(&format!("action_read {name} {args:?}"), res, &t, None)
     }
     pub async fn update_finalize(
         _: &AppState,
@@ -422,7 +423,7 @@ async fn routes_reach_the_expected_calls() {
         (
             "GET",
             "/apis/actions.example.io/v1/namespaces/ns1/animals/a/mood".into(),
-            "action_read mood zoo.example.io/v1 Animal ns1 a",
+            "action_read mood [] zoo.example.io/v1 Animal ns1 a",
         ),
         (
             "POST",
