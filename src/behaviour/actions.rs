@@ -261,8 +261,6 @@ impl Actions {
         Ok(Acted::Done(action.code.unwrap_or(200)))
     }
 
-    /// The kind a refusal names: the action's own, or that of the related object `about`
-    /// (found by name: the same name).
     /// The object of relation `rel` (the first, for a list) and its served kind.
     fn related_object(
         &self,
@@ -280,6 +278,8 @@ impl Actions {
         Some((res, obj))
     }
 
+    /// The kind a refusal names: the action's own, or that of the related object `about`
+    /// (found by name: the same name).
     fn about<'a>(
         &self,
         kind: &Kind,

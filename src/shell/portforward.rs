@@ -4,23 +4,14 @@
 //! (pkg/virtctl/portforward/portforward.go, stdio.go; pkg/virtctl/ssh/ssh.go).
 
 use std::io::{ErrorKind, Read, Write};
-use std::path::PathBuf;
 use std::sync::mpsc;
-use std::sync::Arc;
 
 use tungstenite::Message;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct PortForwardArgs {
-    /// The server's URL, e.g. `http://127.0.0.1:8080`.
-    #[arg(long)]
-    pub server: String,
-    /// A bearer token (when the server authenticates).
-    #[arg(long)]
-    pub token: Option<String>,
-    /// The CA bundle (PEM) that verifies an https server's certificate.
-    #[arg(long)]
-    pub certificate_authority: Option<PathBuf>,
+    #[command(flatten)]
+    pub to: super::vnc::ServerArgs,
     /// Bridge stdin and stdout (the only mode: one connection, for a ProxyCommand).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true")]
     pub stdio: bool,
@@ -31,18 +22,13 @@ pub struct PortForwardArgs {
     pub port: String,
 }
 
-/// The websocket's path for `args` (portforward.go `normalizeKind`, ports.go).
+/// The websocket's path for `args` (portforward.go `normalizeKind`: a kind's plural, singular
+/// or short name; ports.go).
 fn path(args: &PortForwardArgs) -> Result<String, String> {
     let mut parts = args.target.splitn(3, '/');
     let (kind, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let namespace = parts.next().filter(|n| !n.is_empty()).unwrap_or("default");
-    let plural = match kind {
-        "vmi" | "vmis" | "virtualmachineinstance" | "virtualmachineinstances" => {
-            "virtualmachineinstances"
-        }
-        "vm" | "vms" | "virtualmachine" | "virtualmachines" => "virtualmachines",
-        _ => return Err(format!("unsupported resource type '{kind}'")),
-    };
+    let base = super::vnc::stream_base(Some(kind), "portforward")?;
     if name.is_empty() {
         return Err(format!("{}: no name", args.target));
     }
@@ -54,9 +40,7 @@ fn path(args: &PortForwardArgs) -> Result<String, String> {
     if remote.parse::<u16>().is_err() || !matches!(protocol, "tcp" | "udp") {
         return Err(format!("{}: not a port", args.port));
     }
-    Ok(format!(
-        "/apis/subresources.kubevirt.io/v1/namespaces/{namespace}/{plural}/{name}/portforward/{remote}/{protocol}"
-    ))
+    Ok(format!("{}/{remote}/{protocol}", base(namespace, name)))
 }
 
 /// Copies stdin to the websocket and its binary frames to stdout until either side ends.
@@ -64,11 +48,7 @@ pub fn bridge(args: &PortForwardArgs) -> Result<String, String> {
     if !args.stdio {
         return Err("only --stdio is supported".into());
     }
-    let tls = match &args.certificate_authority {
-        Some(ca) => Some(Arc::new(super::tls::client_tls(ca)?)),
-        None => None,
-    };
-    let mut ws = super::vnc::open(&args.server, args.token.as_deref(), tls, &path(args)?)?;
+    let mut ws = super::vnc::open(&args.to, args.to.tls()?, &path(args)?)?;
     // stdin blocks: a thread reads it; this one polls the websocket between its chunks.
     let (tx, rx) = mpsc::channel::<Option<Vec<u8>>>();
     std::thread::spawn(move || {
@@ -127,9 +107,11 @@ mod tests {
 
     fn args(target: &str, port: &str) -> PortForwardArgs {
         PortForwardArgs {
-            server: "http://x".into(),
-            token: None,
-            certificate_authority: None,
+            to: super::super::vnc::ServerArgs {
+                server: "http://x".into(),
+                token: None,
+                certificate_authority: None,
+            },
             stdio: true,
             target: target.into(),
             port: port.into(),

@@ -16,8 +16,9 @@ use tungstenite::{Message, WebSocket};
 /// How long each side of a bridge waits for bytes before looking at the other.
 pub(super) const POLL: Duration = Duration::from_millis(10);
 
+/// Where a bridge reaches the server, and as whom.
 #[derive(clap::Args, Debug, Clone)]
-pub struct VncArgs {
+pub struct ServerArgs {
     /// The server's URL, e.g. `http://127.0.0.1:8080`.
     #[arg(long)]
     pub server: String,
@@ -27,6 +28,22 @@ pub struct VncArgs {
     /// The CA bundle (PEM) that verifies an https server's certificate.
     #[arg(long)]
     pub certificate_authority: Option<PathBuf>,
+}
+
+impl ServerArgs {
+    /// The TLS client settings for an https server, read once.
+    pub(super) fn tls(&self) -> Result<Option<Arc<rustls::ClientConfig>>, String> {
+        match &self.certificate_authority {
+            Some(ca) => Ok(Some(Arc::new(super::tls::client_tls(ca)?))),
+            None => Ok(None),
+        }
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct VncArgs {
+    #[command(flatten)]
+    pub to: ServerArgs,
     /// Where to listen for VNC viewers (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: String,
@@ -45,10 +62,7 @@ impl<T: Read + Write + Send> Io for T {}
 
 /// Listens, prints `{"port":N}`, and bridges every connection until killed.
 pub fn bridge(args: &VncArgs) -> Result<String, String> {
-    let tls = match &args.certificate_authority {
-        Some(ca) => Some(Arc::new(super::tls::client_tls(ca)?)),
-        None => None,
-    };
+    let tls = args.to.tls()?;
     let listener = TcpListener::bind(&args.listen).map_err(|e| format!("{}: {e}", args.listen))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     println!("{{\"port\":{port}}}");
@@ -70,24 +84,56 @@ fn dial(
     args: &VncArgs,
     tls: Option<Arc<rustls::ClientConfig>>,
 ) -> Result<WebSocket<Box<dyn Io>>, String> {
-    let path = format!(
-        "/apis/subresources.kubevirt.io/v1/namespaces/{}/virtualmachineinstances/{}/vnc{}",
-        args.namespace,
-        args.name,
-        if args.preserve_session { "?preserveSession=true" } else { "" }
-    );
-    open(&args.server, args.token.as_deref(), tls, &path)
+    let base = stream_base(None, "vnc")?;
+    let query = if args.preserve_session { "?preserveSession=true" } else { "" };
+    let path = base(&args.namespace, &args.name) + query;
+    open(&args.to, tls, &path)
+}
+
+/// The URL of `stream` on an object, from the document's discovery lists: the group that
+/// lists `<plural>/<stream>` (its preferred version) serves the stream for that kind and, not
+/// always listed (a VM's port-forward), for the other kinds of that kind's group. `kind` names
+/// the object's kind as virtctl takes it (plural, singular or a short name); `None` is the
+/// listed kind.
+pub(super) fn stream_base(
+    kind: Option<&str>,
+    stream: &'static str,
+) -> Result<impl Fn(&str, &str) -> String, String> {
+    use crate::generated::{GROUPS, RESOURCES};
+    let unsupported = || format!("unsupported resource type '{}'", kind.unwrap_or(stream));
+    let listed = GROUPS.iter().find_map(|g| {
+        let version = g.versions.first()?;
+        let entries = g.listed.iter().filter(|(v, _)| v == version).flat_map(|(_, l)| l.iter());
+        let plural = entries
+            .filter_map(|e| e.strip_suffix(stream)?.strip_suffix('/'))
+            .find(|p| RESOURCES.iter().any(|r| r.plural == *p))?;
+        Some((g.name, *version, plural))
+    });
+    let (group, version, listed) = listed.ok_or_else(unsupported)?;
+    let plural = match kind {
+        None => listed,
+        Some(k) => {
+            let of = RESOURCES.iter().find(|r| r.plural == listed).map(|r| r.group);
+            let named = |r: &&crate::resource::ResourceInfo| {
+                Some(r.group) == of
+                    && (k == r.plural || k == r.singular || r.short_names.contains(&k))
+            };
+            RESOURCES.iter().find(named).ok_or_else(unsupported)?.plural
+        }
+    };
+    Ok(move |ns: &str, name: &str| {
+        format!("/apis/{group}/{version}/namespaces/{ns}/{plural}/{name}/{stream}")
+    })
 }
 
 /// Opens the websocket at `path` of `server`, offering `plain.kubevirt.io`, with a bearer
 /// `token`; the refusal's Status message if it is refused.
 pub(super) fn open(
-    server: &str,
-    token: Option<&str>,
+    to: &ServerArgs,
     tls: Option<Arc<rustls::ClientConfig>>,
     path: &str,
 ) -> Result<WebSocket<Box<dyn Io>>, String> {
-    let server = server.trim_end_matches('/');
+    let (server, token) = (to.server.trim_end_matches('/'), to.token.as_deref());
     let (scheme, rest) = server.split_once("://").ok_or(format!("{server}: no scheme"))?;
     let ws_scheme = if scheme == "https" { "wss" } else { "ws" };
     let url = format!("{ws_scheme}://{rest}{path}");

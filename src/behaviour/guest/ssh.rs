@@ -101,7 +101,7 @@ impl Sshd {
         Auth::Accept
     }
 
-    /// Output for a channel: newlines as a terminal wants them when it has a pty.
+    /// Sends `out` on `channel`, if there is any.
     fn send(session: &mut Session, channel: ChannelId, out: &[u8]) -> Result<(), russh::Error> {
         if !out.is_empty() {
             session.data(channel, out.to_vec())?;
