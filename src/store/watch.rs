@@ -81,7 +81,8 @@ pub struct Watch {
     /// Dropped once the starting point is read: a running watch must not keep the store open.
     store: Option<Store>,
     prefix: String,
-    predicate: Predicate,
+    /// `None` selects every object, and a change is then judged without its old state.
+    predicate: Option<Predicate>,
     /// Cleared once the starting point has been read.
     start: Option<Start>,
     /// Items read from the starting point, not yet handed out.
@@ -98,7 +99,7 @@ impl Watch {
     /// collection and matches the name in `predicate` (a full key would also match longer
     /// names). Subscribes at once, before the starting point is read, which is what makes the
     /// hand-over gap-free.
-    pub fn new(store: &Store, prefix: String, start: Start, predicate: Predicate) -> Watch {
+    pub fn new(store: &Store, prefix: String, start: Start, predicate: Option<Predicate>) -> Watch {
         Watch {
             live: store.watch_events(&prefix),
             store: Some(store.clone()),
@@ -191,7 +192,7 @@ impl Watch {
                     req.start_after = page.items.last().map(|(k, _)| k.clone());
                     for (_, value) in page.items {
                         let object: Value = serde_json::from_slice(&value)?;
-                        if (self.predicate)(&object) {
+                        if self.selects(&object) {
                             let rev = resource_version(&object)?;
                             let (object, value) = (Arc::new(object), Some(value));
                             let event = WatchEvent { kind: EventType::Added, rev, object, value };
@@ -225,12 +226,16 @@ impl Watch {
         Ok(())
     }
 
+    fn selects(&self, object: &Value) -> bool {
+        self.predicate.as_ref().is_none_or(|p| p(object))
+    }
+
     /// Applies the prefix and kube's selector transitions, judged on the old and new object.
     fn transform(&self, event: &Event) -> Option<WatchEvent> {
         if !event.key.starts_with(&self.prefix) {
             return None;
         }
-        let matches = |v: &Value| (self.predicate)(v);
+        let matches = |v: &Value| self.selects(v);
         let stored = Some(event.value.clone());
         let (kind, object, value) = match event.kind {
             EventType::Added => {
@@ -242,6 +247,10 @@ impl Watch {
                 event.object.clone(),
                 stored,
             ),
+            // Without a selector nothing enters or leaves: the old state is not decoded.
+            EventType::Modified if self.predicate.is_none() => {
+                (EventType::Modified, event.object.clone(), stored)
+            }
             EventType::Modified => {
                 let old = event.prev().is_some_and(matches);
                 match (old, matches(&event.object)) {
@@ -289,15 +298,15 @@ mod tests {
         Store::open(StoreConfig::new(":memory:")).unwrap()
     }
 
-    fn all() -> Predicate {
-        Arc::new(|_| true)
+    fn all() -> Option<Predicate> {
+        None
     }
 
     fn labelled(v: &str) -> Value {
         json!({"metadata": {"name": "a", "labels": {"app": v}}})
     }
 
-    fn start(s: &Store, prefix: &str, from: Start, p: Predicate) -> Events {
+    fn start(s: &Store, prefix: &str, from: Start, p: Option<Predicate>) -> Events {
         Watch::new(s, prefix.into(), from, p)
     }
 
@@ -461,7 +470,7 @@ mod tests {
     async fn selector_transitions_follow_old_and_new_objects() {
         let s = memory();
         let web: Predicate = Arc::new(|v| v["metadata"]["labels"]["app"] == "web");
-        let mut w = start(&s, "g/p/", Start::Current, web.clone());
+        let mut w = start(&s, "g/p/", Start::Current, Some(web.clone()));
         idle(&mut w).await; // reads the (empty) snapshot
         let k = "g/p/ns/a";
         s.create(k, labelled("db")).await.unwrap(); // 1: no, nothing
@@ -491,13 +500,13 @@ mod tests {
         assert_eq!(live[4].object["metadata"]["labels"]["app"], "web");
 
         // A replay applies the same transitions.
-        let mut replay = start(&s, "g/p/", Start::After(0), web.clone());
+        let mut replay = start(&s, "g/p/", Start::After(0), Some(web.clone()));
         let replayed = until_end(&mut replay).await;
         assert_eq!(replayed.iter().map(summary).collect::<Vec<_>>(), want);
 
         // The synthetic ADDED of a snapshot is filtered too.
         s.create("g/p/ns/b", labelled("db")).await.unwrap();
-        let mut snap = start(&s, "g/p/", Start::Current, web);
+        let mut snap = start(&s, "g/p/", Start::Current, Some(web));
         let e = next(&mut snap).await.unwrap().unwrap();
         assert_eq!(summary(&e), (EventType::Added, 10, "10".into()));
     }

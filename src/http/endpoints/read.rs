@@ -308,10 +308,13 @@ async fn watch_response(
     let name = target.name.clone();
     let labels = opts.labels.clone();
     let fields = opts.fields.clone();
-    let predicate: Predicate = Arc::new(move |obj: &Value| {
-        name.as_deref().is_none_or(|n| meta_str(obj, "name") == n)
-            && labels.matches(obj)
-            && fields.matches(obj)
+    let selects_all = name.is_none() && labels.is_empty() && fields.is_empty();
+    let predicate: Option<Predicate> = (!selects_all).then(|| {
+        Arc::new(move |obj: &Value| {
+            name.as_deref().is_none_or(|n| meta_str(obj, "name") == n)
+                && labels.matches(obj)
+                && fields.matches(obj)
+        }) as Predicate
     });
     let prefix = collection_prefix(res, target.namespace.as_deref());
     let now = Instant::now();
