@@ -161,21 +161,11 @@ async fn pass(registry: &Registry, kinds: Kinds, dirty: Dirty) -> Result<(), Api
             }
         }
     }
-    let nodes = match kinds.node {
-        // Read for the slices of a service; a pod's change in a namespace without services
-        // (the common case under the simulation) reads nothing more.
-        Some(node) if !todo.is_empty() => registry.list(node, None, &all).await?.objects()?,
-        _ => Vec::new(),
-    };
-    let zones: BTreeMap<String, Option<String>> = nodes
-        .iter()
-        .map(|n| {
-            let zone = n.at("/metadata/labels").and_then(|l| l.get(ZONE)).and_then(Value::as_str);
-            (meta_str(n, "name").to_string(), zone.map(str::to_string))
-        })
-        .collect();
+    // Nodes are read for the slices of a service with a selector, once a pass: a pod's change
+    // in a namespace whose only service has none (`default/kubernetes`) reads nothing more.
+    let mut zones = None;
     for (ns, name) in todo {
-        if let Err(e) = sync(registry, kinds, &zones, &ns, &name).await {
+        if let Err(e) = sync(registry, kinds, &mut zones, &ns, &name).await {
             log::warn!("endpoints controller: service {ns}/{name}: {e}");
         }
     }
@@ -193,7 +183,7 @@ fn managed_endpoints(ep: &Value) -> bool {
 async fn sync(
     registry: &Registry,
     kinds: Kinds,
-    zones: &BTreeMap<String, Option<String>>,
+    zones: &mut Option<Zones>,
     ns: &str,
     name: &str,
 ) -> Result<(), ApiError> {
@@ -232,7 +222,26 @@ async fn sync(
         .collect();
     let trigger = trigger_time(&service, &selected);
     write_endpoints(registry, kinds, &service, &selected, &trigger).await?;
+    let zones = match zones {
+        Some(zones) => zones,
+        None => zones.insert(node_zones(registry, kinds).await?),
+    };
     write_slices(registry, kinds, &service, &selected, zones, &trigger).await
+}
+
+/// Each node's zone label (none: its slices' endpoints carry no zone).
+type Zones = BTreeMap<String, Option<String>>;
+
+async fn node_zones(registry: &Registry, kinds: Kinds) -> Result<Zones, ApiError> {
+    let Some(node) = kinds.node else { return Ok(Zones::new()) };
+    let nodes = registry.list(node, None, &ListOptions::default()).await?.objects()?;
+    Ok(nodes
+        .iter()
+        .map(|n| {
+            let zone = n.at("/metadata/labels").and_then(|l| l.get(ZONE)).and_then(Value::as_str);
+            (meta_str(n, "name").to_string(), zone.map(str::to_string))
+        })
+        .collect())
 }
 
 /// `endpoints.kubernetes.io/last-change-trigger-time` (K8S pkg/controller/util/endpoint

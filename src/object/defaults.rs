@@ -5,6 +5,9 @@
 //! A number where the schema has a `resource.Quantity` (`x-virt-proto-type: quantity`) is
 //! stored as its text, as kube's decoding of a Quantity serializes it (`cpu: 2` reads back "2").
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::object::validation::{kind_schema, resolve};
@@ -36,7 +39,7 @@ pub fn apply_to_status(res: &ResourceInfo, obj: &mut Value) {
     }
 }
 
-fn walk(v: &mut Value, schema: &Value, root: bool) {
+fn walk(v: &mut Value, schema: &'static Value, root: bool) {
     let schema = resolve(schema);
     match v {
         Value::Object(map) => {
@@ -54,11 +57,13 @@ fn walk(v: &mut Value, schema: &Value, root: bool) {
                 }
                 for (k, child) in map.iter_mut() {
                     if let Some(prop) = props.get(k).filter(|_| !(root && k == "metadata")) {
-                        walk(child, prop, false);
+                        if has_work(prop) {
+                            walk(child, prop, false);
+                        }
                     }
                 }
             } else if let Some(values) =
-                schema.get("additionalProperties").filter(|a| a.is_object())
+                schema.get("additionalProperties").filter(|a| a.is_object() && has_work(a))
             {
                 for child in map.values_mut() {
                     walk(child, values, false);
@@ -66,7 +71,7 @@ fn walk(v: &mut Value, schema: &Value, root: bool) {
             }
         }
         Value::Array(items) => {
-            if let Some(item) = schema.get("items") {
+            if let Some(item) = schema.get("items").filter(|i| has_work(i)) {
                 for child in items {
                     walk(child, item, false);
                 }
@@ -79,6 +84,43 @@ fn walk(v: &mut Value, schema: &Value, root: bool) {
         }
         _ => {}
     }
+}
+
+thread_local! {
+    /// `has_work` per schema node, by address: the document is static, so an address names one
+    /// node for the life of the process.
+    static WORK: RefCell<HashMap<usize, bool>> = RefCell::new(HashMap::new());
+}
+
+/// Whether `walk` can change a value under `schema`: a default or a quantity somewhere below
+/// it. Most of a kind's schema has neither, and a write walks only the parts that do.
+fn has_work(schema: &'static Value) -> bool {
+    let addr = schema as *const Value as usize;
+    if let Some(known) = WORK.with(|w| w.borrow().get(&addr).copied()) {
+        return known;
+    }
+    // A node met again while its own answer is being found (a recursive schema) counts as
+    // having work: at worst a part is walked for nothing.
+    WORK.with(|w| w.borrow_mut().insert(addr, true));
+    let work = find_work(schema);
+    WORK.with(|w| w.borrow_mut().insert(addr, work));
+    work
+}
+
+fn find_work(schema: &'static Value) -> bool {
+    if schema.get("default").is_some() {
+        return true;
+    }
+    let schema = resolve(schema);
+    if schema.get("default").is_some()
+        || schema.get("x-virt-proto-type").and_then(Value::as_str) == Some("quantity")
+    {
+        return true;
+    }
+    let props = schema.get("properties").and_then(Value::as_object);
+    props.is_some_and(|p| p.values().any(has_work))
+        || schema.get("additionalProperties").is_some_and(|a| a.is_object() && has_work(a))
+        || schema.get("items").is_some_and(has_work)
 }
 
 /// A JSON number as a Quantity's canonical text: whole numbers as they are, fractions in
@@ -115,8 +157,25 @@ mod tests {
         );
     }
 
+    #[test]
+    fn only_parts_of_a_schema_with_a_default_or_a_quantity_are_walked() {
+        let schema: &'static Value = Box::leak(Box::new(json!({"properties": {
+            "plain": {"properties": {"a": {"type": "string"}, "b": {"items": {"type": "integer"}}}},
+            "deep": {"properties": {"x": {"items": {"properties": {"y": {"default": 1}}}}}},
+            "sizes": {"additionalProperties": {"x-virt-proto-type": "quantity"}},
+        }})));
+        let prop = |k: &str| &schema["properties"][k];
+        assert!(!has_work(prop("plain")));
+        assert!(has_work(prop("deep")));
+        assert!(has_work(prop("sizes")));
+        assert!(has_work(schema));
+        // Asked again, from the memo.
+        assert!(!has_work(prop("plain")) && has_work(prop("deep")));
+    }
+
     fn defaulted(schema: Value, mut obj: Value) -> Value {
-        walk(&mut obj, &schema, true);
+        // Leaked: `has_work` remembers schema nodes by address, as the document's are static.
+        walk(&mut obj, Box::leak(Box::new(schema)), true);
         obj
     }
 
