@@ -12,7 +12,7 @@ use super::options::{ContinueToken, ListOptions, RvMatch};
 use super::Registry;
 use crate::object::error::ApiError;
 use crate::resource::ResourceInfo;
-use crate::store::{Bytes, Entry, ListRequest, StoreError};
+use crate::store::{Bytes, Decoded, Entry, ListRequest, StoreError};
 
 /// How many rows one store read fetches while filling a page.
 const BATCH: usize = 500;
@@ -25,6 +25,8 @@ pub struct Page {
     pub revision: u64,
     /// The objects as stored, shared with the store's in-memory state when read from it.
     pub items: Vec<Bytes>,
+    /// Each item's decoded object, shared with the store's in-memory state likewise.
+    pub decoded: Vec<Decoded>,
     pub continue_token: Option<String>,
     /// Objects after this page at its revision; only with a continue token and no selector.
     pub remaining: Option<u64>,
@@ -33,7 +35,8 @@ pub struct Page {
 impl Page {
     /// The objects, decoded.
     pub fn objects(&self) -> Result<Vec<Arc<Value>>, ApiError> {
-        self.items.iter().map(|b| Ok(Arc::new(decode_stored(b)?))).collect()
+        let decode = |(bytes, cell): (&Bytes, &Decoded)| cell.object(bytes).map_err(stored_error);
+        self.items.iter().zip(&self.decoded).map(decode).collect()
     }
 }
 
@@ -160,7 +163,7 @@ impl Registry {
             }
         };
 
-        let mut items = Vec::new();
+        let (mut items, mut decoded) = (Vec::new(), Vec::new());
         let mut read_at = revision;
         let mut continue_token = None;
         loop {
@@ -178,14 +181,15 @@ impl Registry {
             let rev = batch.revision;
             read_at = Some(rev);
             let n = batch.items.len();
-            for (i, (key, obj)) in batch.items.into_iter().enumerate() {
+            for (i, ((key, obj), cell)) in batch.items.into_iter().zip(batch.decoded).enumerate() {
                 start_after = Some(key.clone());
                 let keep = !opts.has_selector() || {
-                    let value = decode_stored(&obj)?;
+                    let value = cell.object(&obj).map_err(stored_error)?;
                     opts.labels.matches(&value) && opts.fields.matches(&value)
                 };
                 if keep {
                     items.push(obj);
+                    decoded.push(cell);
                 }
                 if limit.is_some_and(|l| items.len() >= l) {
                     let more = i + 1 < n || batch.more;
@@ -201,11 +205,12 @@ impl Registry {
                             remaining = Some(n.map_err(map_err)?);
                         }
                     }
-                    return Ok(Page { revision: rev, items, continue_token, remaining });
+                    return Ok(Page { revision: rev, items, decoded, continue_token, remaining });
                 }
             }
             if !batch.more {
-                return Ok(Page { revision: rev, items, continue_token, remaining: None });
+                let remaining = None;
+                return Ok(Page { revision: rev, items, decoded, continue_token, remaining });
             }
         }
     }
@@ -213,5 +218,9 @@ impl Registry {
 
 /// Stored bytes as a value; they were written from one, so failing is the store's fault.
 pub fn decode_stored(bytes: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::from(crate::store::StoreError::from(e)))
+    serde_json::from_slice(bytes).map_err(stored_error)
+}
+
+fn stored_error(e: serde_json::Error) -> ApiError {
+    ApiError::from(crate::store::StoreError::from(e))
 }

@@ -47,18 +47,26 @@ impl Entry {
 
     /// The object, decoded once for every copy of this entry.
     pub fn object(&self) -> Result<Arc<Value>, serde_json::Error> {
-        if let Some(v) = self.decoded.0.get() {
-            return Ok(v.clone());
-        }
-        let v = Arc::new(serde_json::from_slice(&self.value)?);
-        // Two first readers decode alike; either's copy is kept.
-        Ok(self.decoded.0.get_or_init(|| v).clone())
+        self.decoded.object(&self.value)
     }
 }
 
-/// An entry's decoded object, shared by its copies; not part of what the entry is.
+/// An entry's decoded object, shared by its copies (and the list items read from it); not
+/// part of what the entry is.
 #[derive(Default, Clone)]
-struct Decoded(Arc<OnceLock<Arc<Value>>>);
+pub struct Decoded(Arc<OnceLock<Arc<Value>>>);
+
+impl Decoded {
+    /// The object `value` holds, decoded once for every holder of this cell.
+    pub fn object(&self, value: &[u8]) -> Result<Arc<Value>, serde_json::Error> {
+        if let Some(v) = self.0.get() {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(serde_json::from_slice(value)?);
+        // Two first readers decode alike; either's copy is kept.
+        Ok(self.0.get_or_init(|| v).clone())
+    }
+}
 
 impl PartialEq for Decoded {
     fn eq(&self, _: &Decoded) -> bool {
@@ -125,7 +133,7 @@ impl Cache {
             return None;
         }
         let want = req.limit.filter(|&n| n > 0).unwrap_or(usize::MAX);
-        let mut items = Vec::new();
+        let (mut items, mut decoded) = (Vec::new(), Vec::new());
         let mut more = false;
         for (key, entry) in range(&st.objects, &req.prefix, req.start_after.as_deref()) {
             if items.len() == want {
@@ -133,8 +141,9 @@ impl Cache {
                 break;
             }
             items.push((key.to_string(), entry.value.clone()));
+            decoded.push(entry.decoded.clone());
         }
-        Some(RawList { revision: st.rev, items, more })
+        Some(RawList { revision: st.rev, items, more, decoded })
     }
 
     /// Every live key under `prefix` with its entry, in key order, at one revision.

@@ -42,7 +42,7 @@ use tokio::sync::watch as revisions;
 use backend::{Backend, Change, Feed, Op, Ticket, Write};
 pub use backend::{BackendFacts, Fence, MetricSample};
 use cache::Cache;
-pub use cache::Entry;
+pub use cache::{Decoded, Entry};
 pub use error::StoreError;
 use etcd::EtcdBackend;
 pub use etcd::EtcdConfig;
@@ -220,7 +220,8 @@ impl Store {
         let items = raw
             .items
             .into_iter()
-            .map(|(key, value)| Ok((key, Arc::new(serde_json::from_slice(&value)?))))
+            .zip(&raw.decoded)
+            .map(|((key, value), cell)| Ok((key, cell.object(&value)?)))
             .collect::<Result<_, StoreError>>()?;
         Ok(ListResult { revision: raw.revision, items, more: raw.more })
     }
@@ -232,7 +233,7 @@ impl Store {
             return Ok(page);
         }
         let range = self.inner.backend.range(req).await?;
-        let items = range
+        let items: Vec<_> = range
             .items
             .into_iter()
             .map(|kv| {
@@ -240,7 +241,9 @@ impl Store {
                 (kv.key, value)
             })
             .collect();
-        Ok(RawList { revision: range.revision, items, more: range.more })
+        // A cell each: a clone of one would share it.
+        let decoded = items.iter().map(|_| Decoded::default()).collect();
+        Ok(RawList { revision: range.revision, items, more: range.more, decoded })
     }
 
     /// How many objects under `prefix` follow the key `after` at revision `rev`: what remains

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::Value;
 
+use super::cache::Decoded;
+
 /// One page of a list.
 #[derive(Debug, Clone, Default)]
 pub struct ListRequest {
@@ -39,6 +41,9 @@ pub struct RawList {
     pub revision: u64,
     pub items: Vec<(String, Bytes)>,
     pub more: bool,
+    /// Each item's decoded object, shared with the cache's entry when read from it (empty
+    /// cells for a page the backend answered), so a reader decodes what nobody has.
+    pub decoded: Vec<Decoded>,
 }
 
 /// What a committed write did to its key.

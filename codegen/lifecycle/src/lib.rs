@@ -6,7 +6,8 @@
 //! - `related`: objects read and acted on besides the object, by name (same name and
 //!   namespace), as the object's controller (its `controller: true` ownerReference), by the
 //!   name a field holds (`field: .spec.vmiName`), or lists: the objects it controls (`owned`),
-//!   those naming it (`referencing`), those of a list of names (`names`), filtered by `where`;
+//!   those naming it (`referencing`), those of a list of names (`names`), filtered by `where`
+//!   (a list's objects are read without `metadata.managedFields`);
 //! - `let`: the kind's named values, each a template or ordered cases `{when: predicate,
 //!   value: template}` (first match wins), read as `$name` and computed when read (how KubeVirt
 //!   computes `printableStatus` and mirrors conditions);

@@ -630,6 +630,7 @@ mod tests {
         Page {
             revision: 42,
             items: items.iter().map(|v| Bytes::from(serde_json::to_vec(v).unwrap())).collect(),
+            decoded: items.iter().map(|_| Default::default()).collect(),
             continue_token: continue_token.map(Into::into),
             remaining,
         }
