@@ -263,3 +263,44 @@ fn a_deleted_launcher_pod_shuts_its_vmi_down_and_the_vm_starts_another() {
             .then_some(())
     });
 }
+
+/// kube-controller-manager's PodGC (K8S pkg/controller/podgc/gc_controller.go gcOrphaned):
+/// a pod left Terminating on a node that does not exist is marked Failed with the
+/// `DisruptionTarget` condition after the 40 s quarantine, then deleted at once; a pod on a
+/// node that exists is left alone.
+#[test]
+fn podgc_removes_a_terminating_pod_whose_node_does_not_exist() {
+    let s = TestServer::start();
+    s.namespace(NS);
+    let k = Kubectl::in_namespace(&s, NS);
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "here"}});
+    assert_eq!(s.post("/api/v1/nodes", &node).status, 201);
+    create(&s, &pod("kept", Some("here")));
+    create(&s, &pod("orphan", Some("gone")));
+    k.ok(&["delete", "pod", "orphan", "--wait=false"]);
+    assert_eq!(status_column(&k, "orphan"), "Terminating");
+    // Still there well within the quarantine; the watch opens late, as the test client's
+    // requests last at most 30 s.
+    std::thread::sleep(Duration::from_secs(25));
+    let terminating = found(&s, "orphan").expect("kept through the quarantine");
+    let watch = s.watch(&format!("{PODS}?watch=true&resourceVersion={}", rv_of(&terminating)));
+    let failed = eventually(Duration::from_secs(28), || {
+        let ev = watch.next(Duration::from_secs(1))?;
+        (ev["object"]["metadata"]["name"] == "orphan"
+            && ev["object"]["status"]["phase"] == "Failed")
+            .then(|| ev["object"].clone())
+    });
+    let c = condition(&failed, "DisruptionTarget").expect("the DisruptionTarget condition");
+    assert_eq!(
+        (&c["status"], &c["reason"], &c["message"]),
+        (&json!("True"), &json!("DeletionByPodGC"), &json!("PodGC: node no longer exists"))
+    );
+    assert!(failed["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["manager"] == "PodGC"));
+    watch.expect_event("DELETED", "orphan");
+    assert!(found(&s, "orphan").is_none());
+    assert_eq!(found(&s, "kept").unwrap()["status"]["phase"], "Pending");
+}
