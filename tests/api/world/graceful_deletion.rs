@@ -35,17 +35,7 @@ fn found(s: &TestServer, name: &str) -> Option<Value> {
 
 fn unix(t: &Value) -> i64 {
     let t = t.as_str().unwrap_or_else(|| panic!("a time: {t}"));
-    let parse = |r: std::ops::Range<usize>| t[r].parse::<i64>().unwrap();
-    let (y, m, d) = (parse(0..4), parse(5..7), parse(8..10));
-    // Days from civil (Howard Hinnant), enough to compare two times.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    days * 86_400 + parse(11..13) * 3600 + parse(14..16) * 60 + parse(17..19)
+    virt_apiserver::meta::parse_rfc3339(t).unwrap_or_else(|| panic!("an RFC 3339 time: {t}"))
 }
 
 /// The status column `kubectl get pod` prints (kube's printPod).
@@ -74,7 +64,7 @@ fn a_bound_pod_is_deleted_gracefully_and_only_a_shorter_grace_changes_it() {
     let meta = &answered["metadata"];
     assert_eq!(meta["deletionGracePeriodSeconds"], 30, "{answered}");
     let due = unix(&meta["deletionTimestamp"]);
-    let now = unix(&json!(now_rfc3339()));
+    let now = unix(&json!(virt_apiserver::meta::now_rfc3339()));
     assert!((now + 28..=now + 31).contains(&due), "due {due}, now {now}");
     let ev = watch.expect_event("MODIFIED", "web");
     assert_eq!(ev["object"]["metadata"]["deletionTimestamp"], meta["deletionTimestamp"]);
@@ -190,11 +180,6 @@ fn the_simulated_kubelet_kills_the_containers_then_deletes_the_pod() {
 
 fn rv_of(obj: &Value) -> &str {
     obj["metadata"]["resourceVersion"].as_str().unwrap()
-}
-
-fn now_rfc3339() -> String {
-    let out = std::process::Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%SZ"]).output();
-    String::from_utf8(out.unwrap().stdout).unwrap().trim().to_string()
 }
 
 #[test]
