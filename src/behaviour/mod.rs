@@ -129,7 +129,8 @@ mod tests {
 
     /// virt-api's eviction admitter, without the controllers: a LiveMigrate VMI's launcher is
     /// refused with the webhook's 429 and its VMI marked (a dry run marks nothing), then refused
-    /// as being evacuated; a launcher whose VMI has no strategy is evicted (kube deletes it).
+    /// as being evacuated; a launcher whose VMI has no strategy is evicted (kube deletes it,
+    /// gracefully).
     #[tokio::test(flavor = "multi_thread")]
     async fn the_eviction_admitter_marks_a_live_migrate_vmi_and_passes_a_plain_one() {
         let stored = |plural: &'static str| {
@@ -192,7 +193,10 @@ mod tests {
             format!("{denied}Evacuation in progress: Eviction triggered evacuation of VMI \"default/live\"")
         );
         evict("virt-launcher-plain", false).await.unwrap();
-        assert!(r.get(pods, "default", "virt-launcher-plain").await.is_err());
+        // The eviction deletes the bound pod gracefully (its default 30 s); no kubelet runs
+        // here to end it, so it stays terminating (K8S pkg/registry/core/pod/strategy.go).
+        let evicted = r.get(pods, "default", "virt-launcher-plain").await.unwrap();
+        assert_eq!(evicted["metadata"]["deletionGracePeriodSeconds"], 30);
         assert!(r.get(pods, "default", "virt-launcher-live").await.is_ok());
     }
 

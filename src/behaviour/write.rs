@@ -71,9 +71,11 @@ pub enum Edit {
         reason: String,
         message: String,
     },
-    /// A delete, on the condition that the object is still the one of `uid`.
+    /// A delete, on the condition that the object is still the one of `uid`, with the step's
+    /// grace period (the kind's default without one).
     Delete {
         uid: String,
+        grace: Option<i64>,
     },
 }
 
@@ -131,7 +133,9 @@ pub fn plan(
             reason: reason.clone(),
             message: ctx.text(message),
         },
-        Write::Delete { .. } => Edit::Delete { uid: meta_str(target, "uid").to_string() },
+        Write::Delete { grace_period_seconds, .. } => {
+            Edit::Delete { uid: meta_str(target, "uid").to_string(), grace: *grace_period_seconds }
+        }
     };
     Some(Planned {
         res: target_res,
@@ -275,9 +279,10 @@ impl Writer<'_> {
                 }
                 Ok(Applied::Nothing)
             }
-            Edit::Delete { uid } => {
+            Edit::Delete { uid, grace } => {
                 let opts = DeleteOptions {
                     precondition_uid: Some(uid.clone()),
+                    grace_period_seconds: *grace,
                     ..DeleteOptions::default()
                 };
                 match self.registry.delete(res, ns, name, &opts).await {

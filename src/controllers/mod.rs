@@ -1,6 +1,7 @@
 //! kube's own background work inside the server, as kube-controller-manager and client-go do it:
 //! the garbage collector, the namespace controller, the endpoints and endpoint-slice
-//! controllers, the PersistentVolume binder (`volumes`), the pvc- and pv-protection controllers (`protection`), the events' recorder and expiry, the
+//! controllers, the PersistentVolume binder (`volumes`), the pvc- and pv-protection controllers (`protection`),
+//! the pod garbage collector's orphaned pods (`podgc`), the events' recorder and expiry, the
 //! server's own `default/kubernetes` Service (`apiserver_service`), the simulated cluster's
 //! kube-scheduler (`scheduler`), and `leading` (the singletons of each leadership term). It
 //! writes through the registry like any client, so every change it makes is an ordinary write
@@ -12,6 +13,7 @@ pub mod event_ttl;
 pub mod gc;
 pub mod leading;
 pub mod namespaces;
+pub mod podgc;
 pub mod protection;
 pub mod recorder;
 pub mod scheduler;

@@ -395,6 +395,7 @@ impl DeleteOptions {
             orphan_dependents: orphan,
             precondition_uid: uid,
             precondition_rv: rv,
+            grace_period_seconds: grace,
             dry_run,
         })
     }
@@ -497,5 +498,21 @@ mod tests {
         let o = DeleteOptions::parse(b"", &q).unwrap();
         assert_eq!(o.propagation, Some(Propagation::Orphan));
         assert!(o.dry_run);
+        assert_eq!(o.grace_period_seconds, None);
+    }
+
+    /// `gracePeriodSeconds` from the query, or from the body kubectl sends (`kubectl delete
+    /// --grace-period=5` sends `{"gracePeriodSeconds":5,...}`, K8S staging/src/k8s.io/kubectl/
+    /// pkg/cmd/delete/delete.go `deleteResource`).
+    #[test]
+    fn delete_options_grace_period() {
+        let q = Query::from_query("gracePeriodSeconds=7").unwrap();
+        assert_eq!(DeleteOptions::parse(b"", &q).unwrap().grace_period_seconds, Some(7));
+        let none = Query::from_query("").unwrap();
+        let body = br#"{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":5}"#;
+        assert_eq!(DeleteOptions::parse(body, &none).unwrap().grace_period_seconds, Some(5));
+        let zero = br#"{"gracePeriodSeconds":0,"propagationPolicy":"Background"}"#;
+        assert_eq!(DeleteOptions::parse(zero, &none).unwrap().grace_period_seconds, Some(0));
+        assert_eq!(DeleteOptions::parse(b"{}", &none).unwrap().grace_period_seconds, None);
     }
 }

@@ -96,6 +96,27 @@ pub fn keep_qos_class(current: &Value, new: &mut Value) {
     }
 }
 
+/// `podStrategy.CheckGracefulDelete` (K8S pkg/registry/core/pod/strategy.go): the grace period
+/// a delete gives `pod`: the options' `gracePeriodSeconds`, else `spec.terminationGracePeriodSeconds`
+/// (0 without one); 0 for a pod no node runs (no `spec.nodeName`) and for one whose phase is
+/// Failed or Succeeded; a negative period is 1.
+pub fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
+    let mut period = requested
+        .or_else(|| pod.at("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64))
+        .unwrap_or(0);
+    if pod.at("/spec/nodeName").and_then(Value::as_str).is_none_or(str::is_empty) {
+        period = 0;
+    }
+    let phase = pod.at("/status/phase").and_then(Value::as_str);
+    if matches!(phase, Some("Failed" | "Succeeded")) {
+        period = 0;
+    }
+    if period < 0 {
+        period = 1;
+    }
+    period
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +161,22 @@ mod tests {
         let mut written = json!({"status": {"phase": "Running"}});
         keep_qos_class(&p, &mut written);
         assert_eq!(written["status"]["qosClass"], "BestEffort");
+    }
+
+    #[test]
+    fn the_grace_period_of_a_delete() {
+        let bound = json!({"spec": {"nodeName": "n", "terminationGracePeriodSeconds": 30},
+                           "status": {"phase": "Running"}});
+        assert_eq!(grace_period(&bound, None), 30);
+        assert_eq!(grace_period(&bound, Some(5)), 5);
+        assert_eq!(grace_period(&bound, Some(-3)), 1);
+        let unscheduled = json!({"spec": {"terminationGracePeriodSeconds": 30}});
+        assert_eq!(grace_period(&unscheduled, Some(10)), 0);
+        let mut done = bound.clone();
+        done["status"]["phase"] = json!("Succeeded");
+        assert_eq!(grace_period(&done, None), 0);
+        done["status"]["phase"] = json!("Failed");
+        assert_eq!(grace_period(&done, Some(9)), 0);
+        assert_eq!(grace_period(&json!({"spec": {"nodeName": "n"}}), None), 0);
     }
 }

@@ -107,6 +107,9 @@ pub struct DeleteOptions {
     pub orphan_dependents: Option<bool>,
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<String>,
+    /// `gracePeriodSeconds`: how long a kind that deletes gracefully (a pod) is given; `None`
+    /// leaves it to the kind's strategy (AS pkg/registry/rest/delete.go `BeforeDelete`).
+    pub grace_period_seconds: Option<i64>,
     pub dry_run: bool,
 }
 

@@ -178,7 +178,11 @@ pub(crate) fn prepare_update(
     if managed_fields::same_ignoring_times(&new, current) {
         return Ok(Next::Keep(current.clone()));
     }
-    let deleting = meta::deleting(old_meta);
+    // store.go ShouldDeleteDuringUpdate: only an object whose deletion has no grace period
+    // left (none, or 0) goes with its last finalizer; a pod in its grace period is its
+    // kubelet's to delete.
+    let grace = old_meta.get("deletionGracePeriodSeconds").and_then(Value::as_i64);
+    let deleting = meta::deleting(old_meta) && grace.is_none_or(|g| g == 0);
     // A namespace's own finalizers (`spec.finalizers`) hold it as metadata's do.
     let held = res.namespaces && super::namespaces::held(&new);
     if deleting && !held && meta::finalizers(metadata(&new).unwrap_or(&Map::new())).is_empty() {

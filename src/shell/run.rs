@@ -7,7 +7,7 @@ use std::net::TcpListener;
 
 use crate::behaviour::{simulate, Behaviour};
 use crate::controllers::{
-    apiserver_service, endpoints, event_ttl, gc, leading, namespaces, protection, scheduler,
+    apiserver_service, endpoints, event_ttl, gc, leading, namespaces, podgc, protection, scheduler,
     volumes,
 };
 use crate::http::faults::{self, Faults};
@@ -187,6 +187,7 @@ fn serve(
             endpoints::spawn(r.clone());
             volumes::spawn(r.clone());
             protection::spawn(r.clone());
+            podgc::spawn(r.clone());
             if let Some(cfg) = simulation.clone() {
                 // The simulated cluster's kube-scheduler places pods on its nodes.
                 scheduler::spawn(r.clone(), cfg.seed);

@@ -547,7 +547,11 @@ fn check_step(scope: &Scope<'_, '_>, step: &Step, errors: &mut Vec<String>) {
             }
             scope.text(message, errors);
         }
-        Write::Delete { .. } => {}
+        Write::Delete { grace_period_seconds, .. } => {
+            if grace_period_seconds.is_some_and(|g| g < 0) {
+                errors.push(format!("{at}: gracePeriodSeconds must be 0 or more"));
+            }
+        }
         Write::Call { procedure, with, .. } => {
             scope.template(with, None, errors);
             let given: Vec<&str> = match with.source.as_object() {

@@ -448,9 +448,15 @@ pub enum Write {
         reason: String,
         message: Template,
     },
+    /// Deletes the object or `of`, on the condition that it is still the one read (its UID as
+    /// a precondition); `gracePeriodSeconds` as a kubelet's final delete gives 0 (K8S
+    /// pkg/kubelet/status/status_manager.go), else the kind's own default.
+    #[serde(rename_all = "camelCase")]
     Delete {
         #[serde(default)]
         of: Option<String>,
+        #[serde(default)]
+        grace_period_seconds: Option<i64>,
     },
     /// A JSON patch a `procedure` of the behaviour layer computes from the object written to
     /// and `with` (a template rendering to the procedure's arguments): for a patch whose
@@ -498,7 +504,7 @@ impl Write {
             | Write::Finalizers { of, .. }
             | Write::Event { of, .. }
             | Write::Call { of, .. }
-            | Write::Delete { of } => of.as_deref(),
+            | Write::Delete { of, .. } => of.as_deref(),
             Write::Create { .. } => None,
         }
     }

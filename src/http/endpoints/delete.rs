@@ -1,5 +1,6 @@
 //! Deletion over HTTP (B.6): DeleteOptions from the body or the query, answered as kube does
-//! (a Success Status, or the object while finalizers remain; the list for deletecollection).
+//! (a Success Status, or the object while finalizers or a pod's grace period remain, and a
+//! deleted pod; the list for deletecollection).
 
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
@@ -13,7 +14,7 @@ use crate::http::state::AppState;
 use crate::object::error::{ApiError, Status};
 use crate::object::{for_version, meta_str};
 use crate::registry::Deleted;
-use crate::resource::ResourceInfo;
+use crate::resource::{KubeRole, ResourceInfo};
 
 /// DELETE of one object.
 pub async fn delete(
@@ -27,6 +28,11 @@ pub async fn delete(
     let opts = DeleteOptions::parse(&body, &q)?;
     let format = negotiate(req, true)?;
     match state.registry.delete(res, target.ns(), target.name(), &opts).await? {
+        // Pods' storage sets ReturnDeletedObject (K8S pkg/registry/core/pod/storage/
+        // storage.go): the answer is the pod as it was last stored, not a Status.
+        Deleted::Gone(obj) if res.kube_role == Some(KubeRole::Pod) => {
+            respond_object(res, StatusCode::OK, format, &obj)
+        }
         Deleted::Gone(obj) => respond(
             StatusCode::OK,
             format,

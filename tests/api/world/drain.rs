@@ -68,10 +68,13 @@ fn denied(s: &TestServer, pod: &str, message: &str) {
     assert!(st.get("reason").is_none(), "{st}");
 }
 
+/// Evicted: kube deletes the pod with the Eviction's options, gracefully; no kubelet runs its
+/// node here, so it stays Terminating (K8S pkg/registry/core/pod/strategy.go CheckGracefulDelete).
 fn evicted(s: &TestServer, pod: &str) {
     let r = s.post(&format!("{PODS}/{pod}/eviction"), &eviction(pod));
     assert_eq!(r.status, 201, "{}", r.text());
-    assert_eq!(s.get(&format!("{PODS}/{pod}")).status, 404);
+    let terminating = s.get_json(&format!("{PODS}/{pod}"));
+    assert!(terminating["metadata"]["deletionTimestamp"].is_string(), "{terminating}");
 }
 
 #[test]
@@ -133,7 +136,13 @@ fn virt_api_answers_a_launchers_eviction_by_its_vmis_strategy() {
     let done = json!({"status": {"phase": "Succeeded"}});
     let path = format!("{PODS}/virt-launcher-gone-zzzzz/status");
     assert_eq!(s.patch(&path, "application/merge-patch+json", &done).status, 200);
-    evicted(&s, "virt-launcher-gone-zzzzz");
+    // Finished, it has no grace period to run (CheckGracefulDelete): gone at once.
+    let r = s.post(
+        &format!("{PODS}/virt-launcher-gone-zzzzz/eviction"),
+        &eviction("virt-launcher-gone-zzzzz"),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(s.get(&format!("{PODS}/virt-launcher-gone-zzzzz")).status, 404);
 }
 
 const VMS: &str = "/apis/kubevirt.io/v1/namespaces/maint/virtualmachines";

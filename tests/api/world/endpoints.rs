@@ -130,13 +130,25 @@ fn a_services_endpoints_and_slices_list_the_pods_it_selects() {
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cells[1..4], ["IPv4", "8080", "10.244.0.10,10.244.0.11,10.244.0.9"], "{row}");
 
-    // A pod that goes leaves both.
+    // A pod being deleted (bound to a node no kubelet runs here, so it stays Terminating)
+    // leaves the endpoints and stays in the slice as terminating, serving still (K8S
+    // pkg/controller/util/endpoint ShouldPodBeInEndpoints, includeTerminating for slices);
+    // force-deleted, it leaves both.
     let r = s.delete("/api/v1/namespaces/ep/pods/a");
     assert_eq!(r.status, 200, "{}", r.text());
     eventually(Duration::from_secs(10), || {
         let ep = get(&s, "/api/v1/namespaces/ep/endpoints/web")?;
         (ep["subsets"][0]["addresses"].as_array()?.len() == 1).then_some(())
     });
+    eventually(Duration::from_secs(10), || {
+        let slice = slices_of(&s, "ep", "web").into_iter().next()?;
+        let endpoints = slice["endpoints"].as_array()?.clone();
+        let a = endpoints.iter().find(|e| e["addresses"][0] == "10.244.0.9")?;
+        (a["conditions"] == json!({"ready": false, "serving": true, "terminating": true}))
+            .then_some(())
+    });
+    let r = s.delete("/api/v1/namespaces/ep/pods/a?gracePeriodSeconds=0");
+    assert_eq!(r.status, 200, "{}", r.text());
     eventually(Duration::from_secs(10), || {
         (slices_of(&s, "ep", "web")[0]["endpoints"].as_array()?.len() == 2).then_some(())
     });

@@ -120,8 +120,11 @@ fn kubectl_reads_and_writes_the_world_kinds_by_name_and_short_name() {
         svc["spec"]["ports"].as_array().unwrap().iter().map(|p| &p["targetPort"]).collect();
     assert_eq!(targets, [&json!(8080), &json!("http")]);
     // Deletes, namespaced and cluster-scoped; a Bound volume goes once its claim has gone
-    // (K8S pkg/controller/volume/pvprotection).
-    k.ok(&["delete", "pod/web", "pvc/disk", "pv/pv1", "sc/local", "--timeout=20s"]);
+    // (K8S pkg/controller/volume/pvprotection). The pod is bound to a node no kubelet runs, so
+    // only a forced delete removes it at once (K8S pkg/registry/core/pod/strategy.go
+    // CheckGracefulDelete; without --force it would stay Terminating).
+    k.ok(&["delete", "pod/web", "--force", "--grace-period=0"]);
+    k.ok(&["delete", "pvc/disk", "pv/pv1", "sc/local", "--timeout=20s"]);
     assert_eq!(k.ok(&["get", "pods,pvc,pv,sc", "-o", "name"]).trim(), "");
 }
 

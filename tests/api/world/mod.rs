@@ -5,6 +5,7 @@
 mod datavolumes;
 mod drain;
 mod endpoints;
+mod graceful_deletion;
 mod kinds;
 mod launchers;
 mod nodes;

@@ -242,7 +242,17 @@ fn eviction_deletes_the_pod_as_kube_does() {
         )
     );
 
+    // The eviction deletes the bound pod gracefully (its default 30 s, K8S pkg/registry/core/
+    // pod/strategy.go CheckGracefulDelete); no kubelet runs node01, so it stays Terminating.
     let r = s.post(&format!("{PODS}/run/eviction"), &eviction("run"));
+    assert_eq!((r.status, r.json()), (201, success()), "{}", r.text());
+    let evicted = s.get_json(&format!("{PODS}/run"));
+    assert_eq!(evicted["metadata"]["deletionGracePeriodSeconds"], 30, "{evicted}");
+    assert!(evicted["metadata"]["deletionTimestamp"].is_string(), "{evicted}");
+    // The Eviction's own DeleteOptions decide the grace: 0 removes it now.
+    let mut now = eviction("run");
+    now["deleteOptions"] = json!({"gracePeriodSeconds": 0});
+    let r = s.post(&format!("{PODS}/run/eviction"), &now);
     assert_eq!((r.status, r.json()), (201, success()), "{}", r.text());
     assert_eq!(s.get(&format!("{PODS}/run")).status, 404);
 
