@@ -16,12 +16,12 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::{ListRequest, RawList};
+use super::{Decoded, ListRequest, RawList};
 
 /// One live object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,45 +40,12 @@ impl Entry {
 
     /// An entry whose object is already decoded (the writer's): `object` is what `value` holds.
     pub fn decoded(rev: u64, create_rev: u64, value: Bytes, object: Arc<Value>) -> Entry {
-        let decoded = Decoded::default();
-        let _ = decoded.0.set(object);
-        Entry { rev, create_rev, value, decoded }
+        Entry { rev, create_rev, value, decoded: Decoded::holding(object) }
     }
 
     /// The object, decoded once for every copy of this entry.
     pub fn object(&self) -> Result<Arc<Value>, serde_json::Error> {
         self.decoded.object(&self.value)
-    }
-}
-
-/// An entry's decoded object, shared by its copies (and the list items read from it); not
-/// part of what the entry is.
-#[derive(Default, Clone)]
-pub struct Decoded(Arc<OnceLock<Arc<Value>>>);
-
-impl Decoded {
-    /// The object `value` holds, decoded once for every holder of this cell.
-    pub fn object(&self, value: &[u8]) -> Result<Arc<Value>, serde_json::Error> {
-        if let Some(v) = self.0.get() {
-            return Ok(v.clone());
-        }
-        let v = Arc::new(serde_json::from_slice(value)?);
-        // Two first readers decode alike; either's copy is kept.
-        Ok(self.0.get_or_init(|| v).clone())
-    }
-}
-
-impl PartialEq for Decoded {
-    fn eq(&self, _: &Decoded) -> bool {
-        true
-    }
-}
-
-impl Eq for Decoded {}
-
-impl std::fmt::Debug for Decoded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.get().is_some() { "Decoded" } else { "Encoded" })
     }
 }
 

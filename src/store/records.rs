@@ -3,12 +3,10 @@
 //! a write left in the store. Plain data, shared by the cache, the feed, the hub, the backends
 //! and `Store`; `store` re-exports each.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use serde_json::Value;
-
-use super::cache::Decoded;
 
 /// One page of a list.
 #[derive(Debug, Clone, Default)]
@@ -118,5 +116,41 @@ impl std::ops::Deref for Written {
 
     fn deref(&self) -> &Value {
         &self.object
+    }
+}
+
+/// An entry's decoded object, shared by its copies (and the list items read from it); not
+/// part of what the entry is.
+#[derive(Default, Clone)]
+pub struct Decoded(Arc<OnceLock<Arc<Value>>>);
+
+impl Decoded {
+    /// A cell already holding `object`.
+    pub fn holding(object: Arc<Value>) -> Decoded {
+        Decoded(Arc::new(OnceLock::from(object)))
+    }
+
+    /// The object `value` holds, decoded once for every holder of this cell.
+    pub fn object(&self, value: &[u8]) -> Result<Arc<Value>, serde_json::Error> {
+        if let Some(v) = self.0.get() {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(serde_json::from_slice(value)?);
+        // Two first readers decode alike; either's copy is kept.
+        Ok(self.0.get_or_init(|| v).clone())
+    }
+}
+
+impl PartialEq for Decoded {
+    fn eq(&self, _: &Decoded) -> bool {
+        true
+    }
+}
+
+impl Eq for Decoded {}
+
+impl std::fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "Decoded" } else { "Encoded" })
     }
 }
