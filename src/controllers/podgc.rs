@@ -20,9 +20,10 @@ use crate::object::error::ApiError;
 use crate::object::meta_str;
 use crate::object::subresource::Part;
 use crate::object::At;
-use crate::registry::keys::collection_prefix;
+use crate::registry::keys::{collection_prefix, object_key, split};
 use crate::registry::{DeleteOptions, ListOptions, Registry};
 use crate::resource::{KubeRole, ResourceInfo};
+use crate::store::EventType;
 
 /// gc_controller.go `fieldManager`.
 const MANAGER: &str = "PodGC";
@@ -38,33 +39,110 @@ pub fn spawn(registry: Registry) {
     else {
         return;
     };
-    tokio::task::spawn_local(async move {
-        let prefixes = [collection_prefix(pods, None), collection_prefix(nodes, None)];
-        let mut events = registry
-            .store()
-            .subscribe(move |ev| prefixes.iter().any(|p| ev.key.starts_with(p.as_str())));
-        // The missing nodes and when each was first seen missing (the node queue's AddAfter).
-        let mut missing: HashMap<String, Instant> = HashMap::new();
-        loop {
-            let next = match pass(&registry, pods, nodes, &mut missing, Instant::now()).await {
-                Ok(next) => next,
-                Err(e) => {
-                    log::warn!("pod garbage collector pass failed: {e}");
-                    Some(Instant::now() + Duration::from_secs(1))
-                }
-            };
-            let batch = match next {
-                Some(at) => match tokio::time::timeout_at(at, events.batch()).await {
-                    Ok(batch) => batch,
-                    Err(_) => continue,
-                },
-                None => events.batch().await,
-            };
-            if batch.is_none() {
-                return;
+    tokio::task::spawn_local(async move { run(registry, pods, nodes).await });
+}
+
+async fn run(registry: Registry, pods: &'static ResourceInfo, nodes: &'static ResourceInfo) {
+    let (pod_prefix, node_prefix) = (collection_prefix(pods, None), collection_prefix(nodes, None));
+    let watched = [pod_prefix.clone(), node_prefix.clone()];
+    let mut events = registry
+        .store()
+        .subscribe(move |ev| watched.iter().any(|p| ev.key.starts_with(p.as_str())));
+    let mut seen = Seen::default();
+    let mut relist = true;
+    loop {
+        if relist {
+            if let Err(e) = seen.list(&registry, pods, nodes).await {
+                log::warn!("pod garbage collector: listing: {e}");
             }
         }
-    });
+        let next = match pass(&registry, pods, &mut seen, Instant::now()).await {
+            Ok(next) => next,
+            Err(e) => {
+                log::warn!("pod garbage collector pass failed: {e}");
+                Some(Instant::now() + Duration::from_secs(1))
+            }
+        };
+        let batch = match next {
+            Some(at) => match tokio::time::timeout_at(at, events.batch()).await {
+                Ok(batch) => batch,
+                Err(_) => {
+                    relist = false;
+                    continue;
+                }
+            },
+            None => events.batch().await,
+        };
+        let Some(batch) = batch else { return };
+        relist = batch.lagged;
+        for ev in &batch.events {
+            let gone = ev.kind == EventType::Deleted;
+            if ev.key.starts_with(&node_prefix) {
+                let name = split(&ev.key).map_or("", |k| k.3).to_string();
+                match gone {
+                    true => seen.nodes.remove(&name),
+                    false => seen.nodes.insert(name),
+                };
+            } else {
+                let node = ev.object.at("/spec/nodeName").and_then(Value::as_str);
+                seen.pod(&ev.key, node.filter(|n| !gone && !n.is_empty()));
+            }
+        }
+    }
+}
+
+/// What a pass needs, kept from the events as an informer's cache keeps it (a pass reads no
+/// list): the nodes, each bound pod's node, and how many pods each node has.
+#[derive(Default)]
+struct Seen {
+    nodes: BTreeSet<String>,
+    pods: HashMap<String, String>,
+    per_node: HashMap<String, usize>,
+    /// The missing nodes and when each was first seen missing (the node queue's AddAfter).
+    missing: HashMap<String, Instant>,
+}
+
+impl Seen {
+    async fn list(
+        &mut self,
+        registry: &Registry,
+        pods: &'static ResourceInfo,
+        nodes: &'static ResourceInfo,
+    ) -> Result<(), ApiError> {
+        let opts = ListOptions::default();
+        let missing = std::mem::take(&mut self.missing);
+        *self = Seen { missing, ..Seen::default() };
+        for n in registry.list(nodes, None, &opts).await?.objects()? {
+            self.nodes.insert(meta_str(&n, "name").to_string());
+        }
+        for p in registry.list(pods, None, &opts).await?.objects()? {
+            let key = object_key(pods, meta_str(&p, "namespace"), meta_str(&p, "name"));
+            self.pod(
+                &key,
+                p.at("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty()),
+            );
+        }
+        Ok(())
+    }
+
+    /// Notes the pod `key` bound to `node` (`None`: gone or not bound).
+    fn pod(&mut self, key: &str, node: Option<&str>) {
+        if self.pods.get(key).map(String::as_str) == node {
+            return;
+        }
+        if let Some(old) = self.pods.remove(key) {
+            if let Some(n) = self.per_node.get_mut(&old) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_node.remove(&old);
+                }
+            }
+        }
+        if let Some(node) = node {
+            self.pods.insert(key.to_string(), node.to_string());
+            *self.per_node.entry(node.to_string()).or_default() += 1;
+        }
+    }
 }
 
 /// One pass: quarantines newly missing nodes, collects the pods of those missing past their
@@ -72,41 +150,30 @@ pub fn spawn(registry: Registry) {
 async fn pass(
     registry: &Registry,
     pods: &'static ResourceInfo,
-    nodes: &'static ResourceInfo,
-    missing: &mut HashMap<String, Instant>,
+    seen: &mut Seen,
     now: Instant,
 ) -> Result<Option<Instant>, ApiError> {
-    let opts = ListOptions::default();
-    let existing: BTreeSet<String> = registry
-        .list(nodes, None, &opts)
-        .await?
-        .objects()?
-        .iter()
-        .map(|n| meta_str(n, "name").to_string())
-        .collect();
-    let all = registry.list(pods, None, &opts).await?.objects()?;
-    let orphaned: BTreeSet<&str> = all
-        .iter()
-        .filter_map(|p| p.at("/spec/nodeName").and_then(Value::as_str))
-        .filter(|n| !n.is_empty() && !existing.contains(*n))
-        .collect();
-    missing.retain(|n, _| orphaned.contains(n.as_str()));
-    for node in &orphaned {
-        missing.entry(node.to_string()).or_insert(now);
+    let Seen { nodes, pods: bound, per_node, missing } = &mut *seen;
+    missing.retain(|n, _| per_node.contains_key(n) && !nodes.contains(n));
+    for node in per_node.keys().filter(|n| !nodes.contains(*n)) {
+        missing.entry(node.clone()).or_insert(now);
     }
     let gone: BTreeSet<&str> = missing
         .iter()
         .filter(|(_, since)| now.duration_since(**since) >= QUARANTINE)
         .map(|(n, _)| n.as_str())
         .collect();
-    for pod in all.iter().filter(|p| {
-        p.at("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| gone.contains(n))
-    }) {
-        let (ns, name) = (meta_str(pod, "namespace"), meta_str(pod, "name"));
-        log::info!("PodGC is force deleting Pod {ns}/{name}");
-        match mark_failed_and_delete(registry, pods, pod).await {
-            Ok(()) | Err(ApiError::NotFound { .. }) => {}
-            Err(e) => return Err(e),
+    if !gone.is_empty() {
+        let keys: Vec<&String> =
+            bound.iter().filter(|(_, n)| gone.contains(n.as_str())).map(|(k, _)| k).collect();
+        for key in keys {
+            let Ok(Some(pod)) = registry.store().get(key).await else { continue };
+            let (ns, name) = (meta_str(&pod, "namespace"), meta_str(&pod, "name"));
+            log::info!("PodGC is force deleting Pod {ns}/{name}");
+            match mark_failed_and_delete(registry, pods, &pod).await {
+                Ok(()) | Err(ApiError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
     }
     let next = missing.values().map(|since| *since + QUARANTINE).filter(|at| *at > now).min();
@@ -147,4 +214,32 @@ async fn mark_failed_and_delete(
     }
     let opts = DeleteOptions { grace_period_seconds: Some(0), ..DeleteOptions::default() };
     registry.delete(pods, ns, name, &opts).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_node_no_pod_names_or_that_exists_is_never_quarantined() {
+        let mut seen = Seen::default();
+        seen.nodes.insert("n1".into());
+        seen.pod("p/a", Some("n1"));
+        seen.pod("p/b", Some("gone"));
+        seen.pod("p/c", Some("gone"));
+        assert_eq!(seen.per_node.get("gone"), Some(&2));
+        let t0 = Instant::now();
+        let store = crate::store::Store::open(crate::store::StoreConfig::new(":memory:")).unwrap();
+        let registry = Registry::new(store);
+        let pods = kind_of_role(KubeRole::Pod).unwrap();
+        let next = pass(&registry, pods, &mut seen, t0).await.unwrap();
+        assert_eq!(next, Some(t0 + CHECK_PERIOD));
+        assert_eq!(seen.missing.keys().collect::<Vec<_>>(), ["gone"]);
+        // Its pods moved or went: the quarantine ends with them.
+        seen.pod("p/b", None);
+        seen.pod("p/c", Some("n1"));
+        assert!(!seen.per_node.contains_key("gone"));
+        assert_eq!(pass(&registry, pods, &mut seen, t0).await.unwrap(), None);
+        assert!(seen.missing.is_empty());
+    }
 }
