@@ -65,6 +65,14 @@ fn a_claim_is_bound_to_the_smallest_volume_that_satisfies_it() {
     volume(&s, "big", "10Gi");
     volume(&s, "small", "2Gi");
     volume(&s, "tiny", "500Mi");
+    // kube's matcher skips a volume not yet Available (component-helpers storage/volume
+    // pv_helpers.go FindMatchingVolume), so a claim created sooner may get any of them.
+    for name in ["big", "small", "tiny"] {
+        eventually(Duration::from_secs(10), || {
+            let pv = s.get_json(&format!("/api/v1/persistentvolumes/{name}"));
+            (pv["status"]["phase"] == "Available").then_some(())
+        });
+    }
     claim(&s, "data", "1Gi", None);
     let pv = eventually(Duration::from_secs(10), || {
         let pv = s.get_json("/api/v1/persistentvolumes/small");
