@@ -52,6 +52,7 @@ mod backend;
 mod compare;
 mod etcd;
 mod fixtures;
+mod guard;
 mod guests;
 mod http;
 mod object;
@@ -118,6 +119,13 @@ enum Mode {
         /// watch (a full run then reports to target/BENCHMARKS-only.md)
         #[arg(long, value_name = "LIST", value_parser = groups)]
         only: Option<Groups>,
+    },
+    /// CI's check: server CPU per create and per get, relative to etcd's, against the figures
+    /// BENCHMARKS.md records (fails more than 25% above them)
+    Guard {
+        /// Measure and write the figures into BENCHMARKS.md instead of checking them
+        #[arg(long)]
+        record: bool,
     },
     /// Our server for minutes under writers, 1 000 watchers and listers, checked event by event
     Soak {
@@ -214,6 +222,7 @@ fn main() {
             let only = only.map_or_else(|| compare::GROUPS.to_vec(), |g| g.0);
             compare::run(quick, note.as_deref(), &only)
         }
+        Mode::Guard { record } => guard::run(record),
         Mode::Soak { quick, minutes } => {
             run_soak(minutes.unwrap_or(if quick { 1.0 } else { 10.0 }), quick)
         }

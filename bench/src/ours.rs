@@ -131,7 +131,9 @@ impl Backend for Ours {
     fn prepare(&self, set: &str) -> Result<(), String> {
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": set}});
         let path = format!("/api/v1/namespaces/{set}");
-        if backend::fetch(&self.ep, &path).is_ok() {
+        // A release from before the core kinds (measured back to back with today's) has no
+        // namespaces to make.
+        if backend::fetch(&self.ep, &path).is_ok() || backend::fetch(&self.ep, "/api/v1").is_err() {
             return Ok(());
         }
         let req = self.ep.request("POST", "/api/v1/namespaces", None, body.to_string().as_bytes());
