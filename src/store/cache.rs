@@ -38,9 +38,10 @@ impl Entry {
         Entry { rev, create_rev, value, decoded: Decoded::default() }
     }
 
-    /// An entry whose object is already decoded (the writer's): `object` is what `value` holds.
-    pub fn decoded(rev: u64, create_rev: u64, value: Bytes, object: Arc<Value>) -> Entry {
-        Entry { rev, create_rev, value, decoded: Decoded::holding(object) }
+    /// An entry whose object is already decoded (the writer's): `object` is what `value` holds,
+    /// taken by a reader while its event still holds it.
+    pub fn decoded(rev: u64, create_rev: u64, value: Bytes, object: &Arc<Value>) -> Entry {
+        Entry { rev, create_rev, value, decoded: Decoded::hinted(object) }
     }
 
     /// The object, decoded once for every copy of this entry.

@@ -131,8 +131,8 @@ impl Feed {
         // The resourceVersion goes into the bytes once, here, outside the cache's lock.
         let served: Vec<Bytes> = commits.iter().map(|c| served::serve(&c.value, c.rev)).collect();
         // Each write's object, decoded once: the writer's own, or (a delete, a commit made
-        // elsewhere) the bytes'. The cache keeps it too, so a read after the write decodes
-        // nothing.
+        // elsewhere) the bytes'. The cache's entry may take it while its event lives, so a
+        // read soon after the write decodes nothing.
         let mut replies = Vec::with_capacity(commits.len());
         let mut objects = Vec::with_capacity(commits.len());
         let mut commits: Vec<Commit> = commits;
@@ -156,7 +156,7 @@ impl Feed {
             rev,
             commits.iter().zip(&served).zip(&objects).map(|((c, value), object)| {
                 let entry = (c.kind != EventType::Deleted)
-                    .then(|| Entry::decoded(c.rev, c.create_rev, value.clone(), object.clone()));
+                    .then(|| Entry::decoded(c.rev, c.create_rev, value.clone(), object));
                 (c.key.as_str(), entry)
             }),
         );
