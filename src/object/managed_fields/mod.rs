@@ -421,6 +421,43 @@ pub fn record_update(
     manager: &str,
     subresource: &str,
 ) {
+    let carries_entries = new.at("/metadata/managedFields").is_some();
+    if live.is_none() && subresource.is_empty() && !carries_entries {
+        return record_create(res, new, manager);
+    }
+    record_update_general(res, live, new, manager, subresource)
+}
+
+/// [`record_update`] of a create whose body has no managedFields: the writer's entry holds every
+/// field the object sets but the stripped ones, and it is the only entry. Emitted in one walk
+/// of the object (`typed::created_fields_v1`), with no field set built: this runs on every
+/// create.
+fn record_create(res: &ResourceInfo, new: &mut Value, manager: &str) {
+    let fields = typed::created_fields_v1(new, Type::of(res));
+    let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return record_update_general(res, None, new, manager, "");
+    };
+    if fields.is_empty() {
+        meta.remove("managedFields");
+        return;
+    }
+    let mut entry = Map::new();
+    entry.insert("manager".into(), Value::String(manager.into()));
+    entry.insert("operation".into(), Value::String(Operation::Update.as_str().into()));
+    entry.insert("apiVersion".into(), Value::String(res.api_version()));
+    entry.insert("time".into(), Value::String(meta::now_rfc3339()));
+    entry.insert("fieldsType".into(), Value::String("FieldsV1".into()));
+    entry.insert("fieldsV1".into(), Value::Object(fields));
+    meta.insert("managedFields".into(), Value::Array(vec![Value::Object(entry)]));
+}
+
+fn record_update_general(
+    res: &ResourceInfo,
+    live: Option<&Value>,
+    new: &mut Value,
+    manager: &str,
+    subresource: &str,
+) {
     // The entries come out of `new` (which gets them back encoded) rather than as copies: when
     // they are the live object's, as a controller's edit of the live object leaves them, their
     // wire forms are reused for every entry this write leaves alone.

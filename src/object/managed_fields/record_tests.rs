@@ -226,3 +226,53 @@ fn entries_a_write_leaves_alone_keep_their_stored_form() {
     record_update(vm_res(), Some(&live), &mut theirs, "kubectl-label", "");
     assert!(!marked(&theirs), "{}", theirs["metadata"]["managedFields"]);
 }
+
+/// A create's one-walk entry (`record_create`) is what the general path records, field for
+/// field, over a VM, a Pod (list-maps keyed by one and by two fields, a set) and the edges: empty
+/// maps and lists, a metadata of server fields only, repeated list-map keys, a value whose type
+/// differs from its schema's.
+#[test]
+fn a_creates_entry_is_the_general_paths() {
+    let kind = |k: &str| {
+        crate::generated::RESOURCES
+            .iter()
+            .find(|r| r.kind == k && r.version == "v1")
+            .unwrap_or_else(|| panic!("{k} v1 is served"))
+    };
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "n", "uid": "u", "generateName": "p-",
+                     "finalizers": ["a/b", "c/d"], "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "X", "name": "x", "uid": "1"}]},
+        "spec": {"containers": [
+            {"name": "c", "image": "i", "ports": [
+                {"containerPort": 80, "protocol": "TCP"}, {"containerPort": 80, "protocol": "UDP"}],
+             "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}],
+             "resources": {}},
+            {"name": "d", "image": "j", "args": []}],
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+            "nodeSelector": {}, "volumes": []},
+        "status": {"phase": "Pending", "conditions": "not a list"}
+    });
+    let cases = [
+        (vm_res(), vm()),
+        (kind("Pod"), pod),
+        (
+            vm_res(),
+            json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+                          "metadata": {"name": "a", "uid": "u"}}),
+        ),
+        (
+            vm_res(),
+            json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+                          "metadata": {"name": "a", "labels": {}}, "spec": {}}),
+        ),
+    ];
+    for (res, obj) in cases {
+        let mut fast = obj.clone();
+        record_update(res, None, &mut fast, "m", "");
+        let mut general = obj.clone();
+        super::record_update_general(res, None, &mut general, "m", "");
+        assert_eq!(pinned(&fast), pinned(&general), "{obj}");
+    }
+}

@@ -400,6 +400,92 @@ fn diff(
     }
 }
 
+/// The `FieldsV1` of what [`compare_ignoring_managed_fields`] finds added from an empty object
+/// to `new`, less the stripped metadata fields (`stripped_fields`), as `FieldSet::to_fields_v1`
+/// emits it: one walk of `new`, the same keys in the same order. A member with children gets
+/// `"."`; a map or associative list with no entries is a member only.
+pub fn created_fields_v1(new: &Value, ty: Type) -> Map<String, Value> {
+    let Some(root) = new.as_object() else { return Map::new() };
+    let mut out = Map::new();
+    for (k, v) in sorted_entries(root, false) {
+        let (fty, _) = ty.field(k);
+        // Identity is stripped; `metadata` is a member of nobody, but what is in it is.
+        let member = !matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
+        let children = added_below(v, fty, k == "metadata");
+        put_added(&mut out, format!("f:{k}"), member, children);
+    }
+    out
+}
+
+/// What is below an added value, in `FieldsV1`; `metadata`: it is the root's metadata, whose
+/// managedFields count as absent and whose server-set fields are stripped.
+fn added_below(v: &Value, ty: Type, metadata: bool) -> Map<String, Value> {
+    let mut out = Map::new();
+    match ty.shape(v) {
+        Shape::Scalar | Shape::Map { atomic: true } | Shape::List(ListKind::Atomic) => {}
+        Shape::List(kind) => {
+            let items = v.as_array().map(Vec::as_slice).unwrap_or(&[]);
+            let item_ty = ty.items();
+            for (pe, item) in named_items(&kind, items) {
+                put_added(&mut out, pe.to_fields_v1_key(), true, added_below(item, item_ty, false));
+            }
+        }
+        Shape::Map { atomic: false } => {
+            let Some(m) = v.as_object() else { return out };
+            for (k, val) in sorted_entries(m, metadata) {
+                let (fty, _) = ty.field(k);
+                let member = !(metadata && STRIPPED_METADATA.contains(&k.as_str()));
+                put_added(&mut out, format!("f:{k}"), member, added_below(val, fty, false));
+            }
+        }
+    }
+    out
+}
+
+/// The metadata fields no manager owns (`stripped_fields`, stripmeta.go).
+const STRIPPED_METADATA: [&str; 9] = [
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "selfLink",
+    "uid",
+    "clusterName",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+];
+
+/// A map's entries in key order (a field set's order), without managedFields in `metadata`.
+fn sorted_entries(m: &Map<String, Value>, metadata: bool) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<_> =
+        m.iter().filter(|(k, _)| !(metadata && k.as_str() == "managedFields")).collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries
+}
+
+fn put_added(
+    out: &mut Map<String, Value>,
+    key: String,
+    member: bool,
+    children: Map<String, Value>,
+) {
+    if children.is_empty() {
+        if member {
+            out.insert(key, Value::Object(Map::new()));
+        }
+        return;
+    }
+    let node = if member {
+        let mut node = Map::with_capacity(children.len() + 1);
+        node.insert(".".into(), Value::Object(Map::new()));
+        node.extend(children);
+        node
+    } else {
+        children
+    };
+    out.insert(key, Value::Object(node));
+}
+
 /// The items of an associative list by name, first occurrence winning.
 fn named_items<'a>(kind: &ListKind, items: &'a [Value]) -> BTreeMap<PathElement, &'a Value> {
     let mut out = BTreeMap::new();
