@@ -412,7 +412,7 @@ pub fn created_fields_v1(new: &Value, ty: Type) -> Map<String, Value> {
         // Identity is stripped; `metadata` is a member of nobody, but what is in it is.
         let member = !matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
         let children = added_below(v, fty, k == "metadata");
-        put_added(&mut out, format!("f:{k}"), member, children);
+        put_added(&mut out, field_key(k), member, children);
     }
     out
 }
@@ -435,11 +435,19 @@ fn added_below(v: &Value, ty: Type, metadata: bool) -> Map<String, Value> {
             for (k, val) in sorted_entries(m, metadata) {
                 let (fty, _) = ty.field(k);
                 let member = !(metadata && STRIPPED_METADATA.contains(&k.as_str()));
-                put_added(&mut out, format!("f:{k}"), member, added_below(val, fty, false));
+                put_added(&mut out, field_key(k), member, added_below(val, fty, false));
             }
         }
     }
     out
+}
+
+/// `f:<name>`, without `format!`'s machinery: this runs for every field of every create.
+fn field_key(name: &str) -> String {
+    let mut key = String::with_capacity(name.len() + 2);
+    key.push_str("f:");
+    key.push_str(name);
+    key
 }
 
 /// The metadata fields no manager owns (`stripped_fields`, stripmeta.go).
