@@ -40,7 +40,7 @@ impl PartialEq for Saved {
     fn eq(&self, other: &Saved) -> bool {
         self.objects.len() == other.objects.len()
             && self.objects.iter().zip(&other.objects).all(|((k, a), (l, b))| {
-                k == l && a == b || k == l && decoded(a).ok() == decoded(b).ok()
+                k == l && (a == b || decoded(a).ok() == decoded(b).ok())
             })
     }
 }
