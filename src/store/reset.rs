@@ -39,9 +39,11 @@ pub struct Saved {
 impl PartialEq for Saved {
     fn eq(&self, other: &Saved) -> bool {
         self.objects.len() == other.objects.len()
-            && self.objects.iter().zip(&other.objects).all(|((k, a), (l, b))| {
-                k == l && (a == b || decoded(a).ok() == decoded(b).ok())
-            })
+            && self
+                .objects
+                .iter()
+                .zip(&other.objects)
+                .all(|((k, a), (l, b))| k == l && (a == b || decoded(a).ok() == decoded(b).ok()))
     }
 }
 
