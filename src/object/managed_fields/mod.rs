@@ -336,17 +336,7 @@ pub fn stripped_fields() -> FieldSet {
     s.insert(&[f("apiVersion")]);
     s.insert(&[f("kind")]);
     s.insert(&[f("metadata")]);
-    for name in [
-        "name",
-        "namespace",
-        "creationTimestamp",
-        "selfLink",
-        "uid",
-        "clusterName",
-        "generation",
-        "managedFields",
-        "resourceVersion",
-    ] {
+    for name in typed::STRIPPED_METADATA {
         s.insert(&[f("metadata"), f(name)]);
     }
     s

@@ -450,8 +450,9 @@ fn field_key(name: &str) -> String {
     key
 }
 
-/// The metadata fields no manager owns (`stripped_fields`, stripmeta.go).
-const STRIPPED_METADATA: [&str; 9] = [
+/// The metadata fields no manager owns (stripmeta.go), besides the root's `apiVersion`, `kind` and
+/// `metadata` itself (`stripped_fields`).
+pub const STRIPPED_METADATA: [&str; 9] = [
     "name",
     "namespace",
     "creationTimestamp",
