@@ -165,10 +165,18 @@ fn virt_api_refuses_each_malformed_credential_with_its_field() {
         json!([{"sshPublicKey": {"source": src, "propagationMethod": {"noCloud": {}}}}]),
     );
     assert_eq!(s.post(&format!("{KV}/acr/virtualmachines"), &ok).status, 201);
-    let mut bad = s.get_json(&format!("{KV}/acr/virtualmachines/ok"));
-    bad["spec"]["template"]["spec"]["accessCredentials"][0]["sshPublicKey"]["propagationMethod"] =
-        json!({"configDrive": {}});
-    let r = s.put(&format!("{KV}/acr/virtualmachines/ok"), &bad);
+    // The simulated virt-controller writes the new VM meanwhile: a 409 before admission is
+    // kube's answer to a stale resourceVersion (registry/store.go Update), so read again and
+    // retry as client-go's RetryOnConflict does.
+    let r = (0..20)
+        .map(|_| {
+            let mut bad = s.get_json(&format!("{KV}/acr/virtualmachines/ok"));
+            bad["spec"]["template"]["spec"]["accessCredentials"][0]["sshPublicKey"]
+                ["propagationMethod"] = json!({"configDrive": {}});
+            s.put(&format!("{KV}/acr/virtualmachines/ok"), &bad)
+        })
+        .find(|r| r.status != 409)
+        .expect("an update not in conflict");
     assert_eq!(r.status, 422, "{}", r.text());
     let vmi = json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
         "metadata": {"name": "vmi1"},
