@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::reverse::{self, Reverse};
 use crate::generated::RESOURCES;
+use crate::object::managed_fields::without_managed_fields;
 use crate::object::meta::controller_ref;
 use crate::object::meta_str;
 use crate::registry::keys::{collection_prefix, object_key};
@@ -136,6 +137,7 @@ fn list_of(
     items: Vec<Arc<Value>>,
 ) -> Arc<Value> {
     let build = |items: &[Arc<Value>]| {
+        // No lifecycle reads a listed object's managedFields.
         Arc::new(Value::Array(items.iter().map(|i| without_managed_fields(i)).collect()))
     };
     let Some((ix, k)) = indexes else { return build(&items) };
@@ -158,25 +160,6 @@ fn list_of(
         None => held.push(List { k, rel: rel.to_string(), items, value: value.clone() }),
     }
     value
-}
-
-/// A copy of `obj` for a list's value, without `metadata.managedFields`: no lifecycle reads
-/// them, and they are often half of a launcher pod's bytes.
-fn without_managed_fields(obj: &Value) -> Value {
-    let Value::Object(map) = obj else { return obj.clone() };
-    let copy = map.iter().map(|(k, v)| {
-        let v = match (k.as_str(), v) {
-            ("metadata", Value::Object(meta)) => Value::Object(
-                meta.iter()
-                    .filter(|(k, _)| *k != "managedFields")
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            ),
-            _ => v.clone(),
-        };
-        (k.clone(), v)
-    });
-    Value::Object(copy.collect())
 }
 
 /// The objects of `res` in `ns` that `keep` picks and the relation's `where` admits, read by a
@@ -377,24 +360,5 @@ impl Indexes {
             }
         }
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::without_managed_fields;
-
-    #[test]
-    fn a_list_copy_keeps_all_but_managed_fields() {
-        let pod = json!({"metadata": {"name": "p", "managedFields": [{"manager": "kubelet"}],
-                          "labels": {"a": "b"}}, "spec": {"nodeName": "n"}});
-        let copy = without_managed_fields(&pod);
-        assert_eq!(
-            copy,
-            json!({"metadata": {"name": "p", "labels": {"a": "b"}}, "spec": {"nodeName": "n"}})
-        );
-        assert_eq!(without_managed_fields(&json!("x")), json!("x"));
     }
 }

@@ -114,13 +114,14 @@ impl Saved {
                     steps.push(Step::Delete { key: key.clone(), rev: entry.rev });
                 }
                 Some(_) if known.get(key) == Some(&entry.rev) => {}
-                Some(want) if persisted(&*entry.object()?)? != decoded(want)? => {
-                    stats.updated += 1;
-                    let value = decoded(want)?;
-                    steps.push(Step::Update { key: key.clone(), rev: entry.rev, value });
-                }
-                Some(_) => {
-                    known.insert(key.clone(), entry.rev);
+                Some(want) => {
+                    let want = decoded(want)?;
+                    if persisted(&*entry.object()?)? == want {
+                        known.insert(key.clone(), entry.rev);
+                    } else {
+                        stats.updated += 1;
+                        steps.push(Step::Update { key: key.clone(), rev: entry.rev, value: want });
+                    }
                 }
             }
         }
