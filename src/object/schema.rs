@@ -10,23 +10,26 @@ use crate::generated::OPENAPI_V2;
 use crate::resource::ResourceInfo;
 
 struct Parsed {
-    doc: Value,
-    /// `(group, version, kind)` → definition name.
-    by_gvk: HashMap<(String, String, String), String>,
+    doc: &'static Value,
+    /// `(group, version, kind)` → definition, borrowed from the document.
+    by_gvk: HashMap<(&'static str, &'static str, &'static str), &'static Value>,
 }
 
 fn parsed() -> &'static Parsed {
     static PARSED: OnceLock<Parsed> = OnceLock::new();
     PARSED.get_or_init(|| {
-        // Codegen parsed these very bytes at build time; they cannot fail to parse here.
-        let doc: Value = serde_json::from_slice(OPENAPI_V2).expect("the embedded document is JSON");
+        // Codegen parsed these very bytes at build time; they cannot fail to parse here. The
+        // document lives as long as the process, so lookups borrow from it.
+        let doc: &'static Value = Box::leak(Box::new(
+            serde_json::from_slice(OPENAPI_V2).expect("the embedded document is JSON"),
+        ));
         let mut by_gvk = HashMap::new();
         let defs = doc.get("definitions").and_then(Value::as_object);
-        for (name, def) in defs.into_iter().flatten() {
+        for def in defs.into_iter().flat_map(|d| d.values()) {
             let gvks = def.get("x-kubernetes-group-version-kind").and_then(Value::as_array);
             for gvk in gvks.into_iter().flatten() {
-                let part = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                by_gvk.insert((part("group"), part("version"), part("kind")), name.clone());
+                let part = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or("");
+                by_gvk.insert((part("group"), part("version"), part("kind")), def);
             }
         }
         Parsed { doc, by_gvk }
@@ -35,19 +38,208 @@ fn parsed() -> &'static Parsed {
 
 /// The whole document.
 pub fn document() -> &'static Value {
-    &parsed().doc
+    parsed().doc
 }
 
 /// The definition the document gives a group, version and kind.
 pub fn gvk_definition(group: &str, version: &str, kind: &str) -> Option<&'static Value> {
-    let p = parsed();
-    let name = p.by_gvk.get(&(group.to_string(), version.to_string(), kind.to_string()))?;
-    p.doc.get("definitions")?.get(name)
+    parsed().by_gvk.get(&(group, version, kind)).copied()
 }
 
 /// The definition of `res`'s kind in `res`'s version.
 pub fn kind_definition(res: &ResourceInfo) -> Option<&'static Value> {
     gvk_definition(res.group, res.version, res.kind)
+}
+
+/// A node of the compiled schema: what the walks over every value of a write (pruning,
+/// validation, field ownership) ask of its place in the schema, read once for the whole
+/// document instead of per value and per request. `$ref`s and one-element `allOf`s are resolved
+/// to node ids, so recursive definitions are cycles of ids and no walk looks a definition up by
+/// name. A reference that leads nowhere is an open schema: [`open`], which declares nothing.
+#[derive(Debug)]
+pub struct Node {
+    /// `type`.
+    pub ty: Option<&'static str>,
+    /// `format: int-or-string`.
+    pub int_or_string_format: bool,
+    /// `x-virt-proto-type: quantity`.
+    pub quantity: bool,
+    /// `x-kubernetes-int-or-string: true`.
+    pub int_or_string: bool,
+    /// `nullable` or `x-nullable`.
+    pub nullable: bool,
+    /// `enum`.
+    pub enum_values: Option<&'static [Value]>,
+    /// The names `required` lists.
+    pub required: Vec<&'static str>,
+    /// `properties` is an object.
+    pub has_properties: bool,
+    /// The declared properties in key order (`None`: a reference that leads nowhere).
+    properties: Vec<(&'static str, Option<NodeId>)>,
+    /// `additionalProperties` is there, a schema or a boolean.
+    pub has_additional: bool,
+    /// `additionalProperties`, when it is a schema.
+    pub additional: Option<Option<NodeId>>,
+    /// `x-kubernetes-preserve-unknown-fields: true` or `additionalProperties: true`.
+    pub keeps_unknown: bool,
+    /// `items`.
+    pub items: Option<Option<NodeId>>,
+    /// It declares an array: it has `items`, or `type: array`.
+    pub array: bool,
+    /// `x-kubernetes-map-type: atomic`.
+    pub map_atomic: bool,
+    /// `x-kubernetes-list-type`.
+    pub list_type: Option<&'static str>,
+    /// `x-kubernetes-list-map-keys`.
+    pub list_map_keys: Vec<String>,
+}
+
+/// An index into the compiled schema.
+pub type NodeId = u32;
+
+/// The open schema: nothing declared, nothing checked.
+const OPEN: Node = Node {
+    ty: None,
+    int_or_string_format: false,
+    quantity: false,
+    int_or_string: false,
+    nullable: false,
+    enum_values: None,
+    required: Vec::new(),
+    has_properties: false,
+    properties: Vec::new(),
+    has_additional: false,
+    additional: None,
+    keeps_unknown: false,
+    items: None,
+    array: false,
+    map_atomic: false,
+    list_type: None,
+    list_map_keys: Vec::new(),
+};
+
+impl Node {
+    /// Declared property `name`: `None` when undeclared, `Some(None)` when declared but its
+    /// reference leads nowhere.
+    pub fn property(&self, name: &str) -> Option<Option<NodeId>> {
+        let i = self.properties.binary_search_by(|(k, _)| (*k).cmp(name)).ok()?;
+        Some(self.properties[i].1)
+    }
+
+    /// The schema of map entry `name`: its property's, else `additionalProperties`'.
+    pub fn entry(&self, name: &str) -> Option<Option<NodeId>> {
+        self.property(name).or(self.additional)
+    }
+}
+
+struct Compiled {
+    nodes: Vec<Node>,
+    /// A kind's definition, by its address in the document → its node.
+    kinds: HashMap<usize, NodeId>,
+}
+
+/// A schema's identity: the address of its value in the document, which never moves.
+fn addr(v: &'static Value) -> usize {
+    v as *const Value as usize
+}
+
+fn compiled() -> &'static Compiled {
+    static COMPILED: OnceLock<Compiled> = OnceLock::new();
+    COMPILED.get_or_init(|| {
+        let mut c = Compiler::default();
+        let mut kinds = HashMap::new();
+        for def in parsed().by_gvk.values() {
+            if let Some(id) = c.compile(def) {
+                kinds.insert(addr(def), id);
+            }
+        }
+        Compiled { nodes: c.nodes, kinds }
+    })
+}
+
+#[derive(Default)]
+struct Compiler {
+    nodes: Vec<Node>,
+    /// Resolved schema (by address) → its node: each is compiled once, and cycles end.
+    seen: HashMap<usize, NodeId>,
+}
+
+impl Compiler {
+    fn compile(&mut self, schema: &'static Value) -> Option<NodeId> {
+        let node = resolve(schema)?;
+        if let Some(&id) = self.seen.get(&addr(node)) {
+            return Some(id);
+        }
+        let id = self.nodes.len() as NodeId;
+        self.nodes.push(OPEN);
+        self.seen.insert(addr(node), id);
+        let ext = |k: &str| node.get(k).and_then(Value::as_str);
+        let flag = |k: &str| node.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let props = node.get("properties").and_then(Value::as_object);
+        let mut properties: Vec<(&'static str, Option<NodeId>)> = Vec::new();
+        for (name, prop) in props.into_iter().flatten() {
+            properties.push((name.as_str(), self.compile(prop)));
+        }
+        properties.sort_by(|a, b| a.0.cmp(b.0));
+        let additional_raw = node.get("additionalProperties");
+        let additional = match additional_raw {
+            Some(ap @ Value::Object(_)) => Some(self.compile(ap)),
+            _ => None,
+        };
+        let items = node.get("items").map(|i| self.compile(i));
+        let list_map_keys = node
+            .get("x-kubernetes-list-map-keys")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default();
+        let required = node.get("required").and_then(Value::as_array);
+        self.nodes[id as usize] = Node {
+            ty: ext("type"),
+            int_or_string_format: ext("format") == Some("int-or-string"),
+            quantity: ext("x-virt-proto-type") == Some("quantity"),
+            int_or_string: flag("x-kubernetes-int-or-string"),
+            nullable: flag("nullable") || flag("x-nullable"),
+            enum_values: node.get("enum").and_then(Value::as_array).map(Vec::as_slice),
+            required: required.into_iter().flatten().filter_map(Value::as_str).collect(),
+            has_properties: props.is_some(),
+            properties,
+            has_additional: additional_raw.is_some(),
+            additional,
+            keeps_unknown: flag("x-kubernetes-preserve-unknown-fields")
+                || additional_raw.and_then(Value::as_bool) == Some(true),
+            items,
+            array: node.get("items").is_some() || ext("type") == Some("array"),
+            map_atomic: ext("x-kubernetes-map-type") == Some("atomic"),
+            list_type: ext("x-kubernetes-list-type"),
+            list_map_keys,
+        };
+        Some(id)
+    }
+}
+
+/// The compiled node of `res`'s kind in `res`'s version.
+pub fn kind_node(res: &ResourceInfo) -> Option<NodeId> {
+    gvk_node(res.group, res.version, res.kind)
+}
+
+/// The compiled node of a group, version and kind's definition.
+pub fn gvk_node(group: &str, version: &str, kind: &str) -> Option<NodeId> {
+    let def = gvk_definition(group, version, kind)?;
+    compiled().kinds.get(&addr(def)).copied()
+}
+
+/// Node `id` of the compiled schema; `None`, a reference that leads nowhere, is [`open`].
+pub fn node(id: Option<NodeId>) -> &'static Node {
+    match id {
+        Some(id) => &compiled().nodes[id as usize],
+        None => open(),
+    }
+}
+
+/// The open schema.
+pub fn open() -> &'static Node {
+    static OPEN_NODE: Node = OPEN;
+    &OPEN_NODE
 }
 
 /// `schema` past its `$ref`s into the definitions and a one-element `allOf` (how kube's

@@ -15,8 +15,8 @@
 use serde_json::{Map, Value};
 
 use crate::object::error::{ApiError, Cause};
+use crate::object::schema::{Node, NodeId};
 use crate::object::strict_decoding as strict;
-use crate::object::At;
 use crate::object::{meta, schema};
 use crate::resource::ResourceInfo;
 
@@ -31,10 +31,6 @@ pub enum FieldValidation {
 /// The definition of `res`'s kind in `res`'s version.
 pub fn kind_schema(res: &ResourceInfo) -> Option<&'static Value> {
     schema::kind_definition(res)
-}
-
-fn gvk_schema(group: &str, version: &str, kind: &str) -> Option<&'static Value> {
-    schema::gvk_definition(group, version, kind)
 }
 
 /// `schema` past its references; one that leads nowhere is an open schema.
@@ -143,24 +139,25 @@ pub fn admit(
 /// as structured-merge-diff words them (`.spec.foo`), or nothing.
 pub fn undeclared_in_apply(gvk: (&str, &str, &str), config: &Value) -> Vec<String> {
     let mut copy = config.clone();
-    let schema = gvk_schema(gvk.0, gvk.1, gvk.2);
-    prune_by(schema, &mut copy).into_iter().map(|p| format!(".{p}")).collect()
+    prune_by(schema::gvk_node(gvk.0, gvk.1, gvk.2), &mut copy)
+        .into_iter()
+        .map(|p| format!(".{p}"))
+        .collect()
 }
 
 /// Validates an admitted object: types, enums, required fields and list keys (not metadata).
 pub fn check(res: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let Some(schema) = kind_schema(res) else { return causes };
-    let (Some(map), Some(props)) =
-        (obj.as_object(), schema.get("properties").and_then(Value::as_object))
-    else {
+    let Some(kind) = schema::kind_node(res) else { return causes };
+    let schema = schema::node(Some(kind));
+    let (Some(map), true) = (obj.as_object(), schema.has_properties) else {
         return causes;
     };
     let mut path = String::new();
     for (k, v) in map {
-        if let (false, Some(s)) = (k == "metadata", props.get(k)) {
+        if let (false, Some(s)) = (k == "metadata", schema.property(k)) {
             path.push_str(k);
-            check_value(v, s, &mut path, &mut causes);
+            check_value(v, schema::node(s), &mut path, &mut causes);
             path.clear();
         }
     }
@@ -197,16 +194,18 @@ fn at_index<R>(path: &mut String, i: usize, f: impl FnOnce(&mut String) -> R) ->
 /// (`spec.bogus`, `spec.list[0].x`, `metadata.unknownMeta`), in key order with metadata last. Nulls where the
 /// schema allows none are dropped too, silently, as kube's `PruneNonNullableNullsWithoutDefaults`.
 pub fn prune(res: &ResourceInfo, obj: &mut Value) -> Vec<String> {
-    prune_by(kind_schema(res), obj)
+    prune_by(schema::kind_node(res), obj)
 }
 
-fn prune_by(schema: Option<&Value>, obj: &mut Value) -> Vec<String> {
-    let Some(schema) = schema else { return Vec::new() };
+fn prune_by(kind: Option<NodeId>, obj: &mut Value) -> Vec<String> {
+    let Some(kind) = kind else { return Vec::new() };
+    let schema = schema::node(Some(kind));
     let mut pruned = Vec::new();
     let mut meta_pruned = Vec::new();
-    if let Some(meta_schema) = schema.at("/properties/metadata") {
+    if let Some(meta_schema) = schema.property("metadata") {
         if let Some(m) = obj.get_mut("metadata") {
             let mut path = String::from("metadata");
+            let meta_schema = schema::node(meta_schema);
             prune_value(m, meta_schema, &mut path, &mut meta_pruned, false, false);
         }
     }
@@ -215,43 +214,29 @@ fn prune_by(schema: Option<&Value>, obj: &mut Value) -> Vec<String> {
     pruned
 }
 
-fn flag(schema: &Value, name: &str) -> bool {
-    schema.get(name).and_then(Value::as_bool).unwrap_or(false)
-}
-
-fn nullable(schema: &Value) -> bool {
-    let s = resolve(schema);
-    flag(s, "nullable") || flag(s, "x-nullable")
-}
-
 /// kube's pruning walk (apiextensions schema/pruning). `root` skips `metadata`, walked apart.
 fn prune_value(
     v: &mut Value,
-    schema: &Value,
+    schema: &Node,
     path: &mut String,
     out: &mut Vec<String>,
     drop_nulls: bool,
     root: bool,
 ) {
-    let schema = resolve(schema);
     match v {
         Value::Object(map) => {
-            let props = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties");
-            if props.is_none() && additional.is_none() {
+            if !schema.has_properties && !schema.has_additional {
                 return;
             }
-            let keep_unknown = flag(schema, "x-kubernetes-preserve-unknown-fields")
-                || additional.and_then(Value::as_bool) == Some(true);
-            let additional = additional.filter(|a| a.is_object());
             let mut gone = Vec::new();
             for (k, value) in map.iter_mut() {
                 if root && k == "metadata" {
                     continue;
                 }
-                match props.and_then(|p| p.get(k)).or(additional) {
+                match schema.entry(k) {
                     Some(child) => {
-                        if drop_nulls && value.is_null() && !nullable(child) {
+                        let child = schema::node(child);
+                        if drop_nulls && value.is_null() && !child.nullable {
                             gone.push(k.clone());
                         } else {
                             at_field(path, k, |path| {
@@ -259,7 +244,7 @@ fn prune_value(
                             });
                         }
                     }
-                    None if keep_unknown => {}
+                    None if schema.keeps_unknown => {}
                     None => {
                         out.push(at_field(path, k, |path| path.clone()));
                         gone.push(k.clone());
@@ -271,7 +256,8 @@ fn prune_value(
             }
         }
         Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
+            if let Some(item_schema) = schema.items {
+                let item_schema = schema::node(item_schema);
                 for (i, item) in items.iter_mut().enumerate() {
                     at_index(path, i, |path| {
                         prune_value(item, item_schema, path, out, drop_nulls, false)
@@ -302,10 +288,8 @@ fn is_integer(v: &Value) -> bool {
 
 /// kube's two-form types, declared `string` in its document: an IntOrString's integer form
 /// (`format: int-or-string`) and a Quantity's number form (`x-virt-proto-type: quantity`).
-fn other_form(schema: &Value, v: &Value) -> bool {
-    let int_or_string = schema.get("format").and_then(Value::as_str) == Some("int-or-string");
-    let quantity = schema.get("x-virt-proto-type").and_then(Value::as_str) == Some("quantity");
-    (int_or_string && is_integer(v)) || (quantity && v.is_number())
+fn other_form(schema: &Node, v: &Value) -> bool {
+    (schema.int_or_string_format && is_integer(v)) || (schema.quantity && v.is_number())
 }
 
 fn type_matches(v: &Value, t: &str) -> bool {
@@ -351,26 +335,25 @@ fn go_repr(v: &Value) -> String {
     }
 }
 
-fn check_value(v: &Value, schema: &Value, path: &mut String, causes: &mut Vec<Cause>) {
+fn check_value(v: &Value, schema: &Node, path: &mut String, causes: &mut Vec<Cause>) {
     // A null no pruning removed is a built-in kind's zero value, as Go's decoding reads it
     // (a condition's `lastProbeTime: null`, which kube itself writes): not a type error.
     // Custom resources never keep one (`prune` drops nulls their schema does not allow).
     if v.is_null() {
         return;
     }
-    let schema = resolve(schema);
-    match schema.get("type").and_then(Value::as_str) {
+    match schema.ty {
         Some(t) if !type_matches(v, t) && !other_form(schema, v) => {
             causes.push(type_invalid(path, t, v));
             return;
         }
-        None if flag(schema, "x-kubernetes-int-or-string") && !(is_integer(v) || v.is_string()) => {
+        None if schema.int_or_string && !(is_integer(v) || v.is_string()) => {
             causes.push(type_invalid(path, "integer,string", v));
             return;
         }
         _ => {}
     }
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
+    if let Some(allowed) = schema.enum_values {
         if !allowed.contains(v) {
             let names: Vec<String> = allowed
                 .iter()
@@ -383,21 +366,18 @@ fn check_value(v: &Value, schema: &Value, path: &mut String, causes: &mut Vec<Ca
     }
     match v {
         Value::Object(map) => {
-            for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
-                if let Some(r) = r.as_str().filter(|r| !map.contains_key(*r)) {
-                    causes.push(at_field(path, r, |path| Cause::required(path, "")));
-                }
+            for r in schema.required.iter().filter(|r| !map.contains_key(**r)) {
+                causes.push(at_field(path, r, |path| Cause::required(path, "")));
             }
-            let props = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
             for (k, value) in map {
-                if let Some(s) = props.and_then(|p| p.get(k)).or(additional) {
-                    at_field(path, k, |path| check_value(value, s, path, causes));
+                if let Some(s) = schema.entry(k) {
+                    at_field(path, k, |path| check_value(value, schema::node(s), path, causes));
                 }
             }
         }
         Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
+            if let Some(item_schema) = schema.items {
+                let item_schema = schema::node(item_schema);
                 for (i, item) in items.iter().enumerate() {
                     at_index(path, i, |path| check_value(item, item_schema, path, causes));
                 }
@@ -409,22 +389,17 @@ fn check_value(v: &Value, schema: &Value, path: &mut String, causes: &mut Vec<Ca
 }
 
 /// `x-kubernetes-list-type` `set` and `map` forbid duplicate items and duplicate keys.
-fn check_list_type(items: &[Value], schema: &Value, path: &str, causes: &mut Vec<Cause>) {
-    let list_type = schema.get("x-kubernetes-list-type").and_then(Value::as_str);
-    let keys: Vec<&str> = schema
-        .get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .map(|k| k.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+fn check_list_type(items: &[Value], schema: &Node, path: &str, causes: &mut Vec<Cause>) {
+    let keys = &schema.list_map_keys;
     let mut seen: Vec<Value> = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let identity = match list_type {
+        let identity = match schema.list_type {
             Some("set") => item.clone(),
             Some("map") if !keys.is_empty() => {
                 let Some(obj) = item.as_object() else { continue };
                 let key: Map<String, Value> = keys
                     .iter()
-                    .filter_map(|k| obj.get(*k).map(|v| (k.to_string(), v.clone())))
+                    .filter_map(|k| obj.get(k).map(|v| (k.to_string(), v.clone())))
                     .collect();
                 Value::Object(key)
             }
@@ -446,6 +421,7 @@ fn check_list_type(items: &[Value], schema: &Value, path: &str, causes: &mut Vec
 mod tests {
     use super::*;
     use crate::generated::RESOURCES;
+    use crate::object::At;
     use serde_json::json;
 
     #[test]
@@ -482,9 +458,12 @@ mod tests {
                 assert!(fields > 3, "{} lists fields beside its type and metadata", res.kind);
                 continue;
             };
-            let spec = resolve(spec);
-            assert!(spec.get("properties").is_some(), "{} lists its spec fields", res.kind);
-            assert!(!flag(spec, "x-kubernetes-preserve-unknown-fields"), "{}", res.kind);
+            assert!(resolve(spec).get("properties").is_some(), "{} lists its spec", res.kind);
+            // The compiled schema says the same.
+            let kind = schema::node(schema::kind_node(res));
+            let spec = schema::node(kind.property("spec").expect("spec is declared"));
+            assert!(spec.has_properties, "{} lists its spec fields", res.kind);
+            assert!(!spec.keeps_unknown, "{}", res.kind);
         }
     }
 

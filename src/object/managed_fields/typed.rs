@@ -15,15 +15,15 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::fieldset::{FieldSet, OrdValue, Path, PathElement};
-use crate::object::schema::{self, resolve};
+use crate::object::schema::{self, Node, NodeId};
 use crate::resource::ResourceInfo;
 
 /// Where a value sits in the schema; `None` means nothing is known and the shape is deduced.
 #[derive(Clone, Copy, Debug)]
 pub struct Type {
-    /// Already past `$ref`s and a one-element `allOf` ([`Type::at`]): the walks ask a type
-    /// several questions per value, and resolving once is what keeps them cheap.
-    node: Option<&'static Value>,
+    /// A node of the compiled schema (`schema::Node`): the walks ask a type several questions
+    /// per value, and the compiled node answers each without a lookup in the document.
+    node: Option<NodeId>,
 }
 
 /// How a value is merged.
@@ -49,50 +49,31 @@ pub enum ListKind {
 impl Type {
     /// The type of a whole object of `res` in its version.
     pub fn of(res: &ResourceInfo) -> Type {
-        Type::at(schema::kind_definition(res))
+        Type { node: schema::kind_node(res) }
     }
 
     pub fn deduced() -> Type {
         Type { node: None }
     }
 
-    /// The type at schema node `node`, after `$ref`s and a one-element `allOf`.
-    fn at(node: Option<&'static Value>) -> Type {
-        Type { node: node.and_then(resolve) }
+    fn node(self) -> Option<&'static Node> {
+        self.node.map(|id| schema::node(Some(id)))
     }
 
     /// How `v` is merged at this place. The value decides between map, list and scalar; the
     /// schema decides whether maps and lists are atomic and how list items are named.
     pub fn shape(self, v: &Value) -> Shape {
-        let node = self.node;
-        let ext = |k: &str| node.and_then(|n| n.get(k)).and_then(Value::as_str);
+        let node = self.node();
         match v {
-            Value::Object(_) => {
-                Shape::Map { atomic: ext("x-kubernetes-map-type") == Some("atomic") }
-            }
+            Value::Object(_) => Shape::Map { atomic: node.is_some_and(|n| n.map_atomic) },
             Value::Array(_) => {
-                let declared = node.is_some_and(|n| {
-                    n.get("items").is_some()
-                        || n.get("type").and_then(Value::as_str) == Some("array")
-                });
-                if !declared {
+                let Some(node) = node.filter(|n| n.array) else {
                     return Shape::List(ListKind::Atomic);
-                }
-                match ext("x-kubernetes-list-type") {
+                };
+                match node.list_type {
                     Some("set") => Shape::List(ListKind::Set),
-                    Some("map") => {
-                        let keys: Vec<String> = node
-                            .and_then(|n| n.get("x-kubernetes-list-map-keys"))
-                            .and_then(Value::as_array)
-                            .map(|a| {
-                                a.iter().filter_map(Value::as_str).map(str::to_string).collect()
-                            })
-                            .unwrap_or_default();
-                        if keys.is_empty() {
-                            Shape::List(ListKind::Atomic)
-                        } else {
-                            Shape::List(ListKind::Map(keys))
-                        }
+                    Some("map") if !node.list_map_keys.is_empty() => {
+                        Shape::List(ListKind::Map(node.list_map_keys.clone()))
                     }
                     _ => Shape::List(ListKind::Atomic),
                 }
@@ -105,18 +86,15 @@ impl Type {
     /// free-form maps are not named: structured-merge-diff makes each of them a member of the
     /// field set even when it has children.
     pub fn field(self, key: &str) -> (Type, bool) {
-        let Some(node) = self.node else { return (Type::deduced(), false) };
-        if let Some(prop) = node.get("properties").and_then(|p| p.get(key)) {
-            return (Type::at(Some(prop)), true);
-        }
-        match node.get("additionalProperties") {
-            Some(ap @ Value::Object(_)) => (Type::at(Some(ap)), false),
-            _ => (Type::deduced(), false),
+        let Some(node) = self.node() else { return (Type::deduced(), false) };
+        match node.property(key) {
+            Some(prop) => (Type { node: prop }, true),
+            None => (Type { node: node.additional.flatten() }, false),
         }
     }
 
     pub fn items(self) -> Type {
-        Type::at(self.node.and_then(|n| n.get("items")))
+        Type { node: self.node().and_then(|n| n.items.flatten()) }
     }
 }
 
@@ -464,12 +442,14 @@ pub const STRIPPED_METADATA: [&str; 9] = [
     "resourceVersion",
 ];
 
-/// A map's entries in key order (a field set's order), without managedFields in `metadata`.
-fn sorted_entries(m: &Map<String, Value>, metadata: bool) -> Vec<(&String, &Value)> {
-    let mut entries: Vec<_> =
-        m.iter().filter(|(k, _)| !(metadata && k.as_str() == "managedFields")).collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    entries
+/// A map's entries in key order (a field set's order: serde_json's `Map` is a `BTreeMap` in
+/// this build, `validation`'s `maps_iterate_in_key_order` holds it), without managedFields in
+/// `metadata`.
+fn sorted_entries(
+    m: &Map<String, Value>,
+    metadata: bool,
+) -> impl Iterator<Item = (&String, &Value)> {
+    m.iter().filter(move |(k, _)| !(metadata && k.as_str() == "managedFields"))
 }
 
 fn put_added(

@@ -34,6 +34,8 @@ pub fn open(path: &str) -> std::result::Result<Connection, String> {
     let sqlite = |e: rusqlite::Error| preflight::describe(file, &e);
     let mut conn = Connection::open(path).map_err(sqlite)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
+    // Every statement the engine runs stays prepared (`sql.rs` has fewer than this many).
+    conn.set_prepared_statement_cache_capacity(64);
     // The bundled SQLite is built with STAT4, which marks statements whose WHERE compares an
     // indexed column with a parameter to be re-prepared (parsed and planned again) on every
     // new binding: every create's LATEST_REV was. There are no statistics to plan with, so

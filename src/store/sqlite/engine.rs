@@ -482,14 +482,34 @@ impl Engine {
     /// Stages every write in one transaction and commits it when any succeeded. An `Err` means
     /// the transaction is gone: no write of the batch was committed.
     fn run_batch(&mut self, writes: &[Write], results: &mut Vec<Result<Staged>>) -> Result<()> {
-        let mut tx = begin(&mut self.conn)?;
+        // The transaction's own statements are prepared once, like the writes' (rusqlite's
+        // `Transaction` and `Savepoint` parse theirs anew on every batch and every write).
+        let conn = &self.conn;
+        run(conn, sql::BEGIN)?;
+        let staged = self.stage_batch(writes, results);
+        let done = match staged {
+            Ok(true) => run(conn, sql::COMMIT),
+            Ok(false) => run(conn, sql::ROLLBACK),
+            Err(e) => Err(e),
+        };
+        if done.is_err() && !conn.is_autocommit() {
+            // What the batch staged goes; the next batch starts clean.
+            let _ = run(conn, sql::ROLLBACK);
+        }
+        done
+    }
+
+    /// Stages each write in its own savepoint of the open transaction; answers whether any
+    /// succeeded. An `Err`: SQLite rolled the whole transaction back (a full disk, an I/O error).
+    fn stage_batch(&self, writes: &[Write], results: &mut Vec<Result<Staged>>) -> Result<bool> {
+        let conn = &self.conn;
         let mut rev = self.rev;
         let mut batch = Batch { feed: &self.feed, writes, staged: HashMap::new() };
         for (i, write) in writes.iter().enumerate() {
-            let sp = tx.savepoint()?;
-            match stage(&sp, &batch, write, rev + 1) {
+            run(conn, sql::SAVEPOINT)?;
+            match stage(conn, &batch, write, rev + 1) {
                 Ok(staged) => {
-                    sp.commit()?;
+                    run(conn, sql::RELEASE)?;
                     rev += 1;
                     let live = (staged.kind != EventType::Deleted).then_some(Live {
                         rev,
@@ -500,20 +520,17 @@ impl Engine {
                     results.push(Ok(staged));
                 }
                 Err(e) => {
-                    // Dropping the savepoint rolls back to it and releases it.
-                    drop(sp);
                     // SQLite rolls the whole transaction back on some errors (full, I/O).
-                    if tx.is_autocommit() {
+                    if conn.is_autocommit() {
                         return Err(e);
                     }
+                    run(conn, sql::ROLLBACK_TO)?;
+                    run(conn, sql::RELEASE)?;
                     results.push(Err(e));
                 }
             }
         }
-        if rev > self.rev {
-            tx.commit()?;
-        }
-        Ok(())
+        Ok(rev > self.rev)
     }
 
     fn probe(&self) -> Result<()> {
@@ -664,6 +681,12 @@ fn stage(conn: &Connection, batch: &Batch<'_>, write: &Write, rev: u64) -> Resul
             Ok(Staged { rev, kind: EventType::Deleted, create_rev, tombstone: Some(last) })
         }
     }
+}
+
+/// Runs a statement that answers no rows, prepared once per connection.
+fn run(conn: &Connection, statement: &str) -> Result<()> {
+    conn.prepare_cached(statement)?.raw_execute()?;
+    Ok(())
 }
 
 /// Appends a write's row to the log; its kind sets the row's created and deleted flags. Its value

@@ -69,6 +69,16 @@ pub const LOAD_CURRENT: &str = "SELECT key, rev, create_rev, value FROM log
 /// The newest row of a key, tombstone or not; a re-create links to it.
 pub const LATEST_REV: &str = "SELECT MAX(rev) FROM log WHERE key = ?1";
 
+/// A batch of writes is one transaction; IMMEDIATE takes the write lock up front, so a busy
+/// database fails before any work is done. Each write is a savepoint in it, so a failing one
+/// takes back only its own changes.
+pub const BEGIN: &str = "BEGIN IMMEDIATE";
+pub const COMMIT: &str = "COMMIT";
+pub const ROLLBACK: &str = "ROLLBACK";
+pub const SAVEPOINT: &str = "SAVEPOINT write";
+pub const RELEASE: &str = "RELEASE write";
+pub const ROLLBACK_TO: &str = "ROLLBACK TO write";
+
 pub const LOG_APPEND: &str =
     "INSERT INTO log (rev, key, created, deleted, create_rev, prev_rev, value)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
