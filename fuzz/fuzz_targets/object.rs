@@ -1,11 +1,11 @@
 //! Object decoding as create and update see it: a JSON or YAML body (the first byte picks the
-//! media type) decoded, its nesting bounded, its metadata validated, and its repeated keys
+//! media type) decoded, its nesting and size bounded, its metadata validated, and its repeated keys
 //! found as strict decoding reports them.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use virt_apiserver::decode_body;
-use virt_apiserver::limits::check_depth;
+use virt_apiserver::limits::check_object;
 use virt_apiserver::meta;
 use virt_apiserver::strict_decoding;
 
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let ct = ["application/json", "application/yaml", "text/plain", ""][usize::from(kind % 4)];
     let Ok(obj) = decode_body(ct, body, true) else { return };
     assert!(obj.is_object(), "decode_body answers objects only");
-    if check_depth(&obj).is_err() {
+    if check_object(&obj).is_err() {
         return;
     }
     if let Some(m) = obj.get("metadata").and_then(|m| m.as_object()) {

@@ -41,15 +41,57 @@ pub fn depth(v: &Value) -> usize {
     max
 }
 
-/// 400 for an object nested deeper than `MAX_OBJECT_DEPTH`.
-pub fn check_depth(obj: &Value) -> Result<(), ApiError> {
-    let d = depth(obj);
+/// 400 for an object nested deeper than `MAX_OBJECT_DEPTH`, 413 for one whose encoding is
+/// larger than `MAX_OBJECT_BYTES`: the limits of what the store keeps. One walk measures both;
+/// the encoding is counted only when that walk's bound does not already settle it.
+pub fn check_object(obj: &Value) -> Result<(), ApiError> {
+    let (d, bound) = depth_and_bound(obj);
     if d > MAX_OBJECT_DEPTH {
         return Err(ApiError::bad_request(format!(
             "the object is nested {d} levels deep; the limit is {MAX_OBJECT_DEPTH}"
         )));
     }
+    if bound > MAX_OBJECT_BYTES {
+        let n = encoded_len(obj);
+        if n > MAX_OBJECT_BYTES {
+            return Err(ApiError::RequestEntityTooLarge(format!(
+                "Request entity too large: the object is {n} bytes, the limit is {MAX_OBJECT_BYTES}"
+            )));
+        }
+    }
     Ok(())
+}
+
+/// Longest encoding of a number: a negative i64 is 20 characters, an f64 at most 24.
+const NUMBER_BOUND: usize = 24;
+
+/// The nesting depth of `v` (as [`depth`]) and a bound its JSON encoding never exceeds: every
+/// string byte counted as the longest escape (`\u00XX`), every number as the longest number.
+pub fn depth_and_bound(v: &Value) -> (usize, usize) {
+    let str_bound = |s: &str| 2 + 6 * s.len();
+    let (mut max, mut bound) = (0, 0);
+    let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
+    while let Some((v, d)) = stack.pop() {
+        bound += match v {
+            Value::Null => 4,
+            Value::Bool(_) => 5,
+            Value::Number(_) => NUMBER_BOUND,
+            Value::String(s) => str_bound(s),
+            Value::Array(a) => {
+                max = max.max(d + 1);
+                stack.extend(a.iter().map(|c| (c, d + 1)));
+                // Brackets and a comma per item.
+                2 + a.len()
+            }
+            Value::Object(m) => {
+                max = max.max(d + 1);
+                stack.extend(m.values().map(|c| (c, d + 1)));
+                // Braces, and per entry its key, a colon and a comma.
+                2 + m.keys().map(|k| str_bound(k) + 2).sum::<usize>()
+            }
+        };
+    }
+    (max, bound)
 }
 
 /// The encoded size of `v` in bytes, without building the encoding.
@@ -126,5 +168,25 @@ mod tests {
         assert_eq!(yaml_flow_depth(&format!("a: {}1{}", "[".repeat(500), "]".repeat(500))), 500);
         assert!(yaml_to_value(&format!("a: {}", "[".repeat(100_000))).is_err());
         assert_eq!(yaml_to_value("a: [1, {b: c}]").unwrap(), json!({"a": [1, {"b": "c"}]}));
+    }
+
+    #[test]
+    fn the_bound_is_never_below_the_encoding() {
+        let samples = [
+            serde_json::json!(null),
+            serde_json::json!({"a": [1, -9223372036854775808i64, 1.5e-300, true, null]}),
+            serde_json::json!({"ctl": "\u{1}\u{1f}\"\\", "ü": "日本", "e": {}, "l": []}),
+            serde_json::json!([[[[]]], {"k": {"k": {"k": "v"}}}]),
+        ];
+        for v in samples {
+            let (d, bound) = depth_and_bound(&v);
+            assert_eq!(d, depth(&v), "{v}");
+            assert!(bound >= encoded_len(&v), "{v}: {bound} < {}", encoded_len(&v));
+        }
+        let big = serde_json::json!({"s": "x".repeat(MAX_OBJECT_BYTES)});
+        assert!(matches!(check_object(&big), Err(ApiError::RequestEntityTooLarge(_))));
+        let near = serde_json::json!({"s": "x".repeat(MAX_OBJECT_BYTES / 4)});
+        assert!(depth_and_bound(&near).1 > MAX_OBJECT_BYTES, "counted exactly");
+        assert!(check_object(&near).is_ok());
     }
 }

@@ -253,6 +253,7 @@ pub fn resolve(schema: &Value) -> Option<&Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::HashSet;
 
     #[test]
     fn every_served_kind_has_its_definition() {
@@ -272,5 +273,55 @@ mod tests {
         assert_eq!(resolve(&json!({"$ref": "#/definitions/nothing"})), None);
         let plain = json!({"type": "string"});
         assert_eq!(resolve(&plain), Some(&plain));
+    }
+
+    /// Every node reachable from every kind says what its schema in the document says.
+    #[test]
+    fn the_compiled_schema_agrees_with_the_document() {
+        fn agree(schema: &'static Value, id: Option<NodeId>, seen: &mut HashSet<NodeId>) {
+            let n = node(id);
+            let Some(v) = resolve(schema) else {
+                assert!(id.is_none(), "a reference that leads nowhere is open");
+                return;
+            };
+            let id = id.expect("a resolvable schema has a node");
+            if !seen.insert(id) {
+                return;
+            }
+            let s = |k: &str| v.get(k).and_then(Value::as_str);
+            let b = |k: &str| v.get(k).and_then(Value::as_bool) == Some(true);
+            assert_eq!(n.ty, s("type"), "{v}");
+            assert_eq!(n.nullable, b("nullable") || b("x-nullable"));
+            assert_eq!(n.int_or_string, b("x-kubernetes-int-or-string"));
+            assert_eq!(n.list_type, s("x-kubernetes-list-type"));
+            assert_eq!(n.map_atomic, s("x-kubernetes-map-type") == Some("atomic"));
+            assert_eq!(n.enum_values.map(<[Value]>::len), v["enum"].as_array().map(Vec::len));
+            let required = v["required"].as_array().map_or(0, Vec::len);
+            assert_eq!(n.required.len(), required);
+            let props = v.get("properties").and_then(Value::as_object);
+            assert_eq!(n.has_properties, props.is_some());
+            for (name, prop) in props.into_iter().flatten() {
+                let child = n.property(name).unwrap_or_else(|| panic!("{name} is declared"));
+                agree(prop, child, seen);
+            }
+            assert_eq!(n.property("no such property, ever"), None);
+            match (v.get("additionalProperties"), n.additional) {
+                (Some(ap @ Value::Object(_)), Some(child)) => agree(ap, child, seen),
+                (Some(Value::Object(_)), None) => panic!("additionalProperties lost: {v}"),
+                (_, additional) => assert_eq!(additional, None),
+            }
+            match (v.get("items"), n.items) {
+                (Some(items), Some(child)) => agree(items, child, seen),
+                (items, child) => assert_eq!((items.is_some(), child), (false, None)),
+            }
+        }
+        let mut seen = HashSet::new();
+        for res in crate::generated::RESOURCES {
+            let def = kind_definition(res).expect("every kind has its definition");
+            let id = kind_node(res);
+            assert!(id.is_some(), "{}", res.kind);
+            agree(def, id, &mut seen);
+        }
+        assert!(seen.len() > 100, "{} nodes", seen.len());
     }
 }

@@ -8,7 +8,6 @@ use super::addresses;
 use super::update::Next;
 use super::Target;
 use crate::object::error::{ApiError, Cause};
-use crate::object::limits::MAX_OBJECT_BYTES;
 use crate::object::meta::metadata_mut;
 use crate::object::subresource::{self, Part};
 use crate::object::validation;
@@ -366,14 +365,7 @@ fn set_storage_version(res: &ResourceInfo, obj: &mut Value) {
 
 pub fn check_size(obj: &Value) -> Result<(), ApiError> {
     // The store decodes what it keeps: an object nested too deep could never be read back.
-    crate::object::limits::check_depth(obj)?;
-    let n = crate::object::limits::encoded_len(obj);
-    if n > MAX_OBJECT_BYTES {
-        return Err(ApiError::RequestEntityTooLarge(format!(
-            "Request entity too large: the object is {n} bytes, the limit is {MAX_OBJECT_BYTES}"
-        )));
-    }
-    Ok(())
+    crate::object::limits::check_object(obj)
 }
 
 /// Which names `res` accepts: kube's namespace names are labels, other built-in kinds'

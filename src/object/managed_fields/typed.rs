@@ -456,7 +456,7 @@ fn put_added(
     out: &mut Map<String, Value>,
     key: String,
     member: bool,
-    children: Map<String, Value>,
+    mut children: Map<String, Value>,
 ) {
     if children.is_empty() {
         if member {
@@ -464,15 +464,11 @@ fn put_added(
         }
         return;
     }
-    let node = if member {
-        let mut node = Map::with_capacity(children.len() + 1);
-        node.insert(".".into(), Value::Object(Map::new()));
-        node.extend(children);
-        node
-    } else {
-        children
-    };
-    out.insert(key, Value::Object(node));
+    if member {
+        // `.` sorts before every `f:`, `k:`, `v:` and `i:` key: the map's order is kube's.
+        children.insert(".".into(), Value::Object(Map::new()));
+    }
+    out.insert(key, Value::Object(children));
 }
 
 /// The items of an associative list by name, first occurrence winning.
