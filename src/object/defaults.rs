@@ -5,122 +5,82 @@
 //! A number where the schema has a `resource.Quantity` (`x-virt-proto-type: quantity`) is
 //! stored as its text, as kube's decoding of a Quantity serializes it (`cpu: 2` reads back "2").
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-
 use serde_json::Value;
 
-use crate::object::validation::{kind_schema, resolve};
+use crate::object::schema::{self, Node};
 use crate::resource::ResourceInfo;
 
 /// Sets the schema's defaults in `obj` (metadata is ObjectMeta's own and left alone).
 pub fn apply(res: &ResourceInfo, obj: &mut Value) {
-    if let Some(schema) = kind_schema(res) {
-        walk(obj, schema, true);
+    if let Some(kind) = schema::kind_node(res) {
+        walk(obj, schema::nodes(), schema::node(Some(kind)), true);
     }
 }
 
 /// `apply` for a write through `/status`, which changes nothing else: the rest of the object is
 /// the stored one, defaulted when it was written, so only `status` is walked.
 pub fn apply_to_status(res: &ResourceInfo, obj: &mut Value) {
-    let Some(schema) = kind_schema(res) else { return };
-    let Some(prop) = resolve(schema).get("properties").and_then(|p| p.get("status")) else {
-        return;
-    };
+    let Some(kind) = schema::kind_node(res) else { return };
+    let Some(prop) = schema::node(Some(kind)).declared("status") else { return };
     let Some(map) = obj.as_object_mut() else { return };
     if map.get("status").is_none_or(Value::is_null) {
-        match prop.get("default").or_else(|| resolve(prop).get("default")) {
+        match prop.default {
             Some(default) => _ = map.insert("status".into(), default.clone()),
             None => return,
         }
     }
     if let Some(status) = map.get_mut("status") {
-        walk(status, prop, false);
+        walk(status, schema::nodes(), schema::node(prop.node), false);
     }
 }
 
-fn walk(v: &mut Value, schema: &'static Value, root: bool) {
-    let schema = resolve(schema);
+/// Defaults `v` by `schema`, a node of the compiled schema `nodes`, walking only the parts
+/// whose nodes have `defaults`.
+fn walk(v: &mut Value, nodes: &[Node], schema: &Node, root: bool) {
     match v {
         Value::Object(map) => {
-            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for (k, prop) in props {
-                    if root && k == "metadata" {
+            if schema.has_properties {
+                for prop in schema.properties() {
+                    if root && prop.name == "metadata" {
                         continue;
                     }
-                    let missing = map.get(k).is_none_or(Value::is_null);
-                    // A reference's own default (beside its `$ref`) comes first.
-                    let default = prop.get("default").or_else(|| resolve(prop).get("default"));
-                    if let Some(default) = default.filter(|_| missing) {
-                        map.insert(k.clone(), default.clone());
+                    let Some(default) = prop.default else { continue };
+                    if map.get(prop.name).is_none_or(Value::is_null) {
+                        map.insert(prop.name.into(), default.clone());
                     }
                 }
                 for (k, child) in map.iter_mut() {
-                    if let Some(prop) = props.get(k).filter(|_| !(root && k == "metadata")) {
-                        if has_work(prop) {
-                            walk(child, prop, false);
-                        }
+                    if root && k == "metadata" {
+                        continue;
+                    }
+                    let Some(prop) = schema.declared(k) else { continue };
+                    let child_schema = schema::node_in(nodes, prop.node);
+                    if child_schema.defaults {
+                        walk(child, nodes, child_schema, false);
                     }
                 }
-            } else if let Some(values) =
-                schema.get("additionalProperties").filter(|a| a.is_object() && has_work(a))
-            {
-                for child in map.values_mut() {
-                    walk(child, values, false);
+            } else if let Some(values) = schema.additional {
+                let values = schema::node_in(nodes, values);
+                if values.defaults {
+                    for child in map.values_mut() {
+                        walk(child, nodes, values, false);
+                    }
                 }
             }
         }
         Value::Array(items) => {
-            if let Some(item) = schema.get("items").filter(|i| has_work(i)) {
-                for child in items {
-                    walk(child, item, false);
+            if let Some(item) = schema.items {
+                let item = schema::node_in(nodes, item);
+                if item.defaults {
+                    for child in items {
+                        walk(child, nodes, item, false);
+                    }
                 }
             }
         }
-        Value::Number(n)
-            if schema.get("x-virt-proto-type").and_then(Value::as_str) == Some("quantity") =>
-        {
-            *v = Value::String(quantity_text(n));
-        }
+        Value::Number(n) if schema.quantity => *v = Value::String(quantity_text(n)),
         _ => {}
     }
-}
-
-thread_local! {
-    /// `has_work` per schema node, by address: the document is static, so an address names one
-    /// node for the life of the process.
-    static WORK: RefCell<HashMap<usize, bool>> = RefCell::new(HashMap::new());
-}
-
-/// Whether `walk` can change a value under `schema`: a default or a quantity somewhere below
-/// it. Most of a kind's schema has neither, and a write walks only the parts that do.
-fn has_work(schema: &'static Value) -> bool {
-    let addr = schema as *const Value as usize;
-    if let Some(known) = WORK.with(|w| w.borrow().get(&addr).copied()) {
-        return known;
-    }
-    // A node met again while its own answer is being found (a recursive schema) counts as
-    // having work: at worst a part is walked for nothing.
-    WORK.with(|w| w.borrow_mut().insert(addr, true));
-    let work = find_work(schema);
-    WORK.with(|w| w.borrow_mut().insert(addr, work));
-    work
-}
-
-fn find_work(schema: &'static Value) -> bool {
-    if schema.get("default").is_some() {
-        return true;
-    }
-    let schema = resolve(schema);
-    if schema.get("default").is_some()
-        || schema.get("x-virt-proto-type").and_then(Value::as_str) == Some("quantity")
-    {
-        return true;
-    }
-    let props = schema.get("properties").and_then(Value::as_object);
-    props.is_some_and(|p| p.values().any(has_work))
-        || schema.get("additionalProperties").is_some_and(|a| a.is_object() && has_work(a))
-        || schema.get("items").is_some_and(has_work)
 }
 
 /// A JSON number as a Quantity's canonical text: whole numbers as they are, fractions in
@@ -164,18 +124,35 @@ mod tests {
             "deep": {"properties": {"x": {"items": {"properties": {"y": {"default": 1}}}}}},
             "sizes": {"additionalProperties": {"x-virt-proto-type": "quantity"}},
         }})));
-        let prop = |k: &str| &schema["properties"][k];
-        assert!(!has_work(prop("plain")));
-        assert!(has_work(prop("deep")));
-        assert!(has_work(prop("sizes")));
-        assert!(has_work(schema));
-        // Asked again, from the memo.
-        assert!(!has_work(prop("plain")) && has_work(prop("deep")));
+        let (nodes, root) = schema::compile_alone(schema);
+        let root = schema::node_in(&nodes, root);
+        let prop = |k: &str| schema::node_in(&nodes, root.property(k).expect("declared"));
+        assert!(!prop("plain").defaults);
+        assert!(prop("deep").defaults);
+        assert!(prop("sizes").defaults);
+        assert!(root.defaults);
+    }
+
+    #[test]
+    fn a_kind_is_walked_only_where_it_has_defaults() {
+        // A Secret's `type` has a default; its metadata (ObjectMeta, whose managed fields and
+        // owner references hold no default or quantity) is not walked.
+        let kind = schema::node(schema::kind_node(secret()));
+        assert!(kind.defaults);
+        assert!(kind.declared("type").and_then(|p| p.default).is_some());
+        assert!(!schema::node(kind.property("metadata").expect("declared")).defaults);
+    }
+
+    fn secret() -> &'static ResourceInfo {
+        crate::generated::RESOURCES
+            .iter()
+            .find(|r| r.data_rules.is_some_and(|d| !d.write_only.is_empty()))
+            .expect("a kind with a write-only map")
     }
 
     fn defaulted(schema: Value, mut obj: Value) -> Value {
-        // Leaked: `has_work` remembers schema nodes by address, as the document's are static.
-        walk(&mut obj, Box::leak(Box::new(schema)), true);
+        let (nodes, root) = schema::compile_alone(Box::leak(Box::new(schema)));
+        walk(&mut obj, &nodes, schema::node_in(&nodes, root), true);
         obj
     }
 
@@ -206,12 +183,8 @@ mod tests {
 
     #[test]
     fn a_secret_defaults_to_opaque() {
-        let secret = crate::generated::RESOURCES
-            .iter()
-            .find(|r| r.data_rules.is_some_and(|d| !d.write_only.is_empty()))
-            .expect("a kind with a write-only map");
         let mut obj = json!({"metadata": {"name": "s"}});
-        apply(secret, &mut obj);
+        apply(secret(), &mut obj);
         assert_eq!(obj["type"], "Opaque");
     }
 }

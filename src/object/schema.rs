@@ -74,8 +74,8 @@ pub struct Node {
     pub required: Vec<&'static str>,
     /// `properties` is an object.
     pub has_properties: bool,
-    /// The declared properties in key order (`None`: a reference that leads nowhere).
-    properties: Vec<(&'static str, Option<NodeId>)>,
+    /// The declared properties in key order.
+    properties: Vec<Property>,
     /// `additionalProperties` is there, a schema or a boolean.
     pub has_additional: bool,
     /// `additionalProperties`, when it is a schema.
@@ -92,6 +92,20 @@ pub struct Node {
     pub list_type: Option<&'static str>,
     /// `x-kubernetes-list-map-keys`.
     pub list_map_keys: Vec<String>,
+    /// Defaulting can change a value here: a property with a default or a quantity at or below
+    /// it. Most of a kind's schema has neither, and a write walks only the parts that do.
+    pub defaults: bool,
+}
+
+/// A declared property.
+#[derive(Debug)]
+pub struct Property {
+    pub name: &'static str,
+    /// Its node (`None`: a reference that leads nowhere).
+    pub node: Option<NodeId>,
+    /// What a write sets it to when missing: the property's own `default` (beside a `$ref`),
+    /// else its schema's.
+    pub default: Option<&'static Value>,
 }
 
 /// An index into the compiled schema.
@@ -116,14 +130,25 @@ const OPEN: Node = Node {
     map_atomic: false,
     list_type: None,
     list_map_keys: Vec::new(),
+    defaults: false,
 };
 
 impl Node {
     /// Declared property `name`: `None` when undeclared, `Some(None)` when declared but its
     /// reference leads nowhere.
     pub fn property(&self, name: &str) -> Option<Option<NodeId>> {
-        let i = self.properties.binary_search_by(|(k, _)| (*k).cmp(name)).ok()?;
-        Some(self.properties[i].1)
+        self.declared(name).map(|p| p.node)
+    }
+
+    /// Declared property `name`, whole.
+    pub fn declared(&self, name: &str) -> Option<&Property> {
+        let i = self.properties.binary_search_by(|p| p.name.cmp(name)).ok()?;
+        Some(&self.properties[i])
+    }
+
+    /// The declared properties, in key order.
+    pub fn properties(&self) -> &[Property] {
+        &self.properties
     }
 
     /// The schema of map entry `name`: its property's, else `additionalProperties`'.
@@ -153,8 +178,42 @@ fn compiled() -> &'static Compiled {
                 kinds.insert(addr(def), id);
             }
         }
+        mark_defaults(&mut c.nodes);
         Compiled { nodes: c.nodes, kinds }
     })
+}
+
+/// Sets each node's `defaults`: the least fixed point, so a recursive part of a schema with no
+/// default and no quantity anywhere in it is not walked.
+fn mark_defaults(nodes: &mut [Node]) {
+    loop {
+        let mut changed = false;
+        for i in 0..nodes.len() {
+            let below = |id: &Option<NodeId>| id.is_some_and(|id| nodes[id as usize].defaults);
+            let n = &nodes[i];
+            let defaults = n.quantity
+                || n.properties.iter().any(|p| p.default.is_some() || below(&p.node))
+                || n.additional.as_ref().is_some_and(below)
+                || n.items.as_ref().is_some_and(below);
+            if defaults && !n.defaults {
+                nodes[i].defaults = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return;
+        }
+    }
+}
+
+/// Compiles `schema` apart from the document's kinds (its references still resolve into the
+/// document's definitions): the nodes and the root's id, for tests of the walks.
+#[cfg(test)]
+pub fn compile_alone(schema: &'static Value) -> (Vec<Node>, Option<NodeId>) {
+    let mut c = Compiler::default();
+    let root = c.compile(schema);
+    mark_defaults(&mut c.nodes);
+    (c.nodes, root)
 }
 
 #[derive(Default)]
@@ -176,11 +235,12 @@ impl Compiler {
         let ext = |k: &str| node.get(k).and_then(Value::as_str);
         let flag = |k: &str| node.get(k).and_then(Value::as_bool).unwrap_or(false);
         let props = node.get("properties").and_then(Value::as_object);
-        let mut properties: Vec<(&'static str, Option<NodeId>)> = Vec::new();
+        let mut properties = Vec::new();
         for (name, prop) in props.into_iter().flatten() {
-            properties.push((name.as_str(), self.compile(prop)));
+            let default = prop.get("default").or_else(|| resolve(prop)?.get("default"));
+            properties.push(Property { name: name.as_str(), node: self.compile(prop), default });
         }
-        properties.sort_by(|a, b| a.0.cmp(b.0));
+        properties.sort_by(|a, b| a.name.cmp(b.name));
         let additional_raw = node.get("additionalProperties");
         let additional = match additional_raw {
             Some(ap @ Value::Object(_)) => Some(self.compile(ap)),
@@ -212,6 +272,7 @@ impl Compiler {
             map_atomic: ext("x-kubernetes-map-type") == Some("atomic"),
             list_type: ext("x-kubernetes-list-type"),
             list_map_keys,
+            defaults: false,
         };
         Some(id)
     }
@@ -228,18 +289,23 @@ pub fn gvk_node(group: &str, version: &str, kind: &str) -> Option<NodeId> {
     compiled().kinds.get(&addr(def)).copied()
 }
 
-/// Node `id` of the compiled schema; `None`, a reference that leads nowhere, is [`open`].
+/// Node `id` of the compiled schema; `None`, a reference that leads nowhere, is the open schema.
 pub fn node(id: Option<NodeId>) -> &'static Node {
+    node_in(&compiled().nodes, id)
+}
+
+/// Node `id` of `nodes`, a compiled schema.
+pub fn node_in(nodes: &[Node], id: Option<NodeId>) -> &Node {
+    static OPEN_NODE: Node = OPEN;
     match id {
-        Some(id) => &compiled().nodes[id as usize],
-        None => open(),
+        Some(id) => &nodes[id as usize],
+        None => &OPEN_NODE,
     }
 }
 
-/// The open schema.
-pub fn open() -> &'static Node {
-    static OPEN_NODE: Node = OPEN;
-    &OPEN_NODE
+/// The whole compiled schema, for walks that take it as [`node_in`]'s `nodes`.
+pub fn nodes() -> &'static [Node] {
+    &compiled().nodes
 }
 
 /// `schema` past its `$ref`s into the definitions and a one-element `allOf` (how kube's
@@ -301,8 +367,10 @@ mod tests {
             let props = v.get("properties").and_then(Value::as_object);
             assert_eq!(n.has_properties, props.is_some());
             for (name, prop) in props.into_iter().flatten() {
-                let child = n.property(name).unwrap_or_else(|| panic!("{name} is declared"));
-                agree(prop, child, seen);
+                let declared = n.declared(name).unwrap_or_else(|| panic!("{name} is declared"));
+                let default = prop.get("default").or_else(|| resolve(prop)?.get("default"));
+                assert_eq!(declared.default, default, "{name}");
+                agree(prop, declared.node, seen);
             }
             assert_eq!(n.property("no such property, ever"), None);
             match (v.get("additionalProperties"), n.additional) {
