@@ -210,10 +210,16 @@ fn check_document(doc: &Value) {
     assert_eq!(unique.len(), ids.len(), "operationIds are unique");
 }
 
-/// Writes `bytes` to `path` unless it already holds them, so cargo sees no change on a rerun.
+/// Writes `bytes` to `path` unless it already holds them, so cargo sees no change on a rerun;
+/// through a rename, so a build reading it beside (the other storage's run) never sees it half
+/// written.
 fn write_if_changed(path: &Path, bytes: &[u8]) {
     if std::fs::read(path).ok().as_deref() != Some(bytes) {
-        std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        let scratch = path.with_extension(format!("{}.tmp", std::process::id()));
+        std::fs::write(&scratch, bytes)
+            .unwrap_or_else(|e| panic!("write {}: {e}", scratch.display()));
+        std::fs::rename(&scratch, path)
+            .unwrap_or_else(|e| panic!("rename to {}: {e}", path.display()));
     }
 }
 
@@ -222,8 +228,72 @@ fn say(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
+/// Names in a profile dir that are the workspace's document-dependent crates (the server's
+/// library, binary and test binaries, by crate or package name): the fixture build makes its own.
+const OWN_ARTIFACTS: [&str; 5] =
+    ["virt_apiserver", "libvirt_apiserver", "virt-apiserver", "api-", "layers-"];
+
+/// Seeds a fixture target dir that has no build yet with the dependencies this test's own
+/// build compiled, so the fixture build compiles the server alone: a cold one compiled every
+/// dependency again, about five minutes of a core on two. They are the same artifacts because
+/// the features are (Cargo.toml keeps a plain build's features the test build's) and so is the
+/// profile. Copied with their times (cargo reads an older dependency as rebuilt), not linked (it
+/// rewrites in place what it rebuilds), into a scratch dir renamed into place: the suite on
+/// SQLite and on etcd may run side by side, and only one seed may land.
+fn seed(target_dir: &Path) {
+    let profile = target_dir.join("debug");
+    let exe = std::env::current_exe().expect("the test's path");
+    // target/debug/deps/api-<hash>: its profile dir is two levels up.
+    let Some(ours) = exe.parent().and_then(Path::parent) else { return };
+    if profile.exists() || !ours.join(".fingerprint").is_dir() {
+        return;
+    }
+    let started = Instant::now();
+    let scratch = target_dir.join(format!(".seed-{}", std::process::id()));
+    for sub in ["deps", "build", ".fingerprint"] {
+        let to = scratch.join(sub);
+        std::fs::create_dir_all(&to).expect("create the seeded dir");
+        let entries: Vec<PathBuf> = std::fs::read_dir(ours.join(sub))
+            .expect("read the test build's profile dir")
+            .map(|e| e.expect("a dir entry"))
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                !OWN_ARTIFACTS.iter().any(|own| name.starts_with(own))
+            })
+            .map(|e| e.path())
+            .collect();
+        if entries.is_empty() {
+            continue;
+        }
+        let out = Command::new("cp")
+            .arg("-a")
+            .args(&entries)
+            .arg(&to)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run cp: {e}"));
+        assert!(
+            out.status.success(),
+            "cp -a into {}: {}",
+            to.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    match std::fs::rename(&scratch, &profile) {
+        Ok(()) => say(&format!(
+            "fixture build: seeded {} from {} in {:.1} s",
+            profile.display(),
+            ours.display(),
+            started.elapsed().as_secs_f64()
+        )),
+        // Another run's seed landed first.
+        Err(_) => std::fs::remove_dir_all(&scratch).expect("remove the unused seed"),
+    }
+}
+
 /// Builds `virt-apiserver` against `doc` in its own target dir and returns the binary.
 fn build_against(doc: &Path, target_dir: &Path) -> PathBuf {
+    seed(target_dir);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
     // Lowest priority, so the build slows the tests running beside it as little as it can.
     let mut cmd = if Path::new("/usr/bin/nice").exists() {
