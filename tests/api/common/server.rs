@@ -69,8 +69,8 @@ pub fn abac_args(tokens: &Path, policy: &Path) -> Vec<String> {
     ]
 }
 
-/// The server under test: `VIRT_TEST_SERVER_BIN` when set (CI runs the etcd suite against the
-/// release build it benchmarks), else the binary cargo built beside this test.
+/// The server under test: `VIRT_TEST_SERVER_BIN` when set (`.ci/test` runs both storages' suites
+/// against the release build the benchmark measures), else the binary cargo built beside this test.
 pub fn binary() -> PathBuf {
     match std::env::var_os("VIRT_TEST_SERVER_BIN") {
         Some(bin) if !bin.is_empty() => PathBuf::from(bin),
